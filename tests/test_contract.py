@@ -1,0 +1,23 @@
+"""The shared state contract, run on every registered game."""
+
+import pytest
+
+import jaxgames
+from jaxgames.testing.api_test import api_test
+
+# Parameters for games whose constructor needs arguments.
+GAME_PARAMS = {
+    "matrix_game": dict(row_payoffs=[[1.0, 0.0, 2.0], [0.0, 1.0, 0.5]], col_payoffs=[[0.0, 1.0, 0.0], [1.0, 0.0, 3.0]]),
+}
+
+
+@pytest.mark.parametrize("name", jaxgames.registered_games())
+def test_contract(name):
+    env = jaxgames.make(name, **GAME_PARAMS.get(name, {}))
+    assert env.name == name or name == "matrix_game"
+    api_test(env, batch_size=4, max_steps=20)
+
+
+def test_unknown_game_lists_known_ones():
+    with pytest.raises(ValueError, match="prisoners_dilemma"):
+        jaxgames.make("no_such_game")
