@@ -44,7 +44,7 @@ def registered_games() -> tuple[str, ...]:
     return tuple(sorted(_REGISTRY))
 
 
-def make(name: str, **params) -> Env:
+def make(name: str, /, **params) -> Env:
     """Builds the game ``name`` with its static parameters (Pgx's ``pgx.make``).
 
     Args:
