@@ -1,0 +1,156 @@
+"""Learning dynamics of two-player matrix games: vector fields and their integration.
+
+For the row player with payoffs ``A`` [n, m] facing column strategy ``y``,
+and the column player with ``B`` [n, m] facing ``x`` (use ``B^T``), with
+``u`` the utility vector of a player and ``alpha`` the learning rate
+(time is measured in learner iterations):
+
+* Replicator dynamics (Bloembergen et al. 2015, JAIR 53, eq. 5):
+  ``x_i' = alpha x_i (u_i - x.u)``, ``u = A y``.
+* Boltzmann Q-learning / FAQ dynamics (Tuyls, 't Hoen & Vanschoenwinkel 2006;
+  Bloembergen et al. 2015, eq. 10):
+  ``x_i' = (alpha x_i / tau)(u_i - x.u) + alpha x_i sum_j x_j ln(x_j / x_i)``.
+* Lenient Boltzmann dynamics (Panait, Tuyls & Luke 2008, JMLR 9, eq. 9;
+  Bloembergen et al. 2015, eq. 13): the FAQ field with ``u_i`` replaced by
+  the expected maximum of ``kappa`` rewards of action i (`lenient_utility`).
+
+Everything is written for one profile and is jit/vmap-able.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import jax
+import jax.numpy as jnp
+
+FIELDS = ("replicator", "boltzmann_q", "lenient_boltzmann")
+
+
+def lenient_utility(payoff_matrix: jax.Array, opponent: jax.Array, leniency) -> jax.Array:
+    """Expected maximum of ``leniency`` rewards of each action (Panait et al. 2008, eq. 8).
+
+    Action i's reward is ``payoff_matrix[i, j]`` with ``j ~ opponent``. With
+    kappa i.i.d. draws, ``E[max] = sum_j A_ij y_j [F_le(ij)^k - F_lt(ij)^k] / F_eq(ij)``
+    where ``F_le(ij) = sum_{k: A_ik <= A_ij} y_k`` (likewise ``<`` and ``==``);
+    dividing by ``F_eq`` shares the probability of a tied maximum among the
+    tied entries.
+
+    Args:
+        payoff_matrix: float ``[n, m]``, the learner's payoffs (row = own action).
+        opponent: float ``[m]``, the opponent's mixed strategy.
+        leniency: kappa >= 1 (scalar; may be traced).
+
+    Returns:
+        float32 ``[n]``. For kappa = 1 this is ``payoff_matrix @ opponent``.
+    """
+    a = jnp.asarray(payoff_matrix, jnp.float32)
+    y = jnp.asarray(opponent, jnp.float32)
+    le = a[:, None, :] <= a[:, :, None]  # [n, j, k]: A_ik <= A_ij
+    lt = a[:, None, :] < a[:, :, None]
+    eq = a[:, None, :] == a[:, :, None]
+    f_le = jnp.sum(jnp.where(le, y, 0.0), axis=-1)
+    f_lt = jnp.sum(jnp.where(lt, y, 0.0), axis=-1)
+    f_eq = jnp.sum(jnp.where(eq, y, 0.0), axis=-1)
+    weight = jnp.where(f_eq > 0, (f_le**leniency - f_lt**leniency) / jnp.where(f_eq > 0, f_eq, 1.0), 0.0)
+    return jnp.sum(a * y * weight, axis=-1)
+
+
+def _replicator_term(x, u):
+    return x * (u - jnp.dot(x, u))
+
+
+def _exploration_term(x):
+    # sum_j x_j ln(x_j / x_i) = sum_j x_j ln x_j - ln x_i, with 0 ln 0 = 0.
+    logx = jnp.log(jnp.where(x > 0, x, 1.0))
+    return x * (jnp.sum(x * logx) - logx)
+
+
+def _player_field(kind: str, x, u, temperature, learning_rate):
+    if kind == "replicator":
+        return learning_rate * _replicator_term(x, u)
+    return learning_rate * (_replicator_term(x, u) / temperature + _exploration_term(x))
+
+
+def vector_field(kind: str, payoffs: jax.Array, x: jax.Array, y: jax.Array, *, temperature=1.0, leniency=1, learning_rate=1.0):
+    """Time derivative ``(x', y')`` of both players' strategies.
+
+    Args:
+        kind: one of `FIELDS`.
+        payoffs: float ``[2, n, m]``.
+        x: float ``[n]`` row strategy; y: float ``[m]`` column strategy.
+        temperature: tau > 0 (Boltzmann fields).
+        leniency: kappa >= 1 (lenient field).
+        learning_rate: alpha; scales time (1 = OpenSpiel's ``egt.dynamics``).
+
+    Returns:
+        ``(dx [n], dy [m])`` float32, per learner iteration.
+
+    Raises:
+        ValueError: for an unknown kind.
+    """
+    if kind not in FIELDS:
+        raise ValueError(f"kind must be one of {FIELDS}; got {kind!r}")
+    a, b = jnp.asarray(payoffs[0], jnp.float32), jnp.asarray(payoffs[1], jnp.float32)
+    if kind == "lenient_boltzmann":
+        ux = lenient_utility(a, y, leniency)
+        uy = lenient_utility(b.T, x, leniency)
+    else:
+        ux, uy = a @ y, b.T @ x
+    return (
+        _player_field(kind, x, ux, temperature, learning_rate),
+        _player_field(kind, y, uy, temperature, learning_rate),
+    )
+
+
+def integrate(
+    kind: str,
+    payoffs: jax.Array,
+    x0: jax.Array,
+    y0: jax.Array,
+    *,
+    num_iterations: int,
+    num_steps: int = 1000,
+    temperature: Callable[[jax.Array], jax.Array] | float = 1.0,
+    leniency=1,
+    learning_rate=1.0,
+) -> tuple[jax.Array, jax.Array]:
+    """Integrates a field with classical 4th-order Runge-Kutta over learner time.
+
+    Args:
+        kind, payoffs, leniency, learning_rate: as `vector_field`.
+        x0: ``[n]``, y0: ``[m]``: the starting strategies (interior points).
+        num_iterations: the time span, in learner iterations.
+        num_steps: RK4 steps (static).
+        temperature: tau, or a function of the iteration ``t`` (float32 ``[]``)
+            giving tau (e.g. a learner's `Schedule` with its horizon).
+
+    Returns:
+        ``(xs [num_steps + 1, n], ys [num_steps + 1, m])``, states at the times
+        ``linspace(0, num_iterations, num_steps + 1)``. The simplex is kept by
+        clipping at 0 and renormalising after each step.
+    """
+    tau_fn = temperature if callable(temperature) else (lambda t: temperature)
+    dt = num_iterations / num_steps
+
+    def f(t, z):
+        x, y = z
+        return vector_field(kind, payoffs, x, y, temperature=tau_fn(t), leniency=leniency, learning_rate=learning_rate)
+
+    def project(z):
+        return tuple(jnp.clip(v, 0.0, None) / jnp.sum(jnp.clip(v, 0.0, None)) for v in z)
+
+    def step(z, i):
+        t = i * dt
+        add = lambda z, k, h: tuple(v + h * kv for v, kv in zip(z, k))
+        k1 = f(t, z)
+        k2 = f(t + dt / 2, add(z, k1, dt / 2))
+        k3 = f(t + dt / 2, add(z, k2, dt / 2))
+        k4 = f(t + dt, add(z, k3, dt))
+        z = tuple(v + dt / 6 * (a + 2 * b + 2 * c + d) for v, a, b, c, d in zip(z, k1, k2, k3, k4))
+        z = project(z)
+        return z, z
+
+    z0 = (jnp.asarray(x0, jnp.float32), jnp.asarray(y0, jnp.float32))
+    _, (xs, ys) = jax.lax.scan(step, z0, jnp.arange(num_steps, dtype=jnp.float32))
+    return jnp.concatenate([z0[0][None], xs]), jnp.concatenate([z0[1][None], ys])

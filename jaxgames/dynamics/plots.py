@@ -1,0 +1,121 @@
+"""Pictures of learning dynamics: directional fields for 2x2 games, simplex plots for 3 actions.
+
+2x2 games are drawn in the unit square with x = P(first action) of player 1
+and y = P(first action) of player 2 (seed 000, figure 1). 3-action games are
+drawn on the probability simplex of one player, with the field of the
+symmetric self-play dynamics (both players at the same strategy).
+Trajectories start at a bullet and end at a square, as in the seed.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxgames.dynamics.fields import vector_field
+
+_SQRT3_2 = np.sqrt(3.0) / 2.0
+# Simplex corners: action 0 bottom left, action 1 bottom right, action 2 top.
+_CORNERS = np.array([[0.0, 0.0], [1.0, 0.0], [0.5, _SQRT3_2]])
+
+
+def simplex_to_xy(p: np.ndarray) -> np.ndarray:
+    """Barycentric ``[..., 3]`` probabilities to 2-D points ``[..., 2]`` in the triangle."""
+    return np.asarray(p) @ _CORNERS
+
+
+def _field_2x2(kind, payoffs, grid, **kw):
+    ps = np.linspace(0.02, 0.98, grid, dtype=np.float32)
+    px, py = np.meshgrid(ps, ps)
+
+    def one(p, q):
+        dx, dy = vector_field(kind, payoffs, jnp.stack([p, 1 - p]), jnp.stack([q, 1 - q]), **kw)
+        return dx[0], dy[0]
+
+    u, v = jax.jit(jax.vmap(jax.vmap(one)))(jnp.asarray(px), jnp.asarray(py))
+    return px, py, np.asarray(u), np.asarray(v)
+
+
+def plot_field_2x2(ax, kind: str, payoffs, *, grid: int = 21, action_names=None, **field_kw) -> None:
+    """Streamlines of a learning field of a 2x2 game on ``ax``.
+
+    Args:
+        ax: a matplotlib Axes.
+        kind: a field of `jaxgames.dynamics.fields.FIELDS`.
+        payoffs: float ``[2, 2, 2]``.
+        grid: points per axis.
+        action_names: optional ``(row names, column names)`` for the labels.
+        **field_kw: ``temperature``, ``leniency``, ``learning_rate``.
+
+    Raises:
+        ValueError: if the game is not 2x2.
+    """
+    payoffs = np.asarray(payoffs)
+    if payoffs.shape != (2, 2, 2):
+        raise ValueError(f"plot_field_2x2 needs a 2x2 game; got payoffs {payoffs.shape}")
+    px, py, u, v = _field_2x2(kind, payoffs, grid, **field_kw)
+    speed = np.hypot(u, v)
+    ax.streamplot(px, py, u, v, color=speed, cmap="Greys", density=0.9, linewidth=0.8, arrowsize=0.9)
+    ax.set_xlim(0, 1)
+    ax.set_ylim(0, 1)
+    ax.set_aspect("equal")
+    first = ("first action", "first action") if action_names is None else (action_names[0][0], action_names[1][0])
+    ax.set_xlabel(f"player 1: P({first[0]})")
+    ax.set_ylabel(f"player 2: P({first[1]})")
+
+
+def plot_trajectories_2x2(ax, trajectories: np.ndarray, *, color=None, label=None, alpha=0.9) -> None:
+    """Trajectories ``[K, T, 2]`` of (P1 first action, P2 first action) on ``ax``."""
+    trajectories = np.asarray(trajectories)
+    cmap = __import__("matplotlib").colormaps["tab10"]
+    for k, tr in enumerate(trajectories):
+        c = color or cmap(k % 10)
+        ax.plot(tr[:, 0], tr[:, 1], color=c, lw=1.4, alpha=alpha, label=label if k == 0 else None)
+        ax.plot(tr[0, 0], tr[0, 1], "o", color=c, ms=5)
+        ax.plot(tr[-1, 0], tr[-1, 1], "s", color=c, ms=5, mec="k", mew=0.6)
+
+
+def plot_simplex(ax, kind: str, payoffs, *, grid: int = 14, action_names=("0", "1", "2"), **field_kw) -> None:
+    """Arrows of the symmetric self-play field of a 3-action game on its simplex.
+
+    At each grid point p both players play p (the game's symmetric dynamics);
+    the arrow is player 1's ``x'``.
+
+    Raises:
+        ValueError: if the game is not 3x3.
+    """
+    payoffs = np.asarray(payoffs)
+    if payoffs.shape != (2, 3, 3):
+        raise ValueError(f"plot_simplex needs a 3x3 game; got payoffs {payoffs.shape}")
+    pts = []
+    for i in range(grid + 1):
+        for j in range(grid + 1 - i):
+            k = grid - i - j
+            pts.append((i + 0.3, j + 0.3, k + 0.3))
+    p = np.asarray(pts, np.float32)
+    p /= p.sum(1, keepdims=True)
+    d = jax.jit(jax.vmap(lambda z: vector_field(kind, payoffs, z, z, **field_kw)[0]))(jnp.asarray(p))
+    d = np.asarray(d)
+    xy = simplex_to_xy(p)
+    dxy = d @ _CORNERS  # directions: the corners' linear map (sum of d is 0)
+    speed = np.linalg.norm(dxy, axis=1)
+    scale = np.where(speed > 0, 1.0 / (speed + 1e-12), 0.0)[:, None]
+    ax.quiver(xy[:, 0], xy[:, 1], dxy[:, 0] * scale[:, 0], dxy[:, 1] * scale[:, 0], speed, cmap="Greys", scale=28, width=0.004)
+    tri = np.vstack([_CORNERS, _CORNERS[:1]])
+    ax.plot(tri[:, 0], tri[:, 1], "k-", lw=1)
+    for corner, name, off in zip(_CORNERS, action_names, ((-0.06, -0.05), (0.02, -0.05), (-0.02, 0.03))):
+        ax.text(corner[0] + off[0], corner[1] + off[1], name)
+    ax.set_aspect("equal")
+    ax.axis("off")
+
+
+def plot_trajectories_simplex(ax, trajectories: np.ndarray, *, color=None, label=None) -> None:
+    """Trajectories ``[K, T, 3]`` of probabilities on the simplex drawn by `plot_simplex`."""
+    cmap = __import__("matplotlib").colormaps["tab10"]
+    for k, tr in enumerate(np.asarray(trajectories)):
+        xy = simplex_to_xy(tr)
+        c = color or cmap(k % 10)
+        ax.plot(xy[:, 0], xy[:, 1], color=c, lw=1.2, label=label if k == 0 else None)
+        ax.plot(xy[0, 0], xy[0, 1], "o", color=c, ms=4)
+        ax.plot(xy[-1, 0], xy[-1, 1], "s", color=c, ms=4, mec="k", mew=0.6)

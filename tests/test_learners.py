@@ -1,0 +1,155 @@
+"""Tabular independent learners: the tabular rule, exploration, leniency, sweeps, bad input."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+import pytest
+
+from jaxgames.games import matrix
+from jaxgames.learners import tabular as tl
+
+
+def _sweep(game, cfg, params, q0=None, seed=0, chunk_size=4096):
+    n = jax.tree.leaves(params)[0].shape[0]
+    return tl.run_sweep(game, cfg, jax.random.split(jax.random.key(seed), n), params, q0, chunk_size=chunk_size, progress=False)
+
+
+def test_sgd_step_is_the_tabular_rule():
+    # epsilon = 0 makes the run deterministic: replay it in plain numpy with Q <- Q + alpha (r - Q).
+    game = matrix.prisoners_dilemma()
+    alpha, T = 0.05, 300
+    cfg = tl.LearnerConfig(exploration="epsilon_greedy", num_iterations=T)
+    q0 = np.array([[0.5, 0.0], [0.0, 0.3]], np.float32)
+    out = _sweep(game, cfg, tl.stack_params([tl.learner_params(learning_rate=alpha, epsilon=0.0)]), q0[None])
+    q = q0.astype(np.float64).copy()
+    payoffs = game.payoffs_np.astype(np.float64)
+    for _ in range(T):
+        a = [int(np.argmax(q[0])), int(np.argmax(q[1]))]  # no ties arise from this start
+        r = payoffs[:, a[0], a[1]]
+        for p in range(2):
+            q[p, a[p]] += alpha * (r[p] - q[p, a[p]])
+    np.testing.assert_allclose(out.q_values[0], q, rtol=1e-4, atol=1e-5)
+
+
+def test_other_optimisers_drop_in():
+    cfg = tl.LearnerConfig(exploration="boltzmann", num_iterations=2000, optimizer=lambda lr: optax.adam(lr))
+    params = tl.stack_params([tl.learner_params(learning_rate=0.05, temperature=50.0, temperature_schedule="constant")] * 8)
+    out = _sweep(matrix.prisoners_dilemma(), cfg, params)
+    # Near-uniform play: Q(C) -> (-1 - 4) / 2 = -2.5, Q(D) -> (0 - 3) / 2 = -1.5 for both players.
+    np.testing.assert_allclose(out.q_values.mean(0), [[-2.5, -1.5], [-2.5, -1.5]], atol=0.35)
+
+
+def test_boltzmann_q_values_converge_to_expected_rewards():
+    cfg = tl.LearnerConfig(exploration="boltzmann", num_iterations=4000)
+    params = tl.stack_params([tl.learner_params(learning_rate=0.02, temperature=1e3, temperature_schedule="constant")] * 64)
+    out = _sweep(matrix.biased_rock_paper_scissors(), cfg, params)
+    # Uniform opponent: Q(i) = mean_j A[i, j] = (0.25, 0.2, -0.45) / 3.
+    expected = np.array([0.25, 0.2, -0.45]) / 3
+    np.testing.assert_allclose(out.q_values[:, 0].mean(0), expected, atol=0.02)
+    np.testing.assert_allclose(out.policy.mean(0), np.full((2, 3), 1 / 3), atol=0.01)
+
+
+def test_lenient_q_values_converge_to_expected_maximum():
+    # Uniform opponent in the PD: C gets -1 or -4, D gets 0 or -3, each with probability 1/2.
+    # E[max of 5] = top - (top - bottom) / 2^5: C: -1 - 3/32, D: 0 - 3/32.
+    kappa = 5
+    cfg = tl.LearnerConfig(exploration="lenient_boltzmann", num_iterations=20_000, max_leniency=8)
+    params = tl.stack_params([tl.learner_params(learning_rate=0.05, temperature=1e3, temperature_schedule="constant", leniency=kappa)] * 64)
+    out = _sweep(matrix.prisoners_dilemma(), cfg, params)
+    np.testing.assert_allclose(out.q_values.mean(0), [[-1 - 3 / 32, -3 / 32]] * 2, atol=0.03)
+
+
+def test_leniency_one_is_boltzmann():
+    params = tl.stack_params([tl.learner_params(learning_rate=0.1, temperature=0.7, temperature_schedule="constant", leniency=1)] * 3)
+    q0 = np.zeros((3, 2, 2), np.float32)
+    a = _sweep(matrix.stag_hunt(), tl.LearnerConfig(exploration="boltzmann", num_iterations=500), params, q0)
+    b = _sweep(matrix.stag_hunt(), tl.LearnerConfig(exploration="lenient_boltzmann", num_iterations=500), params, q0)
+    np.testing.assert_allclose(a.q_values, b.q_values, rtol=1e-6)
+
+
+def test_exploration_policies_match_openspiel():
+    pytest.importorskip("pyspiel")
+    from open_spiel.python.algorithms import boltzmann_tabular_qlearner, tabular_qlearner
+
+    q = np.array([0.3, 1.2, 1.2], np.float32)
+    legal = np.ones(3, bool)
+    greedy = tabular_qlearner.QLearner(0, 3)
+    boltz = boltzmann_tabular_qlearner.BoltzmannQLearner(0, 3)
+    for agent in (greedy, boltz):
+        for a, v in enumerate(q):
+            agent._q_values["s"][a] = float(v)
+    _, ref_eps = greedy._epsilon_greedy("s", [0, 1, 2], 0.3)
+    _, ref_boltz = boltz._softmax("s", [0, 1, 2], 0.4)
+    ours_eps = tl.exploration_policy(tl.LearnerConfig(exploration="epsilon_greedy"), q, legal, 1.0, 0.3)
+    ours_boltz = tl.exploration_policy(tl.LearnerConfig(exploration="boltzmann"), q, legal, 0.4, 0.0)
+    np.testing.assert_allclose(ours_eps, ref_eps, atol=1e-6)
+    np.testing.assert_allclose(ours_boltz, ref_boltz, atol=1e-6)
+
+
+def test_schedules():
+    T = 100
+    lin = tl.Schedule.make(0.5, 0.01, "linear")
+    exp = tl.Schedule.make(1.0, 0.01, "exponential")
+    const = tl.Schedule.make(0.3)
+    assert float(lin(0, T)) == pytest.approx(0.5) and float(lin(50, T)) == pytest.approx(0.255)
+    assert float(lin(T, T)) == pytest.approx(0.01)
+    assert float(exp(50, T)) == pytest.approx(0.1, rel=1e-5)  # geometric mean of 1 and 0.01
+    assert float(const(77, T)) == pytest.approx(0.3)
+
+
+def test_trajectory_starts_at_the_requested_policy_and_has_the_stride():
+    cfg = tl.LearnerConfig(exploration="boltzmann", num_iterations=400, record_every=100)
+    hp = tl.learner_params()
+    start = np.array([[[0.2, 0.8], [0.7, 0.3]]])
+    q0 = tl.initial_q_from_policy(cfg, start, tl.stack_params([hp]))
+    out = _sweep(matrix.subsidy_game(), cfg, tl.stack_params([hp]), q0)
+    assert out.trajectory.shape == (1, 5, 2, 2)
+    np.testing.assert_allclose(out.trajectory[0, 0], start[0], atol=1e-5)
+    np.testing.assert_allclose(out.trajectory[0, -1], out.policy[0])
+
+
+def test_chunking_does_not_change_results():
+    cfg = tl.LearnerConfig(exploration="lenient_boltzmann", num_iterations=200, max_leniency=5)
+    params = tl.stack_params([tl.learner_params(learning_rate=0.1, leniency=k) for k in (1, 2, 3, 4, 5, 5, 2)])
+    a = _sweep(matrix.battle_of_the_sexes(), cfg, params, chunk_size=3)
+    b = _sweep(matrix.battle_of_the_sexes(), cfg, params, chunk_size=100)
+    np.testing.assert_allclose(a.q_values, b.q_values)
+
+
+def test_jit_vmap_train_single_run_agrees_with_batched():
+    cfg = tl.LearnerConfig(exploration="epsilon_greedy", num_iterations=300)
+    train = tl.make_train(matrix.stag_hunt(), cfg)
+    hp = tl.learner_params(learning_rate=0.1, epsilon=0.2)
+    key = jax.random.key(3)
+    single = jax.jit(train)(key, hp, None)
+    batched = jax.jit(jax.vmap(train, in_axes=(0, None, None)))(key[None], hp, None)
+    np.testing.assert_allclose(single.q_values, batched.q_values[0], rtol=1e-6)
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        (dict(temperature=0.0), "tau"),
+        (dict(temperature=(0.5, -0.1)), "tau"),
+        (dict(leniency=0), "kappa"),
+        (dict(leniency=2.5), "kappa"),
+        (dict(epsilon=1.5), "epsilon"),
+        (dict(epsilon=(0.5, -0.1)), "epsilon"),
+        (dict(learning_rate=0.0), "alpha"),
+        (dict(learning_rate=1.5), "alpha"),
+        (dict(temperature_schedule="cosine"), "schedule"),
+    ],
+)
+def test_bad_hyperparameters_raise(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        tl.learner_params(**kwargs)
+
+
+def test_bad_config_raises():
+    with pytest.raises(ValueError, match="exploration"):
+        tl.LearnerConfig(exploration="softmax")
+    with pytest.raises(ValueError, match="divide"):
+        tl.LearnerConfig(num_iterations=100, record_every=30)
+    with pytest.raises(ValueError, match="finite"):
+        tl.make_train([[[1, np.nan], [0, 0]], [[0, 0], [0, 0]]], tl.LearnerConfig())
