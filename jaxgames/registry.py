@@ -20,6 +20,7 @@ _REGISTRY: dict[str, str | Callable[..., Env]] = {
     "rock_paper_scissors": "jaxgames.games.matrix:rock_paper_scissors",
     "stag_hunt": "jaxgames.games.matrix:stag_hunt",
     "matrix_game": "jaxgames.games.matrix:MatrixGame",
+    "battlesnake": "jaxgames.games.battlesnake:Battlesnake",
     "dots_and_boxes": "jaxgames.games.dots_and_boxes:DotsAndBoxes",
 }
 

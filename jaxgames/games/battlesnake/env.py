@@ -1,0 +1,202 @@
+"""The Battlesnake `Env`: the official standard ruleset as a simultaneous-move game.
+
+Layering: `rules` (deterministic turn), `spawn` (all randomness), `observe`
+(encodings); this module adds the state contract of `jaxgames.core`.
+
+Actions: one move code per snake, `rules.UP`, `RIGHT`, `DOWN`, `LEFT`
+(0..3, clockwise). Illegal actions. ``legal_action_mask`` never allows the
+move back into the neck, but such a move is *legal by the official rules*: it
+is a self collision. This Env plays it by the rules (the snake is
+eliminated, cause ``snake-self-collision``, reward ``loss_reward``; the
+others play on) instead of the core's illegal-action rule, so that games
+replay the engine exactly. Moves of eliminated snakes are ignored (their mask
+is all True so that every player always has a legal action). Only an action
+outside ``0..3`` is treated as a programming error with the core's rule
+(`jaxgames.core.Env._illegal_action_outcome`: offender -1, game terminated).
+
+Rewards (per step, float32 ``[S]``): ``loss_reward`` (-1) to each snake
+eliminated in the step; ``win_reward`` (+1) to the last snake alive when the
+game ends; when the last snakes are all eliminated in the same step (a draw)
+they get ``draw_reward`` (0) instead. ``terminated`` once at most one snake
+is alive (none in a one-snake game); ``truncated`` when ``turn`` reaches
+``max_turns`` with the game still on.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from flax import struct
+
+from jaxgames.core import SIMULTANEOUS, Env, State, tree_select
+from jaxgames.games.battlesnake import observe, rules, spawn
+from jaxgames.games.battlesnake.rules import Board, Params
+
+OBSERVATIONS = ("egocentric", "rotated", "none")
+
+
+@struct.dataclass
+class BattlesnakeState(State):
+    """State of one Battlesnake game.
+
+    Attributes (beyond `jaxgames.core.State`):
+        current_player: int32 ``[]``, always ``SIMULTANEOUS``.
+        observation: float32 ``[S, 2H-1, 2W-1, 3]`` (`observe.observe`), or
+            ``[S, 0]`` with ``observation="none"``.
+        rewards: float32 ``[S]`` (module docstring).
+        legal_action_mask: bool ``[S, 4]``.
+        board: `rules.Board`, the engine's board state.
+    """
+
+    board: Board = struct.field(default=None)
+
+
+def _int(name, v, lo, hi):
+    if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+        raise TypeError(f"{name} must be an int; got {v!r}")
+    if not lo <= v <= hi:
+        raise ValueError(f"{name} must be in [{lo}, {hi}]; got {v}")
+    return int(v)
+
+
+class Battlesnake(Env):
+    """Battlesnake, standard ruleset (github.com/BattlesnakeOfficial/rules, ``standard.go``).
+
+    Args:
+        board_size: width = height, 7..25 (static).
+        num_snakes: 1..8 (static).
+        max_turns: turn limit (truncation).
+        minimum_food: food kept on the board (``minimumFood``, default 1).
+        food_spawn_chance: percent, 0..100 (``foodSpawnChance``, default 15).
+        hazard_damage: health per hazard per turn (``damagePerTurn``; the
+            standard map has no hazards, so 0 by default).
+        health_loss: health lost per turn: 1, or 3, 9, 11, 33, 99 for the
+            "learn to walk" variant (seed 003, section 3).
+        win_reward, loss_reward, draw_reward: rewards (module docstring).
+        observation: ``"egocentric"`` (seed 003 views), ``"rotated"`` (the
+            same, turned so each snake faces up) or ``"none"``.
+
+    Raises:
+        TypeError, ValueError: for any bad argument, naming it.
+    """
+
+    simultaneous = True
+
+    def __init__(
+        self,
+        *,
+        board_size: int = 11,
+        num_snakes: int = 4,
+        max_turns: int = 1000,
+        minimum_food: int = 1,
+        food_spawn_chance: int = 15,
+        hazard_damage: int = 0,
+        health_loss: int = 1,
+        win_reward: float = 1.0,
+        loss_reward: float = -1.0,
+        draw_reward: float = 0.0,
+        observation: str = "egocentric",
+    ):
+        rules.validate_size(board_size, num_snakes)
+        self.board_size = int(board_size)
+        self._num_snakes = int(num_snakes)
+        self.max_turns = _int("max_turns", max_turns, 1, 2**30)
+        _int("minimum_food", minimum_food, 0, board_size * board_size)
+        _int("food_spawn_chance", food_spawn_chance, 0, 100)
+        _int("hazard_damage", hazard_damage, -100, 100)
+        if health_loss not in rules.HEALTH_LOSS_CHOICES or isinstance(health_loss, bool):
+            raise ValueError(f"health_loss must be one of {rules.HEALTH_LOSS_CHOICES}; got {health_loss!r}")
+        for name, v in (("win_reward", win_reward), ("loss_reward", loss_reward), ("draw_reward", draw_reward)):
+            if not np.isfinite(float(v)):
+                raise ValueError(f"{name} must be finite; got {v!r}")
+        if observation not in OBSERVATIONS:
+            raise ValueError(f"observation must be one of {OBSERVATIONS}; got {observation!r}")
+        self.params = Params(
+            food_spawn_chance=int(food_spawn_chance),
+            hazard_damage=int(hazard_damage),
+            health_loss=int(health_loss),
+            minimum_food=int(minimum_food),
+        )
+        self.win_reward, self.loss_reward, self.draw_reward = float(win_reward), float(loss_reward), float(draw_reward)
+        self.observation = observation
+
+    @property
+    def name(self) -> str:
+        return "battlesnake"
+
+    @property
+    def num_players(self) -> int:
+        return self._num_snakes
+
+    @property
+    def num_actions(self) -> int:
+        return 4
+
+    def observe(self, board: Board) -> jax.Array:
+        """The observation of a board (see the ``observation`` argument)."""
+        if self.observation == "none":
+            return jnp.zeros((board.num_snakes, 0), jnp.float32)
+        return observe.observe(board, rotated=self.observation == "rotated")
+
+    def _mask(self, board: Board, over: jax.Array) -> jax.Array:
+        mask = rules.legal_moves(board) | ~board.alive[:, None]
+        return mask & ~over
+
+    def _init(self, key: jax.Array) -> BattlesnakeState:
+        board = spawn.init_board(key, self._num_snakes, self.board_size, self.params)
+        over = rules.is_game_over(board)
+        return BattlesnakeState(
+            current_player=jnp.int32(SIMULTANEOUS),
+            observation=self.observe(board),
+            rewards=jnp.zeros(self._num_snakes, jnp.float32),
+            terminated=over,
+            truncated=jnp.bool_(False),
+            legal_action_mask=self._mask(board, over),
+            step_count=jnp.int32(0),
+            board=board,
+        )
+
+    def _step(self, state: BattlesnakeState, action: jax.Array, key: jax.Array) -> BattlesnakeState:
+        before = state.board
+        board = spawn.step(before, action, key, self.params)
+        newly = before.alive & ~board.alive
+        over = rules.is_game_over(board)
+        nobody = ~jnp.any(board.alive)
+        draw = over & nobody & (self._num_snakes > 1)
+        rewards = jnp.where(newly, jnp.where(draw, self.draw_reward, self.loss_reward), 0.0)
+        rewards = jnp.where(over & board.alive, self.win_reward, rewards).astype(jnp.float32)
+        truncated = ~over & (board.turn >= self.max_turns)
+        return state.replace(
+            observation=self.observe(board),
+            rewards=rewards,
+            terminated=over,
+            truncated=truncated,
+            legal_action_mask=self._mask(board, over | truncated),
+            board=board,
+        )
+
+    def step(self, state: BattlesnakeState, action: jax.Array, key: jax.Array | None = None) -> BattlesnakeState:
+        """Applies one move per snake (module docstring for the illegal-action rule).
+
+        Args:
+            state: one game state (vmap for a batch).
+            action: int32 ``[S]`` move codes.
+            key: PRNG key for the food spawn (default: a fixed key).
+
+        Returns:
+            The next state; ``state`` with zero rewards if it was over.
+        """
+        if key is None:
+            key = jax.random.key(0)
+        action = jnp.asarray(action, jnp.int32)
+        done = state.terminated | state.truncated
+        legal = (action >= 0) & (action < 4)
+        safe = jnp.where(legal, action, rules.UP)
+        stepped = self._step(state, safe, key).replace(step_count=state.step_count + 1)
+        stepped = tree_select(jnp.all(legal), stepped, self._illegal_action_outcome(state, legal))
+        frozen = state.replace(rewards=jnp.zeros_like(state.rewards))
+        return tree_select(done, frozen, stepped)
+
+    def __repr__(self) -> str:
+        return f"Battlesnake(board_size={self.board_size}, num_snakes={self._num_snakes})"

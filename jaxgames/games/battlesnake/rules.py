@@ -1,0 +1,500 @@
+"""The deterministic Battlesnake rules: the official ``standard`` ruleset in JAX.
+
+Source: the official engine, github.com/BattlesnakeOfficial/rules, files
+``standard.go`` (the pipeline stages), ``board.go`` (bodies, food candidates),
+``maps/standard.go`` (food spawning after each turn) and
+``cli/commands/play.go`` (the order: ruleset stages, then the map's food
+spawn, then ``turn + 1``). Where the docs page and the code disagree, this
+module follows the code.
+
+One turn (`step`) applies, in the engine's order:
+
+1. game over: if at most one snake is alive in the *incoming* board (none
+   alive for a one-snake "solo" game, ``GameOverSolo``), nothing changes;
+2. movement: every living snake moves at once, ``body = [head + delta] +
+   body[:-1]``; ``up`` is ``y + 1``; a move code outside ``0..3`` is an
+   *unknown* move and continues in the neck-to-head direction (``up`` while
+   the body is stacked), the engine's ``getDefaultMove``;
+3. starvation: each living snake loses ``health_loss`` health (1 in the
+   standard game);
+4. hazard damage: a living snake whose head is on a hazard cell without food
+   loses ``hazard_damage`` per hazard on that cell, clamped to ``[0, 100]``,
+   and is eliminated (cause ``hazard``) at 0;
+5. feeding: a living snake whose head is on food eats it: health 100 and a
+   copy of its last segment appended; the food is removed (both snakes of a
+   head-to-head on food eat);
+6. elimination, recording cause, turn (``turn + 1``) and eliminating snake:
+   first out-of-health (``health <= 0``) then wall collisions, snake by snake;
+   then, among the survivors of that first phase only and decided for all
+   before any is removed, self collision, collision with another snake's
+   ``body[1:]``, and head-to-head (lose if ``length <= other length``). The
+   eliminating snake of a body or head collision is the longest such snake
+   (ties: the lowest index; the engine's ``sort.Slice`` leaves ties unordered);
+7. food spawn (randomness, outside this module): the new food cells are an
+   input of `step`, produced by `jaxgames.games.battlesnake.spawn`;
+8. ``turn + 1``.
+
+Representation (all shapes static). Boards are square, ``size x size``;
+grids are indexed ``grid[x, y]`` (Battlesnake coordinates, ``y`` up). A
+snake's body is not stored as a list: ``body[s, x, y]`` is the number of moves
+until snake ``s`` leaves cell ``(x, y)`` (0: not there). With ``n`` the
+length, the head cell holds ``n``, the neck ``n - 1``, ..., the tail 1 (2 for
+a tail doubled by eating); a stacked start cell holds 3. Each move decrements
+every cell of a living snake and writes ``n`` at the new head; eating adds 1
+to every occupied cell. The ordered body list is recovered exactly by
+`body_list` (segment ``i`` is the cell with the smallest value ``>= n - i``).
+This makes every stage a few elementwise operations over the board, which is
+what vectorises well. ``head`` is stored separately, so that a snake that
+died off the board keeps its off-board head, as the engine keeps it.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from flax import struct
+
+UP, RIGHT, DOWN, LEFT = 0, 1, 2, 3
+"""Move codes, clockwise, so that turning right is ``+1 (mod 4)``."""
+
+MOVE_NAMES = ("up", "right", "down", "left")
+"""API names of the move codes."""
+
+MOVE_UNKNOWN = -1
+"""A move code outside ``0..3``: the engine applies its default move."""
+
+DELTAS = np.array([[0, 1], [1, 0], [0, -1], [-1, 0]], dtype=np.int32)
+"""int32 ``[4, 2]``: the ``(dx, dy)`` of each move code (``up`` is ``y + 1``)."""
+
+NOT_ELIMINATED = 0
+COLLISION = 1
+SELF_COLLISION = 2
+OUT_OF_HEALTH = 3
+HEAD_COLLISION = 4
+WALL_COLLISION = 5
+HAZARD = 6
+ELIMINATION_CAUSES = (
+    "",
+    "snake-collision",
+    "snake-self-collision",
+    "out-of-health",
+    "head-collision",
+    "wall-collision",
+    "hazard",
+)
+"""The engine's ``EliminatedCause`` strings (``constants.go``), indexed by cause code."""
+
+SNAKE_MAX_HEALTH = 100
+SNAKE_START_SIZE = 3
+MIN_BOARD_SIZE = 7
+MAX_BOARD_SIZE = 25
+MAX_SNAKES = 8
+HEALTH_LOSS_CHOICES = (1, 3, 9, 11, 33, 99)
+"""Allowed health losses per turn: 1 (standard) and the factors of 99 (seed 003, "learn to walk")."""
+
+
+@struct.dataclass
+class Board:
+    """The board of one game (the engine's ``BoardState``).
+
+    Attributes:
+        head: int32 ``[S, 2]``, ``(x, y)`` of each head (off the board for a
+            snake eliminated by a wall).
+        length: int32 ``[S]``, number of body segments.
+        health: int32 ``[S]``, 0..100.
+        body: int8 (int16 on boards over 125 cells) ``[S, size, size]``,
+            indexed ``[s, x, y]``: moves until snake ``s`` leaves the cell
+            (module docstring). Frozen when the snake is eliminated.
+        food: bool ``[size, size]``.
+        hazards: int8 ``[size, size]``, number of hazards on each cell.
+        eliminated_cause: int32 ``[S]``, a code of `ELIMINATION_CAUSES`.
+        eliminated_on_turn: int32 ``[S]``, 0 while alive.
+        eliminated_by: int32 ``[S]``, index of the eliminating snake, -1 if none.
+        turn: int32 ``[]``.
+    """
+
+    head: jax.Array
+    length: jax.Array
+    health: jax.Array
+    body: jax.Array
+    food: jax.Array
+    hazards: jax.Array
+    eliminated_cause: jax.Array
+    eliminated_on_turn: jax.Array
+    eliminated_by: jax.Array
+    turn: jax.Array
+
+    @property
+    def num_snakes(self) -> int:
+        """Number of snakes ``S`` (static)."""
+        return self.body.shape[-3]
+
+    @property
+    def size(self) -> int:
+        """Board width = height (static)."""
+        return self.body.shape[-1]
+
+    @property
+    def alive(self) -> jax.Array:
+        """bool ``[S]``: not eliminated."""
+        return self.eliminated_cause == NOT_ELIMINATED
+
+
+@struct.dataclass
+class Params:
+    """Numeric game settings (traced, so they can be vmapped over).
+
+    Attributes:
+        food_spawn_chance: int32, percent; the engine spawns one food when
+            ``100 - randint(0, 100) < chance`` (so 15 means 14%).
+        hazard_damage: int32, health lost per turn per hazard under the head
+            (``damagePerTurn``; no hazards in the standard map).
+        health_loss: int32, health lost per turn (1; 3, 9, 11, 33, 99 for the
+            "learn to walk" variant of seed 003, section 3).
+        minimum_food: int (static), food kept on the board (``minimumFood``).
+    """
+
+    food_spawn_chance: jax.Array = 15
+    hazard_damage: jax.Array = 0
+    health_loss: jax.Array = 1
+    minimum_food: int = struct.field(pytree_node=False, default=1)
+
+
+def validate_size(size: int, num_snakes: int) -> None:
+    """Checks the static board parameters at the Python boundary.
+
+    Args:
+        size: board width = height, cells.
+        num_snakes: number of snakes.
+
+    Raises:
+        TypeError: if either is not an int.
+        ValueError: size outside ``[7, 25]`` (the standard map's sizes) or
+            ``num_snakes`` outside ``[1, 8]`` (the fixed start points,
+            ``board.go: PlaceSnakesFixed``).
+    """
+    for name, v in (("board_size", size), ("num_snakes", num_snakes)):
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+            raise TypeError(f"{name} must be an int; got {v!r}")
+    if not MIN_BOARD_SIZE <= size <= MAX_BOARD_SIZE:
+        raise ValueError(f"board_size must be in [{MIN_BOARD_SIZE}, {MAX_BOARD_SIZE}]; got {size}")
+    if not 1 <= num_snakes <= MAX_SNAKES:
+        raise ValueError(f"num_snakes must be in [1, {MAX_SNAKES}]; got {num_snakes}")
+
+
+def body_dtype(size: int):
+    """The dtype of `Board.body` for a board size: int8 while lengths fit, else int16."""
+    return jnp.int8 if size * size + 2 <= 127 else jnp.int16
+
+
+def _coords(size: int) -> tuple[jax.Array, jax.Array]:
+    x = jnp.arange(size, dtype=jnp.int32)[:, None]
+    y = jnp.arange(size, dtype=jnp.int32)[None, :]
+    return x, y
+
+
+def _at(grid: jax.Array, xy: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """``grid[..., x, y]`` at points ``xy`` ``[..., K, 2]`` and whether each is on the board."""
+    size = grid.shape[-1]
+    on = jnp.all((xy >= 0) & (xy < size), axis=-1)
+    flat = jnp.clip(xy[..., 0], 0, size - 1) * size + jnp.clip(xy[..., 1], 0, size - 1)
+    g = grid.reshape(grid.shape[:-2] + (size * size,))
+    return jnp.take_along_axis(g, flat, axis=-1), on
+
+
+def neck_move(board: Board) -> jax.Array:
+    """The move code that would put each head onto its neck, -1 while stacked.
+
+    Args:
+        board: one board.
+
+    Returns:
+        int32 ``[S]``. The neck is ``body[1]``: the neighbour of the head
+        holding ``length - 1`` in the snake's own grid.
+    """
+    neighbours = board.head[:, None, :] + jnp.asarray(DELTAS)[None]  # [S, 4, 2]
+    value, on = _at(board.body, neighbours)  # [S, 4]
+    is_neck = on & (value.astype(jnp.int32) == (board.length - 1)[:, None])
+    return jnp.where(jnp.any(is_neck, axis=1), jnp.argmax(is_neck, axis=1), -1).astype(jnp.int32)
+
+
+def facing(board: Board) -> jax.Array:
+    """int32 ``[S]``: the neck-to-head direction, ``UP`` while stacked (``getDefaultMove``)."""
+    neck = neck_move(board)
+    return jnp.where(neck >= 0, (neck + 2) % 4, UP).astype(jnp.int32)
+
+
+def legal_moves(board: Board) -> jax.Array:
+    """bool ``[S, 4]``: every move except back into the neck (all four while stacked).
+
+    Moving into the neck is allowed by the rules (it is a self collision);
+    this mask is what a sensible policy samples from.
+    """
+    return jnp.arange(4)[None, :] != neck_move(board)[:, None]
+
+
+def is_game_over(board: Board) -> jax.Array:
+    """bool ``[]``: at most one snake alive (none, for a one-snake game).
+
+    Source: ``standard.go: GameOverStandard``, ``solo.go: GameOverSolo``.
+    """
+    n = jnp.sum(board.alive)
+    return n == 0 if board.num_snakes == 1 else n <= 1
+
+
+class Resolved(NamedTuple):
+    """A board after stages 2-6 of a turn (food not yet spawned, turn not advanced)."""
+
+    board: Board
+    game_over: jax.Array  # bool []: the incoming board was already over (stage 1)
+
+
+def resolve(board: Board, moves: jax.Array, params: Params = Params()) -> Resolved:
+    """Stages 1-6 of a turn: game over, move, starve, hazards, feed, eliminate.
+
+    Args:
+        board: one board (vmap for a batch).
+        moves: int32 ``[S]`` move codes (`UP`, `RIGHT`, `DOWN`, `LEFT`; any
+            other value is an unknown move, see module docstring). Moves of
+            eliminated snakes are ignored.
+        params: numeric settings.
+
+    Returns:
+        `Resolved`; if the incoming board is over, its board is the incoming one.
+    """
+    size, n_snakes = board.size, board.num_snakes
+    moves = jnp.asarray(moves, jnp.int32)
+    alive0 = board.alive
+    turn_next = board.turn + 1
+
+    # 2. Movement.
+    move = jnp.where((moves >= 0) & (moves < 4), moves, facing(board))
+    new_head = jnp.where(alive0[:, None], board.head + jnp.asarray(DELTAS)[move], board.head)
+    body = jnp.where(alive0[:, None, None], jnp.maximum(board.body - 1, 0).astype(board.body.dtype), board.body)
+
+    # 3. Starvation.
+    health = jnp.where(alive0, board.health - params.health_loss, board.health)
+
+    # 4. Hazard damage (a hazard cell with food does no damage).
+    hz, on_board = _at(board.hazards[None], new_head[None])
+    hz, on_board = hz[0].astype(jnp.int32), on_board[0]
+    food_at, _ = _at(board.food[None], new_head[None])
+    food_at = food_at[0] & on_board
+    hit = alive0 & on_board & (hz > 0) & ~food_at
+    health = jnp.where(hit, jnp.clip(health - params.hazard_damage * hz, 0, SNAKE_MAX_HEALTH), health)
+    by_hazard = hit & (health <= 0)
+    alive1 = alive0 & ~by_hazard
+
+    # 5. Feeding.
+    eats = alive1 & food_at
+    x, y = _coords(size)
+    head_cell = (x[None] == new_head[:, 0, None, None]) & (y[None] == new_head[:, 1, None, None])  # [S, W, H]
+    eaten = jnp.any(head_cell & eats[:, None, None], axis=0)
+    food = board.food & ~eaten
+    health = jnp.where(eats, SNAKE_MAX_HEALTH, health)
+    length = board.length + eats.astype(jnp.int32)
+    body = jnp.where(eats[:, None, None] & (body > 0), body + 1, body).astype(body.dtype)
+
+    # 6. Elimination, phase 1: out of health, then out of bounds.
+    starved = alive1 & (health <= 0)
+    walled = alive1 & ~starved & ~on_board
+    alive2 = alive1 & ~starved & ~walled
+
+    # Phase 2 among alive2, all decided before any is applied. hits[i, j]:
+    # head i lies in body[1:] of snake j (the cells body > 0 before the new
+    # heads are written are exactly the old body[:-1]).
+    occupied, _ = _at(body, jnp.broadcast_to(new_head[None], (n_snakes, n_snakes, 2)))  # [j, i]
+    hits = (occupied > 0).T & on_board[:, None]  # [i, j]
+    eye = jnp.eye(n_snakes, dtype=bool)
+    self_hit = alive2 & jnp.diagonal(hits)
+    others = alive2[None, :] & ~eye
+    body_hit = hits & others  # [i, j]
+    same_head = jnp.all(new_head[:, None, :] == new_head[None, :, :], axis=-1)
+    head_lost = same_head & others & (length[:, None] <= length[None, :])
+    # Attribution: the longest eliminating snake, lowest index on ties.
+    rank = length[None, :] * (n_snakes + 1) - jnp.arange(n_snakes)[None, :]
+
+    def _by(m):
+        return jnp.argmax(jnp.where(m, rank, -1), axis=1).astype(jnp.int32)
+
+    by_body = alive2 & ~self_hit & jnp.any(body_hit, axis=1)
+    by_head = alive2 & ~self_hit & ~by_body & jnp.any(head_lost, axis=1)
+
+    cause = board.eliminated_cause
+    cause = jnp.where(by_hazard, HAZARD, cause)
+    cause = jnp.where(starved, OUT_OF_HEALTH, cause)
+    cause = jnp.where(walled, WALL_COLLISION, cause)
+    cause = jnp.where(self_hit, SELF_COLLISION, cause)
+    cause = jnp.where(by_body, COLLISION, cause)
+    cause = jnp.where(by_head, HEAD_COLLISION, cause).astype(jnp.int32)
+    newly = alive0 & (cause != NOT_ELIMINATED)
+    by = jnp.where(self_hit, jnp.arange(n_snakes), board.eliminated_by)
+    by = jnp.where(by_body, _by(body_hit), by)
+    by = jnp.where(by_head, _by(head_lost), by).astype(jnp.int32)
+
+    # Write the new heads (a head on its own body keeps the body's value, so a
+    # self-collided snake's frozen body stays exact).
+    write = head_cell & alive0[:, None, None] & (body == 0)
+    body = jnp.where(write, length[:, None, None].astype(body.dtype), body)
+
+    out = board.replace(
+        head=new_head.astype(jnp.int32),
+        length=length,
+        health=health.astype(jnp.int32),
+        body=body,
+        food=food,
+        eliminated_cause=cause,
+        eliminated_on_turn=jnp.where(newly, turn_next, board.eliminated_on_turn).astype(jnp.int32),
+        eliminated_by=by,
+    )
+    over = is_game_over(board)
+    return Resolved(jax.tree.map(lambda a, b: jnp.where(over, a, b), board, out), over)
+
+
+def finish_turn(resolved: Resolved, new_food: jax.Array) -> Board:
+    """Stages 7-8: add the spawned food and advance the turn (nothing if the game was over).
+
+    Args:
+        resolved: the output of `resolve`.
+        new_food: bool ``[size, size]``, the cells where the engine spawned
+            food this turn (see `jaxgames.games.battlesnake.spawn`).
+
+    Returns:
+        The next board.
+    """
+    b = resolved.board
+    nxt = b.replace(food=b.food | jnp.asarray(new_food, bool), turn=b.turn + 1)
+    return jax.tree.map(lambda a, c: jnp.where(resolved.game_over, a, c), b, nxt)
+
+
+def step(board: Board, moves: jax.Array, new_food: jax.Array, params: Params = Params()) -> Board:
+    """One full turn of the standard ruleset, with the spawned food given.
+
+    Deterministic: replaying the moves and spawned food of a recorded game
+    reproduces it exactly.
+
+    Args:
+        board: one board (vmap for a batch).
+        moves: int32 ``[S]`` move codes (unknown codes: the default move).
+        new_food: bool ``[size, size]``, food spawned after the eliminations.
+        params: numeric settings.
+
+    Returns:
+        The next board (the same board if it was already over).
+    """
+    return finish_turn(resolve(board, moves, params), new_food)
+
+
+def board_from_bodies(
+    bodies,
+    *,
+    size: int,
+    health=None,
+    food=(),
+    hazards=(),
+    turn: int = 0,
+) -> Board:
+    """Builds a board of living snakes from body lists (head first), at the Python boundary.
+
+    Args:
+        bodies: sequence of ``S`` bodies, each a sequence of ``(x, y)``, head first.
+        size: board width = height.
+        health: sequence of ``S`` ints (default 100 each).
+        food: sequence of ``(x, y)``.
+        hazards: sequence of ``(x, y)`` (repeats stack).
+        turn: the turn number.
+
+    Returns:
+        A `Board` (numpy leaves converted to jax arrays).
+
+    Raises:
+        ValueError: a point off the board, an empty or non-contiguous body
+            (consecutive segments must be equal or adjacent), a body that
+            overlaps itself other than by stacking at the tail or start, or
+            health outside ``[0, 100]``.
+    """
+    validate_size(size, max(len(bodies), 1))
+    n = len(bodies)
+    health = [SNAKE_MAX_HEALTH] * n if health is None else list(health)
+    if len(health) != n:
+        raise ValueError(f"expected {n} health values; got {len(health)}")
+
+    def _pt(p, what):
+        try:
+            x, y = int(p[0]), int(p[1])
+        except (TypeError, ValueError, IndexError) as e:
+            raise ValueError(f"{what}: bad point {p!r}") from e
+        if not (0 <= x < size and 0 <= y < size):
+            raise ValueError(f"{what}: point {(x, y)} is off the {size}x{size} board")
+        return x, y
+
+    body = np.zeros((n, size, size), np.int32)
+    heads = np.zeros((n, 2), np.int32)
+    for s, b in enumerate(bodies):
+        pts = [_pt(p, f"snake {s} body") for p in b]
+        if not pts:
+            raise ValueError(f"snake {s} has an empty body")
+        for a, c in zip(pts, pts[1:]):
+            if abs(a[0] - c[0]) + abs(a[1] - c[1]) > 1:
+                raise ValueError(f"snake {s} body is not contiguous between {a} and {c}")
+        seen = set()
+        for i, p in enumerate(pts):
+            if p in seen and pts[i - 1] != p:
+                raise ValueError(f"snake {s} body crosses itself at {p}")
+            seen.add(p)
+        L = len(pts)
+        for i in range(L - 1, -1, -1):  # earliest index wins: value = L - first index
+            body[s, pts[i][0], pts[i][1]] = L - i
+        if not 0 <= int(health[s]) <= SNAKE_MAX_HEALTH:
+            raise ValueError(f"snake {s} health {health[s]} is outside [0, {SNAKE_MAX_HEALTH}]")
+        heads[s] = pts[0]
+    food_grid = np.zeros((size, size), bool)
+    for p in food:
+        x, y = _pt(p, "food")
+        food_grid[x, y] = True
+    hz = np.zeros((size, size), np.int8)
+    for p in hazards:
+        x, y = _pt(p, "hazard")
+        hz[x, y] += 1
+    return Board(
+        head=jnp.asarray(heads),
+        length=jnp.asarray([len(b) for b in bodies], jnp.int32),
+        health=jnp.asarray(health, jnp.int32),
+        body=jnp.asarray(body, body_dtype(size)),
+        food=jnp.asarray(food_grid),
+        hazards=jnp.asarray(hz),
+        eliminated_cause=jnp.zeros(n, jnp.int32),
+        eliminated_on_turn=jnp.zeros(n, jnp.int32),
+        eliminated_by=jnp.full(n, -1, jnp.int32),
+        turn=jnp.int32(turn),
+    )
+
+
+def body_list(board: Board, s: int) -> list[tuple[int, int]]:
+    """Snake ``s``'s body as the engine's list, head first (Python, not traced).
+
+    Args:
+        board: one (unbatched) board.
+        s: snake index.
+
+    Returns:
+        ``length`` points ``(x, y)``; segment ``i > 0`` is the cell with the
+        smallest value ``>= length - i`` in the snake's grid, segment 0 the
+        stored head (which may be off the board for a wall collision).
+    """
+    grid = np.asarray(board.body[s]).astype(np.int64)
+    n = int(board.length[s])
+    cells = np.argwhere(grid > 0)
+    values = grid[grid > 0]
+    order = np.argsort(values)
+    cells, values = cells[order], values[order]
+    out = [tuple(int(v) for v in np.asarray(board.head[s]))]
+    for i in range(1, n):
+        k = int(np.searchsorted(values, n - i, side="left"))
+        if k >= len(values):
+            raise ValueError(f"snake {s}: inconsistent body grid")
+        out.append((int(cells[k][0]), int(cells[k][1])))
+    return out

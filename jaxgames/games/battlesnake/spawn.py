@@ -1,0 +1,182 @@
+"""All the randomness of Battlesnake: start positions, initial food, food spawning.
+
+Source: the official engine, ``board.go`` (``PlaceSnakesFixed``,
+``PlaceFoodFixed``, ``GetUnoccupiedPoints``) and ``maps/standard.go``
+(``PostUpdateBoard``: ``checkFoodNeedingPlacement`` then
+``placeFoodRandomly``). The distributions are the engine's; the random
+streams are JAX's, so a game is replayed from its recorded food, not its seed.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxgames.games.battlesnake import rules
+from jaxgames.games.battlesnake.rules import Board, Params
+
+
+def start_points(size: int) -> tuple[np.ndarray, np.ndarray]:
+    """The fixed start points, ``(corners [4, 2], cardinals [4, 2])`` int32.
+
+    Corners ``(1,1), (1,W-2), (W-2,1), (W-2,W-2)``; cardinal points ``(1,m),
+    (m,1), (m,W-2), (W-2,m)`` with ``m = (W-1)//2`` (``PlaceSnakesFixed``).
+    """
+    lo, md, hi = 1, (size - 1) // 2, size - 2
+    corners = np.array([[lo, lo], [lo, hi], [hi, lo], [hi, hi]], np.int32)
+    cardinals = np.array([[lo, md], [md, lo], [md, hi], [hi, md]], np.int32)
+    return corners, cardinals
+
+
+def food_candidates(board: Board) -> jax.Array:
+    """bool ``[size, size]``: cells where food may spawn.
+
+    Free of food, of every segment of living snakes, and not next to a living
+    head (``GetUnoccupiedPoints(b, false, false)``). Eliminated snakes block
+    nothing.
+    """
+    x, y = rules._coords(board.size)
+    alive = board.alive[:, None, None]
+    occupied = jnp.any((board.body > 0) & alive, axis=0)
+    dist = jnp.abs(x[None] - board.head[:, 0, None, None]) + jnp.abs(y[None] - board.head[:, 1, None, None])
+    near_head = jnp.any((dist <= 1) & alive, axis=0)
+    return ~board.food & ~occupied & ~near_head
+
+
+def _pick_uniform(key: jax.Array, cand: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """One cell uniformly among ``cand`` (bool ``[W, H]``): its one-hot and whether any existed.
+
+    Inverse-CDF in two levels (column counts, then the column), so the work
+    is one pass over the board and two tiny cumulative sums.
+    """
+    w, h = cand.shape
+    c = cand.astype(jnp.int32)
+    per_x = jnp.sum(c, axis=1)  # [W]
+    total = jnp.sum(per_x)
+    k = jnp.floor(jax.random.uniform(key) * total).astype(jnp.int32)
+    k = jnp.minimum(k, jnp.maximum(total - 1, 0))
+    cum_x = jnp.cumsum(per_x)
+    px = jnp.sum(cum_x <= k).astype(jnp.int32)
+    before = jnp.sum(jnp.where(jnp.arange(w) < px, per_x, 0))
+    col = jnp.sum(jnp.where(jnp.arange(w)[:, None] == px, c, 0), axis=0)  # [H]
+    py = jnp.sum(jnp.cumsum(col) <= k - before).astype(jnp.int32)
+    x, y = rules._coords(w)
+    return (x == px) & (y == py) & (total > 0), total > 0
+
+
+def food_to_spawn(key: jax.Array, board: Board, params: Params = Params()) -> jax.Array:
+    """The food the engine spawns after a turn's eliminations (stage 7).
+
+    If there is less than ``minimum_food``, the shortfall; otherwise one food
+    when ``100 - randint(0, 100) < food_spawn_chance``. Cells are distinct,
+    uniform among `food_candidates` (fewer if there are not enough).
+
+    Args:
+        key: PRNG key.
+        board: the board after `rules.resolve` (stages 1-6).
+        params: settings (``minimum_food`` is static).
+
+    Returns:
+        bool ``[size, size]``, the new food cells.
+
+    Source: ``maps/standard.go``, ``checkFoodNeedingPlacement`` and
+    ``placeFoodRandomly``.
+    """
+    chance_key, key = jax.random.split(key)
+    have = jnp.sum(board.food).astype(jnp.int32)
+    roll = jax.random.randint(chance_key, (), 0, 100)
+    by_chance = (params.food_spawn_chance > 0) & (100 - roll < params.food_spawn_chance)
+    need = jnp.where(have < params.minimum_food, params.minimum_food - have, by_chance.astype(jnp.int32))
+    cand = food_candidates(board)
+    new = jnp.zeros_like(cand)
+    for i, k in enumerate(jax.random.split(key, max(params.minimum_food, 1))):
+        cell, _ = _pick_uniform(k, cand & ~new)
+        new = new | (cell & (i < need))
+    return new
+
+
+def step(board: Board, moves: jax.Array, key: jax.Array, params: Params = Params()) -> Board:
+    """One full turn with the engine's random food spawn: `rules.resolve`, `food_to_spawn`, `rules.finish_turn`.
+
+    Args:
+        board: one board.
+        moves: int32 ``[S]`` move codes.
+        key: PRNG key for the food.
+        params: settings.
+
+    Returns:
+        The next board.
+    """
+    resolved = rules.resolve(board, moves, params)
+    return rules.finish_turn(resolved, food_to_spawn(key, resolved.board, params))
+
+
+def init_board(key: jax.Array, num_snakes: int, size: int, params: Params = Params()) -> Board:
+    """A start board of the standard map: snakes, then food.
+
+    Snakes: health 100, length 3 stacked on a start point; the four corners
+    and the four cardinal points are shuffled within their group, and a coin
+    decides which group comes first (so 4 snakes use all corners or all
+    cardinals). Food (``PlaceFoodFixed``): unless the board is smaller than
+    11x11 with more than 4 snakes, one food per snake, in snake order, on a
+    diagonal neighbour of its head that is not the centre, not already food,
+    further from the centre than the head on at least one axis and not a
+    corner; then one food on the centre ``((W-1)//2, (H-1)//2)``.
+    ``params.minimum_food`` is not applied at turn 0 (the engine does not).
+
+    Args:
+        key: PRNG key.
+        num_snakes: static, 1..8.
+        size: static board size, 7..25.
+        params: unused numeric settings (kept for a uniform signature).
+
+    Returns:
+        The turn-0 `Board`, no hazards.
+
+    Raises:
+        ValueError: bad ``size`` or ``num_snakes`` (`rules.validate_size`).
+    """
+    del params
+    rules.validate_size(size, num_snakes)
+    k_corner, k_card, k_coin, k_food = jax.random.split(key, 4)
+    corners, cardinals = start_points(size)
+    corners = jax.random.permutation(k_corner, jnp.asarray(corners))
+    cardinals = jax.random.permutation(k_card, jnp.asarray(cardinals))
+    corners_first = jax.random.bernoulli(k_coin)
+    points = jnp.where(
+        corners_first, jnp.concatenate([corners, cardinals]), jnp.concatenate([cardinals, corners])
+    )[:num_snakes]
+    x, y = rules._coords(size)
+    cell = (x[None] == points[:, 0, None, None]) & (y[None] == points[:, 1, None, None])
+    body = jnp.where(cell, rules.SNAKE_START_SIZE, 0).astype(rules.body_dtype(size))
+
+    centre = (size - 1) // 2
+    food = jnp.zeros((size, size), bool)
+    if num_snakes <= 4 or size * size >= 11 * 11:
+        diagonals = jnp.asarray([[-1, -1], [-1, 1], [1, -1], [1, 1]], jnp.int32)
+        for s, k in enumerate(jax.random.split(k_food, num_snakes)):
+            hx, hy = points[s, 0], points[s, 1]
+            px, py = hx + diagonals[:, 0], hy + diagonals[:, 1]
+            on = (px >= 0) & (px < size) & (py >= 0) & (py < size)
+            taken = food[jnp.clip(px, 0, size - 1), jnp.clip(py, 0, size - 1)] & on
+            away = ((px < hx) & (hx < centre)) | ((centre < hx) & (hx < px))
+            away |= ((py < hy) & (hy < centre)) | ((centre < hy) & (hy < py))
+            corner = ((px == 0) | (px == size - 1)) & ((py == 0) | (py == size - 1))
+            ok = ~((px == centre) & (py == centre)) & ~taken & away & ~corner
+            # The fixed start points always leave a choice (checked in the tests).
+            j = jax.random.categorical(k, jnp.where(ok, 0.0, jnp.finfo(jnp.float32).min))
+            food = food | ((x == px[j]) & (y == py[j]))
+    food = food.at[centre, centre].set(True)
+    return Board(
+        head=points.astype(jnp.int32),
+        length=jnp.full(num_snakes, rules.SNAKE_START_SIZE, jnp.int32),
+        health=jnp.full(num_snakes, rules.SNAKE_MAX_HEALTH, jnp.int32),
+        body=body,
+        food=food,
+        hazards=jnp.zeros((size, size), jnp.int8),
+        eliminated_cause=jnp.zeros(num_snakes, jnp.int32),
+        eliminated_on_turn=jnp.zeros(num_snakes, jnp.int32),
+        eliminated_by=jnp.full(num_snakes, -1, jnp.int32),
+        turn=jnp.int32(0),
+    )
