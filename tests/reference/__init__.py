@@ -1,0 +1,1 @@
+"""Plain-Python reference implementations (oracles) for the differential tests."""
