@@ -387,3 +387,53 @@ def test_dbn_export_of_a_hand_built_board():
     for a in (0, 8, 9, 16):
         state = env.step(state, a)
     assert env.to_dbn(state) == "10000000110000001"
+
+
+# --------------------------------------------------------------------------- random playouts
+
+
+def test_random_playout_is_uniform_over_move_orders():
+    """On 1x1 a uniformly random game is a uniformly random order of the 4 edges (24 orders)."""
+    from jaxgames.games.dots_and_boxes import rules
+
+    geom = rules.geometry(1, 1)
+    n = 24_000
+    bits = jax.random.bits(jax.random.key(1), (n, 4), jnp.uint32)
+    board = jax.vmap(lambda _: rules.empty_board(1, 1))(jnp.arange(n))
+    final, actions = jax.jit(jax.vmap(lambda b, k: rules.random_playout(geom, b, k, with_actions=True)))(board, bits)
+    actions = np.asarray(actions)
+    assert np.all(np.sort(actions, axis=1) == np.arange(4))
+    codes = actions @ (4 ** np.arange(4))
+    counts = np.unique(codes, return_counts=True)[1]
+    assert len(counts) == 24
+    chi2 = np.sum((counts - n / 24) ** 2 / (n / 24))
+    assert chi2 < 49.7, chi2  # 23 degrees of freedom, p = 0.001
+    # The last mover takes the only box.
+    assert np.all(np.asarray(final.scores).sum(axis=1) == 1)
+
+
+def test_random_playout_from_mid_game_matches_openspiel():
+    from jaxgames.games.dots_and_boxes import rules
+    from jaxgames.games.dots_and_boxes.dbn import board_from_dbn
+
+    R, C = 3, 3
+    E = num_edges(R, C)
+    geom = rules.geometry(R, C)
+    game = pyspiel.load_game("dots_and_boxes", {"num_rows": R, "num_cols": C})
+    rng = np.random.default_rng(2)
+    dbns = []
+    for k in (0, 5, 17, 23, 24):
+        drawn = set(rng.permutation(E)[:k].tolist())
+        dbns.append("".join("1" if e in drawn else "0" for e in range(E)))
+    boards = jax.tree.map(lambda *x: jnp.stack(x), *[board_from_dbn(R, C, d) for d in dbns])
+    bits = jax.random.bits(jax.random.key(3), (len(dbns), E), jnp.uint32)
+    final, actions = jax.jit(jax.vmap(lambda b, k: rules.random_playout(geom, b, k, with_actions=True)))(boards, bits)
+    for i, d in enumerate(dbns):
+        played = [int(a) for a in np.asarray(actions[i]) if a >= 0]
+        assert sorted(played) == [e for e in range(E) if d[e] == "0"]
+        ref = game.new_initial_state(d)
+        for a in played:
+            ref.apply_action(a)
+        assert ref.is_terminal()
+        np.testing.assert_array_equal(np.asarray(final.scores[i]), spiel_scores(ref, R, C)[0])
+        assert int(final.num_drawn[i]) == E

@@ -225,6 +225,57 @@ def apply_edge(geom: Geometry, board: Board, action: jax.Array) -> Board:
     )
 
 
+def random_playout(geom: Geometry, board: Board, bits: jax.Array, *, with_actions: bool = False):
+    """Plays ``board`` to the end, each move uniform among the undrawn edges.
+
+    The compact playout loop of search rollouts and of the benchmark. The
+    undrawn edges are kept in an array that a Fisher-Yates shuffle consumes:
+    at step ``k`` a uniform index ``j`` in ``[k, L)`` (``L`` = undrawn edges
+    at the start) picks ``remaining[j]``, which is then overwritten with
+    ``remaining[k]``. Each pick is uniform over the edges still undrawn, so
+    this is exactly the uniformly random policy, at O(num_edges) elementwise
+    work per move and no sort. The randomness comes in as ``bits`` (rule 2 of
+    the house style: the kernel stays deterministic).
+
+    Args:
+        geom: static tables of the board size.
+        board: one game, possibly mid-game or finished.
+        bits: uint32 ``[num_edges]`` uniform random words (one per move;
+            ``jax.random.bits(key, (num_edges,), jnp.uint32)``).
+
+        with_actions: also return the moves played (static).
+
+    Returns:
+        The finished board (every edge drawn); with ``with_actions`` the pair
+        ``(board, actions)``, ``actions`` int32 ``[num_edges]`` in the order
+        played, padded with -1 after the last move. Moves are picked with
+        ``bits[k] % (L - k)``, whose bias is below ``num_edges / 2**32``.
+    """
+    E = geom.num_edges
+    idx = jnp.arange(E, dtype=jnp.int32)
+    undrawn = ~board.edges
+    # Stable partition: undrawn edges first, in increasing order.
+    position = jnp.where(undrawn, jnp.cumsum(undrawn) - 1, E)
+    remaining = jnp.zeros(E + 1, jnp.int32).at[position].set(idx)[:E]
+    num_left = E - board.num_drawn
+
+    def body(carry, k):
+        board, remaining = carry
+        m = jnp.maximum(num_left - k, 1).astype(jnp.uint32)
+        j = k + (bits[k] % m).astype(jnp.int32)
+        pick = idx == j
+        action = jnp.sum(jnp.where(pick, remaining, 0))
+        moved = remaining[k]  # k is the shared loop counter: a static-shape slice
+        remaining = jnp.where(pick, moved, remaining)
+        nxt = apply_edge(geom, board, action)
+        live = k < num_left
+        board = jax.tree.map(lambda a, b: jnp.where(live, a, b), nxt, board)
+        return (board, remaining), (jnp.where(live, action, -1) if with_actions else None)
+
+    (board, _), actions = jax.lax.scan(body, (board, remaining), jnp.arange(E, dtype=jnp.int32))
+    return (board, actions) if with_actions else board
+
+
 def is_over(geom: Geometry, board: Board) -> jax.Array:
     """bool ``[]``: every edge is drawn (the only way the game ends)."""
     return board.num_drawn >= geom.num_edges
