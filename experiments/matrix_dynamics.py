@@ -171,6 +171,16 @@ def targets(game: matrix.MatrixGame) -> list[tuple[str, equilibria.Profile]]:
     return out
 
 
+def target_label(game: matrix.MatrixGame, prof: equilibria.Profile) -> str:
+    """A pure profile by its action names, e.g. ``(D, D)``; a mixed one in the seed's point notation."""
+    if prof.is_pure():
+        return f"({game.action_names[0][int(np.argmax(prof.x))]}, {game.action_names[1][int(np.argmax(prof.y))]})"
+    if game.shape == (2, 2):
+        return str(prof.point())
+    fmt = lambda v: "(" + ", ".join(f"{p:.4g}" for p in v) + ")"
+    return f"x={fmt(prof.x)} y={fmt(prof.y)}"
+
+
 def seed_claim(game_name: str, kind: str, profile: equilibria.Profile) -> str:
     claims = SEED_CLAIMS.get((game_name, kind), {})
     for point, claim in claims.items():
@@ -252,7 +262,7 @@ def convergence_rows(cfg: Config, game: matrix.MatrixGame, learner: str, data: d
                     learner=learner,
                     setting=label,
                     target_kind=kind,
-                    target=str(prof.point()),
+                    target=target_label(game, prof),
                     x=" ".join(f"{v:.4f}" for v in prof.x),
                     y=" ".join(f"{v:.4f}" for v in prof.y),
                     fraction=float(close[sel].mean()),
@@ -304,6 +314,26 @@ def write_tables(cfg: Config, rows: list[dict], out: pathlib.Path) -> None:
     (out / "convergence.md").write_text("\n".join(lines))
 
 
+def integrated_dynamics(cfg: Config, learner: str, game, start, tau0, schedule, kappa):
+    """The learning dynamics from a learner's start ``[2, A]``: (xs, ys) over the run.
+
+    Boltzmann learners: the FAQ / lenient dynamics in Q-space with the
+    learner's temperature schedule (`fields.integrate_q`); epsilon-greedy:
+    the replicator dynamics, with steps small enough to be stable.
+    """
+    n = game.shape[0]
+    if learner == "epsilon_greedy":
+        return fields.integrate(
+            "replicator", game.payoffs, start[0, :n], start[1, :n], num_iterations=cfg.num_iterations,
+            num_steps=4000, learning_rate=cfg.learning_rate,
+        )
+    q0 = tau0 * np.log(np.clip(start[:, :n], 1e-12, None))
+    return fields.integrate_q(
+        game.payoffs, q0, num_iterations=cfg.num_iterations, num_steps=2000,
+        temperature=lambda t: schedule(t, cfg.num_iterations), leniency=kappa, learning_rate=cfg.learning_rate,
+    )
+
+
 def plot_learner(cfg: Config, learner: str, results: dict, out: pathlib.Path) -> None:
     import matplotlib
 
@@ -325,20 +355,7 @@ def plot_learner(cfg: Config, learner: str, results: dict, out: pathlib.Path) ->
         demo = data["demo_trajectory"][data["demo_setting"] == 0]  # [K, R+1, 2, A]
         n = game.shape[0]
         field_kw = dict(temperature=tau0, leniency=kappa, learning_rate=cfg.learning_rate)
-        ode = [
-            fields.integrate(
-                field_kind,
-                game.payoffs,
-                tr[0, 0, :n],
-                tr[0, 1, : game.shape[1]],
-                num_iterations=cfg.num_iterations,
-                num_steps=400,
-                temperature=lambda t: schedule(t, cfg.num_iterations),
-                leniency=kappa,
-                learning_rate=cfg.learning_rate,
-            )
-            for tr in demo
-        ]
+        ode = [integrated_dynamics(cfg, learner, game, tr[0], tau0, schedule, kappa) for tr in demo]
         if game.shape == (2, 2):
             plots.plot_field_2x2(ax, field_kind, game.payoffs_np, action_names=game.action_names, **field_kw)
             plots.plot_trajectories_2x2(ax, demo[:, :, :, 0])

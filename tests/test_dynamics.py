@@ -73,3 +73,16 @@ def test_rk4_matches_the_logistic_solution():
 def test_unknown_field_raises():
     with pytest.raises(ValueError, match="kind"):
         fields.vector_field("cross", matrix.stag_hunt().payoffs, jnp.ones(2) / 2, jnp.ones(2) / 2)
+
+
+def test_q_space_integration_matches_x_space_field_at_constant_temperature():
+    game = matrix.battle_of_the_sexes()
+    x0, y0, tau, alpha, T = np.array([0.3, 0.7]), np.array([0.6, 0.4]), 0.8, 0.01, 500
+    for kappa in (1, 3):
+        xs, ys = fields.integrate("lenient_boltzmann" if kappa > 1 else "boltzmann_q", game.payoffs, x0, y0,
+                                  num_iterations=T, num_steps=2000, temperature=tau, leniency=kappa, learning_rate=alpha)
+        q0 = tau * np.log(np.stack([x0, y0]))
+        xq, yq = fields.integrate_q(game.payoffs, q0, num_iterations=T, num_steps=500, temperature=tau,
+                                    leniency=kappa, learning_rate=alpha)
+        np.testing.assert_allclose(np.asarray(xq)[::5], np.asarray(xs)[::20], atol=2e-4)
+        np.testing.assert_allclose(np.asarray(yq)[::5], np.asarray(ys)[::20], atol=2e-4)

@@ -24,7 +24,7 @@ def test_main_job_writes_tables_figures_and_config(tmp_path):
     # subsidy: 3 Nash + 1 Pareto target; BRPS: 1 Nash + 9 Pareto; settings: 3 eps + 1 tau + 1 (tau, kappa).
     assert len(rows) == (4 + 10) * 5
     assert all(0.0 <= float(r["fraction"]) <= 1.0 and int(r["num_runs"]) == 4 for r in rows)
-    assert {r["seed_claim"] for r in rows if r["game"] == "subsidy_game" and r["target"] == "(0.0, 0.0)"} == {"Yes/Yes/Yes"}
+    assert {r["seed_claim"] for r in rows if r["game"] == "subsidy_game" and r["target"] == "(S2, S2)"} == {"Yes/Yes/Yes"}
     md = (out / "convergence.md").read_text()
     assert "## subsidy_game" in md and "(0.909091, 0.909091)" in md
 

@@ -154,3 +154,64 @@ def integrate(
     z0 = (jnp.asarray(x0, jnp.float32), jnp.asarray(y0, jnp.float32))
     _, (xs, ys) = jax.lax.scan(step, z0, jnp.arange(num_steps, dtype=jnp.float32))
     return jnp.concatenate([z0[0][None], xs]), jnp.concatenate([z0[1][None], ys])
+
+
+def integrate_q(
+    payoffs: jax.Array,
+    q0: jax.Array,
+    *,
+    num_iterations: int,
+    num_steps: int = 1000,
+    temperature: Callable[[jax.Array], jax.Array] | float = 1.0,
+    leniency=1,
+    learning_rate=1.0,
+) -> tuple[jax.Array, jax.Array]:
+    """Integrates the Boltzmann (FAQ) / lenient dynamics in Q-value space, with a temperature schedule.
+
+    ``Q_p' = alpha (u_p - Q_p)`` with ``x_p = softmax(Q_p / tau(t))`` and
+    ``u_p`` the (lenient) utility of player p against the other's policy.
+    For a constant tau, differentiating ``x = softmax(Q / tau)`` gives exactly
+    the x-space field of `vector_field` (Tuyls et al. 2006); with a schedule
+    this form also carries the change of the policy caused by the change of
+    tau, which the x-space field omits, and it is not stiff at small tau
+    (its rate is alpha, not alpha * payoff / tau). RK4, fixed step.
+
+    Args:
+        payoffs: float ``[2, n, n]`` (square games: both players' Q ``[2, n]``).
+        q0: float ``[2, n]``, starting Q-values (``tau_0 ln x_0`` starts at x_0).
+        num_iterations, num_steps, temperature, leniency, learning_rate: as `integrate`.
+
+    Returns:
+        ``(xs, ys)``, float32 ``[num_steps + 1, n]`` each: the policies.
+
+    Raises:
+        ValueError: if the game is not square.
+    """
+    payoffs = jnp.asarray(payoffs, jnp.float32)
+    if payoffs.shape[1] != payoffs.shape[2]:
+        raise ValueError(f"integrate_q needs a square game; got payoffs {payoffs.shape}")
+    tau_fn = temperature if callable(temperature) else (lambda t: temperature)
+    dt = num_iterations / num_steps
+    a, b = payoffs[0], payoffs[1].T
+
+    def policies(t, q):
+        return jax.nn.softmax(q / tau_fn(t), axis=-1)
+
+    def f(t, q):
+        x, y = policies(t, q)
+        u = jnp.stack([lenient_utility(a, y, leniency), lenient_utility(b, x, leniency)])
+        return learning_rate * (u - q)
+
+    def step(q, i):
+        t = i * dt
+        k1 = f(t, q)
+        k2 = f(t + dt / 2, q + dt / 2 * k1)
+        k3 = f(t + dt / 2, q + dt / 2 * k2)
+        k4 = f(t + dt, q + dt * k3)
+        q = q + dt / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
+        return q, policies(t + dt, q)
+
+    q0 = jnp.asarray(q0, jnp.float32)
+    _, pols = jax.lax.scan(step, q0, jnp.arange(num_steps, dtype=jnp.float32))
+    pols = jnp.concatenate([policies(0.0, q0)[None], pols])
+    return pols[:, 0], pols[:, 1]
