@@ -1,0 +1,96 @@
+"""Plots of tournaments: heatmaps of pairwise matrices, Elo curves, rating bars.
+
+Source: seed 001 section 6.3, figures 6.10-6.13 (Elo during the round robins,
+final Elo, win rates, pairwise net wins; and the average game length).
+matplotlib only, Agg backend, written straight to files.
+"""
+
+from __future__ import annotations
+
+import pathlib
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+
+
+def heatmap(matrix: np.ndarray, labels, path, *, title: str = "", cmap: str = "RdBu", fmt: str = "{:.0f}", symmetric: bool = True) -> pathlib.Path:
+    """Writes an annotated heatmap of a pairwise ``[N, N]`` matrix.
+
+    The cell in row ``i`` (y axis) and column ``j`` (x axis) shows ``matrix[i, j]``.
+
+    Args:
+        matrix: float ``[N, N]``.
+        labels: ``N`` names.
+        path: output file (PNG or any matplotlib format).
+        title: figure title.
+        cmap: colour map; with ``symmetric`` the colour range is centred on 0.
+        fmt: format of the cell annotations.
+        symmetric: centre the colours on 0 (for net wins).
+
+    Returns:
+        The path written.
+
+    Raises:
+        ValueError: a non-square matrix or a label count that does not match.
+    """
+    m = np.asarray(matrix, float)
+    if m.ndim != 2 or m.shape[0] != m.shape[1] or m.shape[0] != len(labels):
+        raise ValueError(f"matrix must be [N, N] with N = {len(labels)} labels; got {m.shape}")
+    n = len(labels)
+    fig, ax = plt.subplots(figsize=(1.0 + 0.9 * n, 0.8 + 0.8 * n))
+    if symmetric:
+        lim = max(float(np.nanmax(np.abs(m))), 1e-9)
+        im = ax.imshow(m, cmap=cmap, vmin=-lim, vmax=lim)
+    else:
+        im = ax.imshow(m, cmap=cmap)
+    ax.set_xticks(range(n), labels, rotation=45, ha="right")
+    ax.set_yticks(range(n), labels)
+    for i in range(n):
+        for j in range(n):
+            ax.text(j, i, fmt.format(m[i, j]), ha="center", va="center", fontsize=8)
+    ax.set_title(title)
+    fig.colorbar(im, ax=ax, fraction=0.046)
+    fig.tight_layout()
+    path = pathlib.Path(path)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+def elo_curves(history: np.ndarray, labels, path, *, title: str = "Elo during the round robins") -> pathlib.Path:
+    """Writes the Elo ratings ``[R + 1, N]`` against the round number (seed 001 fig. 6.10)."""
+    h = np.asarray(history, float)
+    fig, ax = plt.subplots(figsize=(7, 4))
+    for i, name in enumerate(labels):
+        ax.plot(np.arange(h.shape[0]), h[:, i], label=name, lw=1)
+    ax.set_xlabel("round robin")
+    ax.set_ylabel("Elo")
+    ax.set_title(title)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    path = pathlib.Path(path)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+def rating_bars(ratings: dict, labels, path, *, title: str = "Final ratings") -> pathlib.Path:
+    """Writes grouped bars of several ratings per agent (e.g. ``{"Elo": [...], "Bradley-Terry": [...]}``)."""
+    n = len(labels)
+    fig, ax = plt.subplots(figsize=(1.5 + 0.9 * n, 4))
+    width = 0.8 / max(len(ratings), 1)
+    for k, (name, values) in enumerate(ratings.items()):
+        ax.bar(np.arange(n) + k * width, values, width, label=name)
+    ax.set_xticks(np.arange(n) + 0.4 - width / 2, labels, rotation=45, ha="right")
+    ax.axhline(1000, color="k", lw=0.5)
+    ax.set_ylabel("rating (Elo points)")
+    ax.set_title(title)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    path = pathlib.Path(path)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
