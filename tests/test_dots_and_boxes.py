@@ -419,7 +419,11 @@ def test_random_playout_from_mid_game_matches_openspiel():
     R, C = 3, 3
     E = num_edges(R, C)
     geom = rules.geometry(R, C)
-    game = pyspiel.load_game("dots_and_boxes", {"num_rows": R, "num_cols": C})
+    # Margin utility: the final margin and the number of boxes taken during
+    # the playout give both scores. (Not the observation tensor: on a state
+    # started from a dbn string OpenSpiel indexes it with CellState::kSet = 3
+    # in a dimension of size 3, writing out of bounds and corrupting the heap.)
+    game = pyspiel.load_game("dots_and_boxes", {"num_rows": R, "num_cols": C, "utility_margin": True})
     rng = np.random.default_rng(2)
     dbns = []
     for k in (0, 5, 17, 23, 24):
@@ -435,5 +439,10 @@ def test_random_playout_from_mid_game_matches_openspiel():
         for a in played:
             ref.apply_action(a)
         assert ref.is_terminal()
-        np.testing.assert_array_equal(np.asarray(final.scores[i]), spiel_scores(ref, R, C)[0])
+        edges = np.array([c == "1" for c in d])
+        h, v = edges[: (R + 1) * C].reshape(R + 1, C), edges[(R + 1) * C :].reshape(R, C + 1)
+        closed_before = int(np.sum(h[:-1] & h[1:] & v[:, :-1] & v[:, 1:]))
+        taken, margin = R * C - closed_before, int(ref.returns()[0])
+        expected = [(taken + margin) // 2, (taken - margin) // 2]
+        np.testing.assert_array_equal(np.asarray(final.scores[i]), expected)
         assert int(final.num_drawn[i]) == E

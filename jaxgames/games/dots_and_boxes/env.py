@@ -87,10 +87,12 @@ class DotsAndBoxes(Env):
 
     @property
     def name(self) -> str:
+        """``"dots_and_boxes"``, the registry name."""
         return "dots_and_boxes"
 
     @property
     def num_players(self) -> int:
+        """2."""
         return 2
 
     @property
@@ -105,6 +107,7 @@ class DotsAndBoxes(Env):
 
     @property
     def observation_shape(self) -> tuple[int, ...]:
+        """``(num_rows + 1, num_cols + 1, 5)`` (layout in the class docstring)."""
         return (self.num_rows + 1, self.num_cols + 1, NUM_PLANES)
 
     def step(self, state: State, action, key: jax.Array | None = None) -> State:
