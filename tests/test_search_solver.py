@@ -1,0 +1,116 @@
+"""The retrograde solver against an independent plain-Python minimax and OpenSpiel.
+
+The reference below rebuilds the board from OpenSpiel's edge numbering
+(h(r, c) = r * C + c, v(r, c) = (R + 1) * C + r * (C + 1) + c) on its own and
+runs the textbook minimax recursion over frozensets of edges (seed 002,
+"Minimax"): it shares no code with `jaxgames.search.solver`. By hand: on
+1x1 the second mover takes the only box, so the value of the empty board for
+the player to move is -1.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+import pytest
+
+from jaxgames.games.dots_and_boxes import DotsAndBoxes
+from jaxgames.search import solver
+
+
+def reference_solver(R, C):
+    """Plain-Python memoised minimax: net boxes still to win for the mover, per edge set."""
+    h = lambda r, c: r * C + c
+    v = lambda r, c: (R + 1) * C + r * (C + 1) + c
+    E = (R + 1) * C + R * (C + 1)
+    boxes = [frozenset({h(r, c), h(r + 1, c), v(r, c), v(r, c + 1)}) for r in range(R) for c in range(C)]
+
+    @functools.lru_cache(maxsize=None)
+    def value(drawn: frozenset) -> int:
+        if len(drawn) == E:
+            return 0
+        best = None
+        for e in range(E):
+            if e in drawn:
+                continue
+            child = drawn | {e}
+            gained = sum(1 for b in boxes if e in b and b <= child)
+            score = gained + value(child) if gained else -value(child)
+            best = score if best is None else max(best, score)
+        return best
+
+    value.boxes = boxes
+    return value, E
+
+
+def reference_move_value(ref, drawn: frozenset, e: int) -> int:
+    """The reference value of drawing edge ``e`` in ``drawn``."""
+    child = drawn | {e}
+    gained = sum(1 for b in ref.boxes if e in b and b <= child)
+    return gained + ref(child) if gained else -ref(child)
+
+
+@pytest.mark.parametrize("size", [(1, 1), (1, 2), (2, 1), (2, 2)])
+def test_every_state_matches_reference(size):
+    ref, E = reference_solver(*size)
+    sol = solver.solve(*size)
+    expected = np.array([ref(frozenset(e for e in range(E) if s >> e & 1)) for s in range(1 << E)])
+    np.testing.assert_array_equal(sol.values.astype(int), expected)
+
+
+def test_known_values():
+    # By hand: 1x1, the second mover wins the box.
+    assert solver.solve(1, 1).value("0000") == -1
+    # 2x2 from the reference minimax: the first player wins 3-1.
+    sol = solver.solve(2, 2)
+    assert sol.value("0" * 12) == 2
+
+
+def test_positions_and_optimal_actions():
+    sol = solver.solve(2, 2)
+    env = DotsAndBoxes(2, 2)
+    ref, E = reference_solver(2, 2)
+    rng = np.random.default_rng(0)
+    for _ in range(20):
+        drawn = set(rng.choice(E, size=rng.integers(0, E), replace=False).tolist())
+        dbn = "".join("1" if e in drawn else "0" for e in range(E))
+        state = env.from_dbn(dbn)
+        assert sol.value(dbn) == sol.value(state) == ref(frozenset(drawn))
+        # Optimal actions: exactly the moves whose reference value equals the position's value.
+        legal = sorted(set(range(E)) - drawn)
+        move_values = {e: reference_move_value(ref, frozenset(drawn), e) for e in legal}
+        best = max(move_values.values())
+        assert sol.optimal_actions(state) == [e for e in legal if move_values[e] == best]
+        av = sol.action_values(dbn)
+        assert all(av[e] == solver.ILLEGAL for e in drawn)
+        assert all(av[e] == move_values[e] for e in legal)
+    assert sol.optimal_actions("1" * 12) == []
+
+
+def test_optimal_line_in_openspiel():
+    """Both sides play the solver's first optimal move in OpenSpiel: the margin is the value."""
+    pyspiel = pytest.importorskip("pyspiel")
+    for R, C in [(1, 2), (2, 2), (2, 3)]:
+        sol = solver.solve(R, C)
+        game = pyspiel.load_game(f"dots_and_boxes(num_rows={R},num_cols={C},utility_margin=true)")
+        state = game.new_initial_state()
+        while not state.is_terminal():
+            state.apply_action(sol.optimal_actions(state.dbn_string())[0])
+        assert state.returns()[0] == sol.value("0" * sol.num_edges)
+
+
+def test_bad_input_reports_memory():
+    with pytest.raises(ValueError, match=r"1\.0 TiB"):
+        solver.solve(4, 4)  # 40 edges: 2^40 bytes
+    with pytest.raises(ValueError, match="needs .* but only"):
+        solver.solve(3, 3, max_bytes=1 << 20)
+    with pytest.raises(ValueError):
+        solver.solve(0, 2)
+    with pytest.raises(TypeError):
+        solver.solve(2.0, 2)
+    sol = solver.solve(1, 1)
+    with pytest.raises(ValueError, match="4 characters"):
+        sol.value("000")
+    with pytest.raises(ValueError, match="outside"):
+        sol.value(16)
