@@ -1,0 +1,281 @@
+"""Minimax search for Dots-and-Boxes: the seed's study variants and the depth-limited agent search.
+
+Source: seed 000 section 4 (naive minimax, + transposition table keyed by the
+dbn, + symmetry canonicalisation, + chain rules) and section 5 (alpha-beta,
+"important moves first", depth limit 9 with the box-difference heuristic);
+the minimax and alpha-beta slides of seed 002.
+
+All searches return the *net value for the player to move* of the boxes
+still to be won, exactly as `jaxgames.search.solver`: a move completing
+``g > 0`` boxes is worth ``g + V(child)`` (the mover moves again), any other
+move ``-V(child)``. The sign rule is the one of `jaxgames.search.sign`. With
+no depth limit every variant returns the exact value, which the tests check
+against the retrograde solver. With a depth limit, a cut-off position is
+worth 0 more boxes: the leaf value is the box difference collected along
+the path, i.e. the seed's heuristic "boxes of max minus boxes of min"
+(section 5.1) measured from the root.
+
+Variants (`VARIANTS`, each adding one idea to the previous one, as the
+seed's figures 2 and 3): ``naive``, ``tt``, ``symmetry``, ``chains``,
+``alphabeta``, ``ordering``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import time
+from typing import NamedTuple
+
+from jaxgames.search import chains
+from jaxgames.search.bitboard import BitBoard, bitboard
+from jaxgames.search.sign import child_value
+
+VARIANTS = ("naive", "tt", "symmetry", "chains", "alphabeta", "ordering")
+"""The minimax variants of the study, cumulative (seed 000 figures 2-3)."""
+
+EXACT, LOWER, UPPER = 0, 1, 2
+
+
+class SearchTimeout(Exception):
+    """Raised inside a search when its deadline or node budget is exceeded."""
+
+
+@dataclasses.dataclass(frozen=True)
+class SearchOptions:
+    """Which ideas a search uses.
+
+    Attributes:
+        transposition: cache values by edge set (seed 4.1).
+        symmetry: cache by the canonical image under the board symmetries (4.2).
+        chain_rules: safe captures and the chain rule (4.3; `jaxgames.search.chains`).
+        alpha_beta: alpha-beta pruning (5.2); the cache then stores bounds.
+        ordering: important moves first (5.3-5.4).
+    """
+
+    transposition: bool = False
+    symmetry: bool = False
+    chain_rules: bool = False
+    alpha_beta: bool = False
+    ordering: bool = False
+
+    @staticmethod
+    def variant(name: str) -> "SearchOptions":
+        """The options of a study variant (`VARIANTS`).
+
+        Raises:
+            ValueError: an unknown name.
+        """
+        if name not in VARIANTS:
+            raise ValueError(f"unknown minimax variant {name!r}; choose from {VARIANTS}")
+        k = VARIANTS.index(name)
+        return SearchOptions(transposition=k >= 1, symmetry=k >= 2, chain_rules=k >= 3, alpha_beta=k >= 4, ordering=k >= 5)
+
+
+class SearchResult(NamedTuple):
+    """Outcome of one search.
+
+    Attributes:
+        value: int, net boxes for the player to move (exact without a depth limit).
+        nodes: positions visited.
+        table_size: keys in the transposition table at the end (0 without one).
+        seconds: wall-clock time.
+        best_action: an optimal (or best-found) first move, -1 at the end of the game.
+    """
+
+    value: int
+    nodes: int
+    table_size: int
+    seconds: float
+    best_action: int
+
+
+class _Searcher:
+    def __init__(self, bb: BitBoard, options: SearchOptions, deadline: float | None, max_nodes: int | None):
+        self.bb, self.o = bb, options
+        self.table: dict = {}
+        self.nodes = 0
+        self.deadline, self.max_nodes = deadline, max_nodes
+
+    def key(self, edges):
+        return self.bb.canonical(edges) if self.o.symmetry else edges
+
+    def moves(self, edges, rng=None):
+        bb = self.bb
+        moves = chains.chain_moves(bb, edges) if self.o.chain_rules else None
+        if moves is None:
+            moves = bb.legal_moves(edges)
+        if self.o.ordering:
+            moves = chains.ordered_moves(bb, edges, moves)
+        return moves
+
+    def tick(self):
+        self.nodes += 1
+        if self.nodes & 1023 == 0:
+            if self.deadline is not None and time.perf_counter() > self.deadline:
+                raise SearchTimeout
+        if self.max_nodes is not None and self.nodes > self.max_nodes:
+            raise SearchTimeout
+
+    # Plain minimax (optionally with a table of exact values), no depth limit.
+    def minimax(self, edges):
+        self.tick()
+        if edges == self.bb.full:
+            return 0
+        if self.o.transposition:
+            k = self.key(edges)
+            hit = self.table.get(k)
+            if hit is not None:
+                return hit
+        best = -math.inf
+        for e in self.moves(edges):
+            g = self.bb.completes(edges, e)
+            v = child_value(g, self.minimax(edges | (1 << e)))
+            if v > best:
+                best = v
+        if self.o.transposition:
+            self.table[k] = best
+        return best
+
+    # Fail-soft alpha-beta with a bound table and an optional depth limit.
+    def alphabeta(self, edges, alpha, beta, depth):
+        self.tick()
+        bb = self.bb
+        if edges == bb.full:
+            return 0
+        if depth == 0:
+            return 0  # the seed's heuristic: nothing more is counted beyond the horizon
+        k = self.key(edges) if self.o.transposition else None
+        if k is not None:
+            hit = self.table.get(k)
+            if hit is not None and hit[0] >= depth:
+                _, flag, v = hit
+                if flag == EXACT:
+                    return v
+                if flag == LOWER and v >= beta:
+                    return v
+                if flag == UPPER and v <= alpha:
+                    return v
+        a0 = alpha
+        best = -math.inf
+        for e in self.moves(edges):
+            g = bb.completes(edges, e)
+            child = edges | (1 << e)
+            if g:
+                v = g + self.alphabeta(child, alpha - g, beta - g, depth - 1)
+            else:
+                v = -self.alphabeta(child, -beta, -alpha, depth - 1)
+            if v > best:
+                best = v
+                if v > alpha:
+                    alpha = v
+                    if alpha >= beta:
+                        break
+        if k is not None:
+            flag = UPPER if best <= a0 else LOWER if best >= beta else EXACT
+            self.table[k] = (depth, flag, best)
+        return best
+
+    def root(self, edges, depth):
+        """(value, best_action) at the root, every root move searched with a full window."""
+        bb = self.bb
+        if edges == bb.full:
+            return 0, -1
+        best, best_e = -math.inf, -1
+        for e in self.moves(edges):
+            g = bb.completes(edges, e)
+            child = edges | (1 << e)
+            if self.o.alpha_beta:
+                n = bb.num_boxes
+                if g:
+                    v = g + self.alphabeta(child, best - g if best > -math.inf else -n - 1, n + 1, depth - 1)
+                else:
+                    v = -self.alphabeta(child, -n - 1, -best if best > -math.inf else n + 1, depth - 1)
+            else:
+                v = child_value(g, self.minimax(child))
+            if v > best:
+                best, best_e = v, e
+        return best, best_e
+
+
+def solve_position(
+    num_rows: int,
+    num_cols: int,
+    edges: int | str = 0,
+    *,
+    variant: str | SearchOptions = "ordering",
+    time_limit: float | None = None,
+    max_nodes: int | None = None,
+) -> SearchResult:
+    """Exact minimax value of a position with one of the study's variants.
+
+    Args:
+        num_rows, num_cols: board size in boxes.
+        edges: the position, an int edge set (bit ``e`` = edge ``e``) or a dbn string.
+        variant: a name in `VARIANTS` or a `SearchOptions`.
+        time_limit: seconds, or None.
+        max_nodes: node budget, or None.
+
+    Returns:
+        A `SearchResult` with the exact value.
+
+    Raises:
+        ValueError: an unknown variant, a bad size or dbn string, an edge set out of range.
+        SearchTimeout: the time limit or node budget ran out.
+    """
+    bb = bitboard(num_rows, num_cols)
+    if isinstance(edges, str):
+        edges = bb.from_dbn(edges)
+    if isinstance(edges, bool) or not isinstance(edges, int) or not 0 <= edges <= bb.full:
+        raise ValueError(f"edges must be an int in [0, 2^{bb.num_edges}) or a dbn string; got {edges!r}")
+    options = variant if isinstance(variant, SearchOptions) else SearchOptions.variant(variant)
+    start = time.perf_counter()
+    deadline = None if time_limit is None else start + time_limit
+    s = _Searcher(bb, options, deadline, max_nodes)
+    value, action = s.root(edges, depth=bb.num_edges + 1)
+    return SearchResult(int(value), s.nodes, len(s.table), time.perf_counter() - start, int(action))
+
+
+def iterative_deepening(
+    bb: BitBoard,
+    edges: int,
+    *,
+    max_depth: int = 9,
+    time_limit: float = 0.15,
+    table: dict | None = None,
+    options: SearchOptions = SearchOptions(True, False, True, True, True),
+) -> tuple[int, int, int, int]:
+    """Depth-limited alpha-beta with iterative deepening and a deadline (the agent's search).
+
+    Searches depth 1, 2, ... up to ``max_depth`` plies (seed 5.1: 9) and
+    returns the result of the deepest search that finished before the
+    deadline; depth 1 always finishes (it is one pass over the moves).
+
+    Args:
+        bb: the board tables.
+        edges: the position (int edge set), not terminal.
+        max_depth: ply limit.
+        time_limit: seconds for the whole decision.
+        table: a transposition table to reuse (mutated), or None.
+        options: what the search uses (default: table, chains, alpha-beta, ordering).
+
+    Returns:
+        ``(best_action, value, depth_reached, nodes)``; value is exact when
+        the search reached the end of the game within the depth.
+    """
+    start = time.perf_counter()
+    s = _Searcher(bb, options, None, None)
+    if table is not None:
+        s.table = table
+    best = (bb.legal_moves(edges)[0], 0, 0)
+    remaining = bb.full.bit_count() - edges.bit_count()
+    for depth in range(1, max_depth + 1):
+        s.deadline = None if depth == 1 else start + time_limit
+        try:
+            value, action = s.root(edges, depth)
+        except SearchTimeout:
+            break
+        best = (action, int(value), depth)
+        if depth >= remaining:
+            break  # the whole rest of the game was searched: exact
+    return best[0], best[1], best[2], s.nodes
