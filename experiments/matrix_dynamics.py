@@ -314,24 +314,28 @@ def write_tables(cfg: Config, rows: list[dict], out: pathlib.Path) -> None:
     (out / "convergence.md").write_text("\n".join(lines))
 
 
-def integrated_dynamics(cfg: Config, learner: str, game, start, tau0, schedule, kappa):
-    """The learning dynamics from a learner's start ``[2, A]``: (xs, ys) over the run.
+def integrated_dynamics(cfg: Config, learner: str, game, starts, tau0, schedule, kappa):
+    """The learning dynamics from the learners' starts ``[K, 2, A]``: (xs, ys), each ``[K, steps + 1, n]``.
 
     Boltzmann learners: the FAQ / lenient dynamics in Q-space with the
     learner's temperature schedule (`fields.integrate_q`); epsilon-greedy:
     the replicator dynamics, with steps small enough to be stable.
     """
     n = game.shape[0]
+    starts = jnp.asarray(starts[:, :, :n])
     if learner == "epsilon_greedy":
-        return fields.integrate(
-            "replicator", game.payoffs, start[0, :n], start[1, :n], num_iterations=cfg.num_iterations,
+        one = lambda s: fields.integrate(
+            "replicator", game.payoffs, s[0], s[1], num_iterations=cfg.num_iterations,
             num_steps=4000, learning_rate=cfg.learning_rate,
         )
-    q0 = tau0 * np.log(np.clip(start[:, :n], 1e-12, None))
-    return fields.integrate_q(
-        game.payoffs, q0, num_iterations=cfg.num_iterations, num_steps=2000,
-        temperature=lambda t: schedule(t, cfg.num_iterations), leniency=kappa, learning_rate=cfg.learning_rate,
-    )
+    else:
+        one = lambda s: fields.integrate_q(
+            game.payoffs, tau0 * jnp.log(jnp.clip(s, 1e-12, None)), num_iterations=cfg.num_iterations,
+            num_steps=2000, temperature=lambda t: schedule(t, cfg.num_iterations), leniency=kappa,
+            learning_rate=cfg.learning_rate,
+        )
+    xs, ys = jax.jit(jax.vmap(one))(starts)
+    return np.asarray(xs), np.asarray(ys)
 
 
 def plot_learner(cfg: Config, learner: str, results: dict, out: pathlib.Path) -> None:
@@ -355,7 +359,7 @@ def plot_learner(cfg: Config, learner: str, results: dict, out: pathlib.Path) ->
         demo = data["demo_trajectory"][data["demo_setting"] == 0]  # [K, R+1, 2, A]
         n = game.shape[0]
         field_kw = dict(temperature=tau0, leniency=kappa, learning_rate=cfg.learning_rate)
-        ode = [integrated_dynamics(cfg, learner, game, tr[0], tau0, schedule, kappa) for tr in demo]
+        ode = list(zip(*integrated_dynamics(cfg, learner, game, demo[:, 0], tau0, schedule, kappa)))
         if game.shape == (2, 2):
             plots.plot_field_2x2(ax, field_kind, game.payoffs_np, action_names=game.action_names, **field_kw)
             plots.plot_trajectories_2x2(ax, demo[:, :, :, 0])
