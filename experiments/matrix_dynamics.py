@@ -383,7 +383,8 @@ def plot_learner(cfg: Config, learner: str, results: dict, out: pathlib.Path) ->
                     ax.plot(xy[0], xy[1], "*", color="crimson", ms=13, mec="k", mew=0.5, zorder=5)
         ax.set_title(name.replace("_", " "))
     fig.suptitle(
-        f"{SHORT[learner]} Q-learning ({label}): {field_kind.replace('_', ' ')} field at tau={tau0}, "
+        f"{SHORT[learner]} Q-learning ({label}): {field_kind.replace('_', ' ')} field"
+        f"{'' if learner == 'epsilon_greedy' else f' at tau={tau0}'}, "
         f"learner trajectories (solid), integrated dynamics (dashed); * Nash, \u25c6 Pareto",
         fontsize=10,
     )
