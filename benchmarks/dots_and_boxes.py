@@ -1,7 +1,7 @@
 """Random-playout steps per second of the Dots-and-Boxes kernel, against OpenSpiel in the same run.
 
-    python benchmarks/dots_and_boxes.py [sizes=3,5] [batch_sizes=1,1024,16384,65536] [seconds=2.0] \
-        [out_dir=results/dots_and_boxes_benchmark]
+    python benchmarks/dots_and_boxes.py [sizes=3,5] [batch_sizes=1,1024,16384,65536] [seconds=1.0] \
+        [repeats=3] [devices=1] [out_dir=results/dots_and_boxes_benchmark]
 
 A step is one move of a game; a playout plays a game from the empty board to
 the end, every move uniform among the undrawn edges. Measured, in one run:
@@ -19,7 +19,13 @@ the end, every move uniform among the undrawn edges. Measured, in one run:
 
 JAX figures exclude compilation (reported separately) and include the
 generation of the random bits. Steps/s = batch x moves per game x calls / wall
-time. Memory per game state = bytes of one unbatched state's arrays.
+time; each figure is the median of ``repeats`` windows of ``seconds``. Memory
+per game state = bytes of one unbatched state's arrays.
+
+``devices=2`` splits the host into two XLA CPU devices
+(``--xla_force_host_platform_device_count``) and runs half of each batch on
+each with ``jax.pmap`` (XLA's CPU backend otherwise runs these loops on one
+thread). OpenSpiel's loops are single-threaded either way.
 
 Config: ``key=value`` overrides of `Config`; results go to ``out_dir`` as
 ``results.json``, ``results.csv`` and ``config.json``, with a markdown table
@@ -36,6 +42,13 @@ import random
 import sys
 import time
 
+# The number of XLA CPU devices must be fixed before jax is imported.
+for _arg in sys.argv[1:]:
+    if _arg.startswith("devices=") and int(_arg.split("=", 1)[1]) > 1:
+        os.environ["XLA_FLAGS"] = (
+            os.environ.get("XLA_FLAGS", "") + f" --xla_force_host_platform_device_count={int(_arg.split('=', 1)[1])}"
+        )
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -48,13 +61,17 @@ class Config:
     Attributes:
         sizes: square board sides to measure, comma separated.
         batch_sizes: games per jitted call, comma separated.
-        seconds: minimum wall time of each measurement.
+        seconds: minimum wall time of each measurement window.
+        repeats: measurement windows per figure (the median is reported).
+        devices: XLA CPU devices to split each JAX batch over (pmap).
         out_dir: where results are written.
     """
 
     sizes: str = "3,5"
     batch_sizes: str = "1,1024,16384,65536"
-    seconds: float = 2.0
+    seconds: float = 1.0
+    repeats: int = 3
+    devices: int = 1
     out_dir: str = "results/dots_and_boxes_benchmark"
 
 
@@ -72,19 +89,31 @@ def parse_config(argv) -> Config:
         k, v = arg.split("=", 1)
         if k not in fields:
             raise ValueError(f"unknown option {k!r}; known: {list(fields)}")
-        kwargs[k] = float(v) if fields[k].type in (float, "float") else v
-    return Config(**kwargs)
+        kind = fields[k].type
+        kwargs[k] = float(v) if kind in (float, "float") else int(v) if kind in (int, "int") else v
+    cfg = Config(**kwargs)
+    if cfg.devices < 1 or cfg.repeats < 1 or cfg.seconds <= 0:
+        raise ValueError(f"devices and repeats must be >= 1 and seconds > 0; got {cfg}")
+    return cfg
+
+
+REPEATS = 3
 
 
 def _timed(fn, seconds):
-    """Calls ``fn`` until ``seconds`` have passed; returns (calls, wall seconds)."""
-    calls, start = 0, time.perf_counter()
-    while True:
-        fn()
-        calls += 1
-        elapsed = time.perf_counter() - start
-        if elapsed >= seconds:
-            return calls, elapsed
+    """Calls ``fn`` in `REPEATS` windows of ``seconds``; returns (calls, wall seconds) of the median window."""
+    rates = []
+    for _ in range(REPEATS):
+        calls, start = 0, time.perf_counter()
+        while True:
+            fn()
+            calls += 1
+            elapsed = time.perf_counter() - start
+            if elapsed >= seconds:
+                break
+        rates.append((calls / elapsed, calls, elapsed))
+    _, calls, elapsed = sorted(rates)[len(rates) // 2]
+    return calls, elapsed
 
 
 def openspiel_python(size: int, seconds: float) -> float:
@@ -92,17 +121,14 @@ def openspiel_python(size: int, seconds: float) -> float:
 
     game = pyspiel.load_game("dots_and_boxes", {"num_rows": size, "num_cols": size})
     rng = random.Random(0)
-    steps = 0
 
     def one_game():
-        nonlocal steps
         state = game.new_initial_state()
         while not state.is_terminal():
             state.apply_action(rng.choice(state.legal_actions()))
-            steps += 1
 
-    _, elapsed = _timed(one_game, seconds)
-    return steps / elapsed
+    calls, elapsed = _timed(one_game, seconds)
+    return calls * game.num_distinct_actions() / elapsed  # every game draws every edge
 
 
 def openspiel_cpp(size: int, seconds: float) -> float:
@@ -158,22 +184,29 @@ def _kernel_playout(env, batch):
     return run
 
 
-def jax_steps_per_second(kind: str, size: int, batch: int, seconds: float) -> tuple[float, float]:
-    """(steps/s, compile seconds) of one JAX variant."""
+def jax_steps_per_second(kind: str, size: int, batch: int, seconds: float, devices: int = 1) -> tuple[float, float]:
+    """(steps/s, compile seconds) of one JAX variant; ``batch`` is split over ``devices``."""
     from jaxgames.games.dots_and_boxes import DotsAndBoxes
 
     env = DotsAndBoxes(size, size)
     make = _kernel_playout if kind == "jax_playout" else _fisher_yates_env_playout
-    fn = jax.jit(make(env, batch))
+    devices = min(devices, batch)
+    if devices > 1:
+        fn = jax.pmap(make(env, batch // devices))
+        batch = devices * (batch // devices)
+        keys = lambda k: jax.random.split(k, devices)
+    else:
+        fn = jax.jit(make(env, batch))
+        keys = lambda k: k
     t0 = time.perf_counter()
-    compiled = fn.lower(jax.random.key(0)).compile()
+    jax.block_until_ready(fn(keys(jax.random.key(0))))  # compiles
     compile_s = time.perf_counter() - t0
-    jax.block_until_ready(compiled(jax.random.key(0)))
+    jax.block_until_ready(fn(keys(jax.random.key(0))))
     key = [jax.random.key(1)]
 
     def call():
         key[0], sub = jax.random.split(key[0])
-        jax.block_until_ready(compiled(sub))
+        jax.block_until_ready(fn(keys(sub)))
 
     calls, elapsed = _timed(call, seconds)
     return calls * batch * env.num_actions / elapsed, compile_s
@@ -193,10 +226,16 @@ def main(argv) -> list[dict]:
     cfg = parse_config(argv)
     from tqdm import tqdm
 
+    global REPEATS
+    REPEATS = cfg.repeats
+
     sizes = [int(s) for s in cfg.sizes.split(",")]
     batches = [int(b) for b in cfg.batch_sizes.split(",")]
     dev = jax.devices()[0]
-    device = f"{dev.platform} ({dev.device_kind}), {os.cpu_count()} CPU cores visible, jax {jax.__version__}"
+    device = (
+        f"{dev.platform} ({dev.device_kind}) x{len(jax.devices())} device(s) used {cfg.devices}, "
+        f"{os.cpu_count()} CPU cores visible, load average {os.getloadavg()[0]:.2f}, jax {jax.__version__}"
+    )
     print(f"device: {device}")
     rows = []
     jobs = [(s, "openspiel_python", 1) for s in sizes] + [(s, "openspiel_cpp", 1) for s in sizes]
@@ -208,7 +247,7 @@ def main(argv) -> list[dict]:
         elif kind == "openspiel_cpp":
             sps = openspiel_cpp(size, cfg.seconds)
         else:
-            sps, compile_s = jax_steps_per_second(kind, size, batch, cfg.seconds)
+            sps, compile_s = jax_steps_per_second(kind, size, batch, cfg.seconds, cfg.devices)
         rows.append(dict(board=f"{size}x{size}", method=kind, batch=batch, steps_per_s=sps, compile_s=compile_s))
     for r in rows:
         anchor = next(x["steps_per_s"] for x in rows if x["board"] == r["board"] and x["method"] == "openspiel_cpp")

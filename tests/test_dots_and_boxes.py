@@ -446,3 +446,10 @@ def test_random_playout_from_mid_game_matches_openspiel():
         expected = [(taken + margin) // 2, (taken - margin) // 2]
         np.testing.assert_array_equal(np.asarray(final.scores[i]), expected)
         assert int(final.num_drawn[i]) == E
+
+
+@pytest.mark.parametrize("params", [dict(num_rows=1, num_cols=1), dict(num_rows=2, num_cols=3, utility_margin=True)])
+def test_contract_on_other_sizes(params):
+    from jaxgames.testing.api_test import api_test
+
+    api_test(jaxgames.make("dots_and_boxes", **params), batch_size=4, max_steps=20)
