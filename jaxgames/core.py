@@ -33,6 +33,7 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from flax import struct
 
 SIMULTANEOUS = -2
@@ -129,7 +130,12 @@ class Env(abc.ABC):
             ``state`` itself with zero rewards. An illegal action (masked out, or
             outside ``[0, num_actions)``) terminates the game with the offender
             penalised (`_illegal_action_outcome`).
+
+        Raises:
+            ValueError: for a concrete (not traced) action that is not an
+                integer, has the wrong shape, or lies outside ``[0, num_actions)``.
         """
+        self._check_concrete_action(action)
         if key is None:
             key = jax.random.key(0)
         action = jnp.asarray(action, dtype=jnp.int32)
@@ -147,6 +153,24 @@ class Env(abc.ABC):
         stepped = tree_select(jnp.all(legal), stepped, self._illegal_action_outcome(state, legal))
         frozen = state.replace(rewards=jnp.zeros_like(state.rewards))
         return tree_select(done, frozen, stepped)
+
+    def _check_concrete_action(self, action) -> None:
+        """Raises ValueError for a concrete (non-traced) action of the wrong kind.
+
+        Traced actions cannot be checked in Python; they follow the
+        illegal-action rule instead. Batched (vmapped) calls are traced.
+        """
+        if isinstance(action, jax.core.Tracer):
+            return
+        value = np.asarray(action)
+        if not np.issubdtype(value.dtype, np.integer):
+            raise ValueError(f"{self.name}: actions must be integers; got {action!r} (dtype {value.dtype})")
+        expected = (self.num_players,) if self.simultaneous else ()
+        if value.shape != expected:
+            what = "one action per player" if self.simultaneous else "a single action"
+            raise ValueError(f"{self.name}: step takes {what}, shape {expected}; got shape {value.shape}")
+        if value.size and (value.min() < 0 or value.max() >= self.num_actions):
+            raise ValueError(f"{self.name}: action {value.tolist()} outside [0, {self.num_actions})")
 
     def _any_legal_action(self, state: State) -> jax.Array:
         return jnp.argmax(state.legal_action_mask, axis=-1).astype(jnp.int32)

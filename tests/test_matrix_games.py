@@ -81,3 +81,11 @@ def test_custom_game_from_stacked_payoffs():
     payoffs = np.stack([np.eye(2), 1 - np.eye(2)])
     env = jaxgames.make("matrix_game", row_payoffs=payoffs, name="my_game")
     assert env.name == "my_game" and env.shape == (2, 2) and env.num_actions == 2
+
+
+@pytest.mark.parametrize("action, match", [([0, 2], "outside"), ([0], "shape"), ([0.0, 1.0], "integers"), ([-1, 0], "outside")])
+def test_concrete_bad_actions_raise_at_the_python_boundary(action, match):
+    env = jaxgames.make("stag_hunt")
+    state = env.init(jax.random.key(0))
+    with pytest.raises(ValueError, match=match):
+        env.step(state, np.asarray(action))
