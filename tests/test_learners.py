@@ -153,3 +153,14 @@ def test_bad_config_raises():
         tl.LearnerConfig(num_iterations=100, record_every=30)
     with pytest.raises(ValueError, match="finite"):
         tl.make_train([[[1, np.nan], [0, 0]], [[0, 0], [0, 0]]], tl.LearnerConfig())
+
+
+def test_grid_params_is_the_cartesian_product():
+    params, settings = tl.grid_params(temperature=[(0.5, 0.01), (1.0, 0.1)], leniency=[2, 5, 10], repeat=4)
+    assert len(settings) == 6 and params.leniency.shape == (24,)
+    assert params.leniency[:4].tolist() == [2] * 4 and params.leniency[4:8].tolist() == [5] * 4
+    assert np.allclose(params.temperature.start[12:], 1.0) and np.allclose(params.temperature.end[12:], 0.1)
+    with pytest.raises(ValueError, match="unknown hyperparameter"):
+        tl.grid_params(kappa=[1])
+    with pytest.raises(ValueError, match="kappa"):
+        tl.grid_params(leniency=[0])

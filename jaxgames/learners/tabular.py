@@ -148,6 +148,42 @@ def stack_params(params: list[LearnerParams]) -> LearnerParams:
     return jax.tree.map(lambda *xs: jnp.stack(xs), *params)
 
 
+def grid_params(repeat: int = 1, **axes) -> tuple[LearnerParams, list[dict]]:
+    """The Cartesian product of hyperparameter values, stacked for one sweep.
+
+    Example: ``grid_params(temperature=[(0.5, 0.01), (1.0, 0.01)], leniency=[2, 5, 10], repeat=8)``
+    gives 2 x 3 x 8 = 48 runs (``repeat`` runs per setting, e.g. seeds or
+    starting points).
+
+    Args:
+        repeat: runs per setting (consecutive).
+        **axes: `learner_params` argument name -> list of values.
+
+    Returns:
+        (`LearnerParams` with leading axis ``[settings * repeat]``, the list of
+        settings as keyword dicts, one per setting).
+
+    Raises:
+        ValueError: for an unknown name, an empty axis, repeat < 1, or any
+            invalid value (see `learner_params`).
+    """
+    import itertools
+    import inspect
+
+    known = set(inspect.signature(learner_params).parameters)
+    for name, values in axes.items():
+        if name not in known:
+            raise ValueError(f"unknown hyperparameter {name!r}; known: {sorted(known)}")
+        if not len(values):
+            raise ValueError(f"hyperparameter {name!r} has no values")
+    if repeat < 1:
+        raise ValueError(f"repeat must be >= 1; got {repeat}")
+    names = list(axes)
+    settings = [dict(zip(names, combo)) for combo in itertools.product(*(axes[n] for n in names))]
+    params = [learner_params(**setting) for setting in settings for _ in range(repeat)]
+    return stack_params(params), settings
+
+
 class QTable(nn.Module):
     """A plain Q-table: one float32 parameter per action, ``__call__() -> [num_actions]``."""
 
