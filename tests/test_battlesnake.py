@@ -23,9 +23,9 @@ _vstep = jax.jit(jax.vmap(rules.step, in_axes=(0, 0, 0, None)))
 def turn(board, moves, food=(), params=Params()):
     """One turn under jit and under vmap (batch of one); returns the jit result."""
     moves = jnp.asarray(moves, jnp.int32)
-    new_food = np.zeros((board.size, board.size), bool)
+    new_food = np.zeros(board.size * board.size, bool)
     for x, y in food:
-        new_food[x, y] = True
+        new_food[rules.cell_index(board.size, x, y)] = True
     a = _step(board, moves, new_food, params)
     b = _vstep(jax.tree.map(lambda v: v[None], board), moves[None], new_food[None], params)
     for u, v in zip(jax.tree.leaves(a), jax.tree.leaves(b)):
@@ -92,7 +92,7 @@ def test_head_to_head_on_food_both_grow_and_equal_lengths_both_die():
     n = turn(b, [RIGHT, LEFT])
     assert n.length.tolist() == [4, 4]  # both ate before elimination
     assert n.health.tolist() == [100, 100]
-    assert not bool(n.food[2, 3])  # the food is gone
+    assert not bool(n.food[rules.cell_index(7, 2, 3)])  # the food is gone
     assert [cause(n, 0), cause(n, 1)] == ["head-collision", "head-collision"]
     assert n.eliminated_by.tolist() == [1, 0] and n.eliminated_on_turn.tolist() == [1, 1]
 
@@ -304,7 +304,7 @@ def test_hazard_damage_skipped_on_food_and_can_eliminate():
     )
     n = turn(b, [LEFT, UP], params=Params(hazard_damage=14))
     assert cause(n, 0) == "hazard" and int(n.health[0]) == 0
-    b2 = b.replace(food=b.food.at[1, 3].set(True))
+    b2 = b.replace(food=b.food.at[rules.cell_index(7, 1, 3)].set(True))
     n2 = turn(b2, [LEFT, UP], params=Params(hazard_damage=14))
     assert cause(n2, 0) == "" and int(n2.health[0]) == 100
 
@@ -325,6 +325,7 @@ def test_food_spawn_shortfall_and_candidates():
     assert int(new.sum()) == 3
     cand = np.asarray(spawn.food_candidates(b))
     assert np.all(cand[np.asarray(new)])
+    cand = cand.reshape(7, 7)
     # By hand: A's cells, B's cells and the cells next to the heads are excluded.
     for p in [(2, 3), (3, 3), (4, 3), (1, 3), (2, 4), (2, 2), (4, 0), (3, 0), (4, 1), (5, 0), (6, 0)]:
         assert not cand[p], p

@@ -55,7 +55,7 @@ NUM = [2, 7]  # (num_snakes, size), set per test before tracing
 def _record(num_snakes, size, n_games, seed, hazards=None, params=Params()):
     NUM[:] = [num_snakes, size]
     if hazards is None:
-        hazards = jnp.zeros((n_games, size, size), jnp.int8)
+        hazards = jnp.zeros((n_games, size * size), jnp.int8)
     play = jax.jit(jax.vmap(_play_one, in_axes=(0, 0, None)))
     out = play(jax.random.split(jax.random.key(seed), n_games), hazards, params)
     return jax.tree.map(np.asarray, out)
@@ -63,9 +63,9 @@ def _record(num_snakes, size, n_games, seed, hazards=None, params=Params()):
 
 def _ref_board(boards, g, t):
     b = jax.tree.map(lambda a: a[g, t], boards) if t is not None else jax.tree.map(lambda a: a[g], boards)
-    size = b.body.shape[-1]
+    size = b.size
     snakes = []
-    for s in range(b.body.shape[0]):
+    for s in range(b.num_snakes):
         snakes.append(
             ref.Snake(
                 body=rules.body_list(b, s),
@@ -75,8 +75,9 @@ def _ref_board(boards, g, t):
                 eliminated_by=int(b.eliminated_by[s]),
             )
         )
-    food = [tuple(int(v) for v in p) for p in np.argwhere(b.food)]
-    hazards = [tuple(int(v) for v in p) for p in np.argwhere(b.hazards > 0) for _ in range(int(b.hazards[tuple(p)]))]
+    grid_food, grid_hz = b.food.reshape(size, size), b.hazards.reshape(size, size)
+    food = [tuple(int(v) for v in p) for p in np.argwhere(grid_food)]
+    hazards = [tuple(int(v) for v in p) for p in np.argwhere(grid_hz > 0) for _ in range(int(grid_hz[tuple(p)]))]
     return ref.Board(size=size, snakes=snakes, food=food, hazards=hazards, turn=int(b.turn))
 
 
@@ -105,7 +106,7 @@ def _replay_all(rec, *, params=Params(), min_games_over=0.5):
             where = f"game {g} turn {t}"
             mv = [rules.MOVE_NAMES[m] if 0 <= m < 4 else "unknown" for m in moves[g, t]]
             mid, was_over = ref.resolve(cur, mv, **kw)
-            spawned = [tuple(int(v) for v in p) for p in np.argwhere(food[g, t])]
+            spawned = [tuple(int(v) for v in p) for p in np.argwhere(food[g, t].reshape(cur.size, cur.size))]
             if not was_over:
                 free = ref.unoccupied_points(mid)
                 assert set(spawned) <= free, f"{where}: food {spawned} outside the candidates"
@@ -143,8 +144,8 @@ def test_differential_11x11_hazards_learn_to_walk():
     """Random hazard cells (some doubled) with damage 14, and health lost 9 per turn."""
     n = 500
     k1, k2 = jax.random.split(jax.random.key(3))
-    hazards = (jax.random.uniform(k1, (n, 11, 11)) < 0.25).astype(jnp.int8)
-    hazards = hazards + (jax.random.uniform(k2, (n, 11, 11)) < 0.05).astype(jnp.int8)
+    hazards = (jax.random.uniform(k1, (n, 121)) < 0.25).astype(jnp.int8)
+    hazards = hazards + (jax.random.uniform(k2, (n, 121)) < 0.05).astype(jnp.int8)
     params = Params(food_spawn_chance=15, hazard_damage=14, health_loss=9, minimum_food=2)
     causes = _replay_all(_record(4, 11, n, seed=4, hazards=hazards, params=params), params=params)
     assert causes["hazard"] > 0 and causes["out-of-health"] > 0, causes
@@ -188,14 +189,15 @@ def test_food_spawn_chance_is_fourteen_percent():
     board = spawn.init_board(jax.random.key(0), 2, 7)  # 3 food on the board: no shortfall
     n = 20000
     new = jax.jit(jax.vmap(lambda k: spawn.food_to_spawn(k, board, Params())))(jax.random.split(jax.random.key(1), n))
-    rate = float(jnp.mean(jnp.sum(new, axis=(1, 2))))
+    rate = float(jnp.mean(jnp.sum(new, axis=1)))
     assert abs(rate - 0.14) < 4 * np.sqrt(0.14 * 0.86 / n), rate
     # Uniform over the candidates (chi-square against the reference's candidate set).
     cand = np.asarray(spawn.food_candidates(board))
     ref_board = _ref_board(jax.tree.map(lambda a: np.asarray(a)[None], board), 0, None)
-    assert {tuple(int(v) for v in p) for p in np.argwhere(cand)} == ref.unoccupied_points(ref_board)
+    assert {tuple(int(v) for v in p) for p in np.argwhere(cand.reshape(7, 7))} == ref.unoccupied_points(ref_board)
     counts = np.asarray(jnp.sum(new, axis=0))
     assert np.all(counts[~cand] == 0)
+    cand, counts = cand.reshape(7, 7), counts.reshape(7, 7)
     k = cand.sum()
     expected = counts.sum() / k
     chi2 = float(((counts[cand] - expected) ** 2 / expected).sum())

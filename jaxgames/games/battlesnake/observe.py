@@ -45,9 +45,9 @@ def default_multipliers(size: int) -> tuple[float, float, float]:
     return m, m, 1.0 / 100.0
 
 
-def _image(grid: jax.Array) -> jax.Array:
-    """``[W, H]`` indexed ``[x, y]`` -> ``[H, W]`` image, row 0 = largest ``y``."""
-    return jnp.flip(jnp.swapaxes(grid, -1, -2), axis=-2)
+def _image(grid: jax.Array, size: int) -> jax.Array:
+    """A flat grid ``[size * size]`` -> ``[H, W]`` image, row 0 = largest ``y``."""
+    return jnp.flip(jnp.swapaxes(grid.reshape(size, size), -1, -2), axis=-2)
 
 
 def egocentric(
@@ -75,11 +75,12 @@ def egocentric(
     mf = dfood if food_multiplier is None else food_multiplier
     alive = board.alive
     x, y = rules._coords(size)
-    is_head = (x[None] == board.head[:, 0, None, None]) & (y[None] == board.head[:, 1, None, None]) & alive[:, None, None]
-    head_len = jnp.max(jnp.where(is_head, board.length[:, None, None], 0), axis=0).astype(jnp.float32)
+    is_head = (x[None] == board.head[:, 0, None]) & (y[None] == board.head[:, 1, None]) & alive[:, None]
+    head_len = jnp.max(jnp.where(is_head, board.length[:, None], 0), axis=0).astype(jnp.float32)
     head_present = jnp.any(is_head, axis=0).astype(jnp.float32)
-    body = jnp.sum(jnp.where(alive[:, None, None], board.body.astype(jnp.float32), 0.0), axis=0) * mb
-    layers = jnp.stack([_image(head_present), _image(head_len), _image(body), _image(board.food.astype(jnp.float32))], -1)
+    body = jnp.sum(jnp.where(alive[:, None], board.body.astype(jnp.float32), 0.0), axis=0) * mb
+    flat = [head_present, head_len, body, board.food.astype(jnp.float32)]
+    layers = jnp.stack([_image(g, size) for g in flat], -1)
     pad = size - 1
     padded = jnp.pad(layers, ((pad, pad), (pad, pad), (0, 0)))
     padded = padded.at[..., 2].set(jnp.pad(layers[..., 2], pad, constant_values=1.0))

@@ -94,8 +94,8 @@ def to_ascii(board: Board) -> str:
     """
     size = board.size
     grid = [["." for _ in range(size)] for _ in range(size)]
-    hz = np.asarray(board.hazards)
-    food = np.asarray(board.food)
+    hz = np.asarray(board.hazards).reshape(size, size)
+    food = np.asarray(board.food).reshape(size, size)
     for x in range(size):
         for y in range(size):
             if hz[x, y]:
@@ -139,10 +139,10 @@ def draw(board: Board, ax=None):
     ax.set_xticks(range(size))
     ax.set_yticks(range(size))
     ax.grid(True, lw=0.3)
-    hz = np.argwhere(np.asarray(board.hazards) > 0)
+    hz = np.argwhere(np.asarray(board.hazards).reshape(size, size) > 0)
     for x, y in hz:
         ax.add_patch(plt.Rectangle((x - 0.5, y - 0.5), 1, 1, color="0.85"))
-    for x, y in np.argwhere(np.asarray(board.food)):
+    for x, y in np.argwhere(np.asarray(board.food).reshape(size, size)):
         ax.plot(x, y, "o", color="#d62728", ms=6)
     alive = np.asarray(board.alive)
     for s in range(board.num_snakes):

@@ -35,9 +35,12 @@ One turn (`step`) applies, in the engine's order:
 8. ``turn + 1``.
 
 Representation (all shapes static). Boards are square, ``size x size``;
-grids are indexed ``grid[x, y]`` (Battlesnake coordinates, ``y`` up). A
-snake's body is not stored as a list: ``body[s, x, y]`` is the number of moves
-until snake ``s`` leaves cell ``(x, y)`` (0: not there). With ``n`` the
+grids are flat over the cells, cell ``(x, y)`` (Battlesnake coordinates, ``y``
+up) at index ``x * size + y`` (`cell_index`; ``grid.reshape(size, size)[x,
+y]``). Flat grids keep every per-cell operation a plain vector loop (a
+trailing ``[11, 11]`` made XLA's CPU loops over ten times slower). A
+snake's body is not stored as a list: ``body[s, c]`` is the number of moves
+until snake ``s`` leaves cell ``c`` (0: not there). With ``n`` the
 length, the head cell holds ``n``, the neck ``n - 1``, ..., the tail 1 (2 for
 a tail doubled by eating); a stacked start cell holds 3. Each move decrements
 every cell of a living snake and writes ``n`` at the new head; eating adds 1
@@ -105,11 +108,11 @@ class Board:
             snake eliminated by a wall).
         length: int32 ``[S]``, number of body segments.
         health: int32 ``[S]``, 0..100.
-        body: int8 (int16 on boards over 125 cells) ``[S, size, size]``,
-            indexed ``[s, x, y]``: moves until snake ``s`` leaves the cell
-            (module docstring). Frozen when the snake is eliminated.
-        food: bool ``[size, size]``.
-        hazards: int8 ``[size, size]``, number of hazards on each cell.
+        body: int8 (int16 on boards over 125 cells) ``[S, size * size]``:
+            moves until snake ``s`` leaves the cell (module docstring).
+            Frozen when the snake is eliminated.
+        food: bool ``[size * size]``.
+        hazards: int8 ``[size * size]``, number of hazards on each cell.
         eliminated_cause: int32 ``[S]``, a code of `ELIMINATION_CAUSES`.
         eliminated_on_turn: int32 ``[S]``, 0 while alive.
         eliminated_by: int32 ``[S]``, index of the eliminating snake, -1 if none.
@@ -130,12 +133,12 @@ class Board:
     @property
     def num_snakes(self) -> int:
         """Number of snakes ``S`` (static)."""
-        return self.body.shape[-3]
+        return self.body.shape[-2]
 
     @property
     def size(self) -> int:
         """Board width = height (static)."""
-        return self.body.shape[-1]
+        return _isqrt(self.body.shape[-1])
 
     @property
     def alive(self) -> jax.Array:
@@ -190,19 +193,30 @@ def body_dtype(size: int):
     return jnp.int8 if size * size + 2 <= 127 else jnp.int16
 
 
+def _isqrt(n: int) -> int:
+    r = int(round(n**0.5))
+    if r * r != n:
+        raise ValueError(f"a flat grid of {n} cells is not square")
+    return r
+
+
+def cell_index(size: int, x, y):
+    """The flat index of cell ``(x, y)``: ``x * size + y``."""
+    return x * size + y
+
+
 def _coords(size: int) -> tuple[jax.Array, jax.Array]:
-    x = jnp.arange(size, dtype=jnp.int32)[:, None]
-    y = jnp.arange(size, dtype=jnp.int32)[None, :]
-    return x, y
+    """int32 ``[size * size]`` each: the ``x`` and ``y`` of every flat cell."""
+    c = np.arange(size * size, dtype=np.int32)
+    return jnp.asarray(c // size), jnp.asarray(c % size)
 
 
 def _at(grid: jax.Array, xy: jax.Array) -> tuple[jax.Array, jax.Array]:
-    """``grid[..., x, y]`` at points ``xy`` ``[..., K, 2]`` and whether each is on the board."""
-    size = grid.shape[-1]
+    """``grid[..., cell(x, y)]`` at points ``xy`` ``[..., K, 2]`` and whether each is on the board."""
+    size = _isqrt(grid.shape[-1])
     on = jnp.all((xy >= 0) & (xy < size), axis=-1)
     flat = jnp.clip(xy[..., 0], 0, size - 1) * size + jnp.clip(xy[..., 1], 0, size - 1)
-    g = grid.reshape(grid.shape[:-2] + (size * size,))
-    return jnp.take_along_axis(g, flat, axis=-1), on
+    return jnp.take_along_axis(grid, flat, axis=-1), on
 
 
 def neck_move(board: Board) -> jax.Array:
@@ -265,38 +279,35 @@ def resolve(board: Board, moves: jax.Array, params: Params = Params()) -> Resolv
     Returns:
         `Resolved`; if the incoming board is over, its board is the incoming one.
     """
+    # Speed: every decision is taken on per-snake scalars gathered from the
+    # incoming grids; the body grid is then rewritten in one elementwise pass.
     size, n_snakes = board.size, board.num_snakes
     moves = jnp.asarray(moves, jnp.int32)
-    alive0 = board.alive
+    over = is_game_over(board)
+    active = board.alive & ~over  # snakes that move this turn
     turn_next = board.turn + 1
 
     # 2. Movement.
     move = jnp.where((moves >= 0) & (moves < 4), moves, facing(board))
-    new_head = jnp.where(alive0[:, None], board.head + jnp.asarray(DELTAS)[move], board.head)
-    body = jnp.where(alive0[:, None, None], jnp.maximum(board.body - 1, 0).astype(board.body.dtype), board.body)
+    new_head = jnp.where(active[:, None], board.head + jnp.asarray(DELTAS)[move], board.head)
 
     # 3. Starvation.
-    health = jnp.where(alive0, board.health - params.health_loss, board.health)
+    health = jnp.where(active, board.health - params.health_loss, board.health)
 
     # 4. Hazard damage (a hazard cell with food does no damage).
     hz, on_board = _at(board.hazards[None], new_head[None])
     hz, on_board = hz[0].astype(jnp.int32), on_board[0]
     food_at, _ = _at(board.food[None], new_head[None])
     food_at = food_at[0] & on_board
-    hit = alive0 & on_board & (hz > 0) & ~food_at
+    hit = active & on_board & (hz > 0) & ~food_at
     health = jnp.where(hit, jnp.clip(health - params.hazard_damage * hz, 0, SNAKE_MAX_HEALTH), health)
     by_hazard = hit & (health <= 0)
-    alive1 = alive0 & ~by_hazard
+    alive1 = active & ~by_hazard
 
     # 5. Feeding.
     eats = alive1 & food_at
-    x, y = _coords(size)
-    head_cell = (x[None] == new_head[:, 0, None, None]) & (y[None] == new_head[:, 1, None, None])  # [S, W, H]
-    eaten = jnp.any(head_cell & eats[:, None, None], axis=0)
-    food = board.food & ~eaten
     health = jnp.where(eats, SNAKE_MAX_HEALTH, health)
     length = board.length + eats.astype(jnp.int32)
-    body = jnp.where(eats[:, None, None] & (body > 0), body + 1, body).astype(body.dtype)
 
     # 6. Elimination, phase 1: out of health, then out of bounds.
     starved = alive1 & (health <= 0)
@@ -304,10 +315,11 @@ def resolve(board: Board, moves: jax.Array, params: Params = Params()) -> Resolv
     alive2 = alive1 & ~starved & ~walled
 
     # Phase 2 among alive2, all decided before any is applied. hits[i, j]:
-    # head i lies in body[1:] of snake j (the cells body > 0 before the new
-    # heads are written are exactly the old body[:-1]).
-    occupied, _ = _at(body, jnp.broadcast_to(new_head[None], (n_snakes, n_snakes, 2)))  # [j, i]
-    hits = (occupied > 0).T & on_board[:, None]  # [i, j]
+    # head i lies in body[1:] of snake j after the move, i.e. on a cell that
+    # j held with a value >= 2 before it (old body[:-1]); eating only doubles
+    # the last segment, so it changes no cell's occupancy.
+    old, _ = _at(board.body, jnp.broadcast_to(new_head[None], (n_snakes, n_snakes, 2)))  # [j, i]
+    hits = (old >= 2).T & on_board[:, None]  # [i, j]
     eye = jnp.eye(n_snakes, dtype=bool)
     self_hit = alive2 & jnp.diagonal(hits)
     others = alive2[None, :] & ~eye
@@ -330,28 +342,35 @@ def resolve(board: Board, moves: jax.Array, params: Params = Params()) -> Resolv
     cause = jnp.where(self_hit, SELF_COLLISION, cause)
     cause = jnp.where(by_body, COLLISION, cause)
     cause = jnp.where(by_head, HEAD_COLLISION, cause).astype(jnp.int32)
-    newly = alive0 & (cause != NOT_ELIMINATED)
+    newly = active & (cause != NOT_ELIMINATED)
     by = jnp.where(self_hit, jnp.arange(n_snakes), board.eliminated_by)
     by = jnp.where(by_body, _by(body_hit), by)
     by = jnp.where(by_head, _by(head_lost), by).astype(jnp.int32)
 
-    # Write the new heads (a head on its own body keeps the body's value, so a
-    # self-collided snake's frozen body stays exact).
-    write = head_cell & alive0[:, None, None] & (body == 0)
-    body = jnp.where(write, length[:, None, None].astype(body.dtype), body)
+    # The body grids, one elementwise pass: moving snakes count down, eaters
+    # add 1 to every cell they keep, and the new head gets the new length
+    # unless the snake already holds that cell (a self collision: the frozen
+    # body then stays exact).
+    dt = board.body.dtype
+    x, y = _coords(size)
+    head_cell = (x[None] == new_head[:, 0, None]) & (y[None] == new_head[:, 1, None])  # [S, cells]
+    dec = jnp.maximum(board.body - 1, 0).astype(dt)
+    grown = dec + ((dec > 0) & eats[:, None]).astype(dt)
+    moved = jnp.where(head_cell & (dec == 0), length[:, None].astype(dt), grown)
+    body = jnp.where(active[:, None], moved, board.body)
+    eaten = jnp.any(head_cell & eats[:, None], axis=0)
 
     out = board.replace(
         head=new_head.astype(jnp.int32),
         length=length,
         health=health.astype(jnp.int32),
         body=body,
-        food=food,
+        food=board.food & ~eaten,
         eliminated_cause=cause,
         eliminated_on_turn=jnp.where(newly, turn_next, board.eliminated_on_turn).astype(jnp.int32),
         eliminated_by=by,
     )
-    over = is_game_over(board)
-    return Resolved(jax.tree.map(lambda a, b: jnp.where(over, a, b), board, out), over)
+    return Resolved(out, over)
 
 
 def finish_turn(resolved: Resolved, new_food: jax.Array) -> Board:
@@ -359,15 +378,14 @@ def finish_turn(resolved: Resolved, new_food: jax.Array) -> Board:
 
     Args:
         resolved: the output of `resolve`.
-        new_food: bool ``[size, size]``, the cells where the engine spawned
+        new_food: bool ``[size * size]``, the cells where the engine spawned
             food this turn (see `jaxgames.games.battlesnake.spawn`).
 
     Returns:
         The next board.
     """
-    b = resolved.board
-    nxt = b.replace(food=b.food | jnp.asarray(new_food, bool), turn=b.turn + 1)
-    return jax.tree.map(lambda a, c: jnp.where(resolved.game_over, a, c), b, nxt)
+    b, over = resolved
+    return b.replace(food=b.food | (jnp.asarray(new_food, bool) & ~over), turn=b.turn + (~over).astype(jnp.int32))
 
 
 def step(board: Board, moves: jax.Array, new_food: jax.Array, params: Params = Params()) -> Board:
@@ -379,7 +397,7 @@ def step(board: Board, moves: jax.Array, new_food: jax.Array, params: Params = P
     Args:
         board: one board (vmap for a batch).
         moves: int32 ``[S]`` move codes (unknown codes: the default move).
-        new_food: bool ``[size, size]``, food spawned after the eliminations.
+        new_food: bool ``[size * size]``, food spawned after the eliminations.
         params: numeric settings.
 
     Returns:
@@ -463,9 +481,9 @@ def board_from_bodies(
         head=jnp.asarray(heads),
         length=jnp.asarray([len(b) for b in bodies], jnp.int32),
         health=jnp.asarray(health, jnp.int32),
-        body=jnp.asarray(body, body_dtype(size)),
-        food=jnp.asarray(food_grid),
-        hazards=jnp.asarray(hz),
+        body=jnp.asarray(body.reshape(n, size * size), body_dtype(size)),
+        food=jnp.asarray(food_grid.reshape(-1)),
+        hazards=jnp.asarray(hz.reshape(-1)),
         eliminated_cause=jnp.zeros(n, jnp.int32),
         eliminated_on_turn=jnp.zeros(n, jnp.int32),
         eliminated_by=jnp.full(n, -1, jnp.int32),
@@ -485,7 +503,8 @@ def body_list(board: Board, s: int) -> list[tuple[int, int]]:
         smallest value ``>= length - i`` in the snake's grid, segment 0 the
         stored head (which may be off the board for a wall collision).
     """
-    grid = np.asarray(board.body[s]).astype(np.int64)
+    size = board.size
+    grid = np.asarray(board.body[s]).astype(np.int64).reshape(size, size)
     n = int(board.length[s])
     cells = np.argwhere(grid > 0)
     values = grid[grid > 0]

@@ -9,12 +9,17 @@ streams are JAX's, so a game is replayed from its recorded food, not its seed.
 
 from __future__ import annotations
 
+import itertools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from jaxgames.games.battlesnake import rules
 from jaxgames.games.battlesnake.rules import Board, Params
+
+
+_PERMUTATIONS = np.array(list(itertools.permutations(range(4))), np.int32)
 
 
 def start_points(size: int) -> tuple[np.ndarray, np.ndarray]:
@@ -30,39 +35,60 @@ def start_points(size: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def food_candidates(board: Board) -> jax.Array:
-    """bool ``[size, size]``: cells where food may spawn.
+    """bool ``[size * size]``: cells where food may spawn.
 
     Free of food, of every segment of living snakes, and not next to a living
     head (``GetUnoccupiedPoints(b, false, false)``). Eliminated snakes block
     nothing.
     """
     x, y = rules._coords(board.size)
-    alive = board.alive[:, None, None]
+    alive = board.alive[:, None]
     occupied = jnp.any((board.body > 0) & alive, axis=0)
-    dist = jnp.abs(x[None] - board.head[:, 0, None, None]) + jnp.abs(y[None] - board.head[:, 1, None, None])
+    dist = jnp.abs(x[None] - board.head[:, 0, None]) + jnp.abs(y[None] - board.head[:, 1, None])
     near_head = jnp.any((dist <= 1) & alive, axis=0)
     return ~board.food & ~occupied & ~near_head
 
 
-def _pick_uniform(key: jax.Array, cand: jax.Array) -> tuple[jax.Array, jax.Array]:
-    """One cell uniformly among ``cand`` (bool ``[W, H]``): its one-hot and whether any existed.
+def _pick_uniform(u: jax.Array, cand: jax.Array) -> jax.Array:
+    """The one-hot of one cell uniformly among ``cand`` (bool ``[size * size]``), given ``u ~ U[0, 1)``.
 
     Inverse-CDF in two levels (column counts, then the column), so the work
-    is one pass over the board and two tiny cumulative sums.
+    is one pass over the board and two tiny cumulative sums. All False if
+    ``cand`` is empty.
     """
-    w, h = cand.shape
-    c = cand.astype(jnp.int32)
+    w = rules._isqrt(cand.shape[-1])
+    c = cand.astype(jnp.int32).reshape(w, w)
     per_x = jnp.sum(c, axis=1)  # [W]
     total = jnp.sum(per_x)
-    k = jnp.floor(jax.random.uniform(key) * total).astype(jnp.int32)
-    k = jnp.minimum(k, jnp.maximum(total - 1, 0))
+    k = jnp.minimum(jnp.floor(u * total).astype(jnp.int32), jnp.maximum(total - 1, 0))
     cum_x = jnp.cumsum(per_x)
     px = jnp.sum(cum_x <= k).astype(jnp.int32)
     before = jnp.sum(jnp.where(jnp.arange(w) < px, per_x, 0))
     col = jnp.sum(jnp.where(jnp.arange(w)[:, None] == px, c, 0), axis=0)  # [H]
     py = jnp.sum(jnp.cumsum(col) <= k - before).astype(jnp.int32)
-    x, y = rules._coords(w)
-    return (x == px) & (y == py) & (total > 0), total > 0
+    return (jnp.arange(w * w) == px * w + py) & (total > 0)
+
+
+def num_uniforms(params: Params = Params()) -> int:
+    """How many ``U[0, 1)`` variates `food_from_uniforms` takes (static)."""
+    return 1 + max(params.minimum_food, 1)
+
+
+def food_from_uniforms(u: jax.Array, board: Board, params: Params = Params()) -> jax.Array:
+    """`food_to_spawn` with its randomness given: ``u`` float32 ``[num_uniforms(params)]`` in ``[0, 1)``.
+
+    ``u[0]`` is the engine's ``rand.Intn(100)`` (as ``floor(100 u)``), the
+    rest pick the cells one after the other.
+    """
+    have = jnp.sum(board.food).astype(jnp.int32)
+    roll = jnp.floor(u[0] * 100).astype(jnp.int32)
+    by_chance = (params.food_spawn_chance > 0) & (100 - roll < params.food_spawn_chance)
+    need = jnp.where(have < params.minimum_food, params.minimum_food - have, by_chance.astype(jnp.int32))
+    cand = food_candidates(board)
+    new = jnp.zeros_like(cand)
+    for i in range(max(params.minimum_food, 1)):
+        new = new | (_pick_uniform(u[1 + i], cand & ~new) & (i < need))
+    return new
 
 
 def food_to_spawn(key: jax.Array, board: Board, params: Params = Params()) -> jax.Array:
@@ -78,22 +104,12 @@ def food_to_spawn(key: jax.Array, board: Board, params: Params = Params()) -> ja
         params: settings (``minimum_food`` is static).
 
     Returns:
-        bool ``[size, size]``, the new food cells.
+        bool ``[size * size]``, the new food cells.
 
     Source: ``maps/standard.go``, ``checkFoodNeedingPlacement`` and
     ``placeFoodRandomly``.
     """
-    chance_key, key = jax.random.split(key)
-    have = jnp.sum(board.food).astype(jnp.int32)
-    roll = jax.random.randint(chance_key, (), 0, 100)
-    by_chance = (params.food_spawn_chance > 0) & (100 - roll < params.food_spawn_chance)
-    need = jnp.where(have < params.minimum_food, params.minimum_food - have, by_chance.astype(jnp.int32))
-    cand = food_candidates(board)
-    new = jnp.zeros_like(cand)
-    for i, k in enumerate(jax.random.split(key, max(params.minimum_food, 1))):
-        cell, _ = _pick_uniform(k, cand & ~new)
-        new = new | (cell & (i < need))
-    return new
+    return food_from_uniforms(jax.random.uniform(key, (num_uniforms(params),)), board, params)
 
 
 def step(board: Board, moves: jax.Array, key: jax.Array, params: Params = Params()) -> Board:
@@ -139,42 +155,54 @@ def init_board(key: jax.Array, num_snakes: int, size: int, params: Params = Para
     """
     del params
     rules.validate_size(size, num_snakes)
-    k_corner, k_card, k_coin, k_food = jax.random.split(key, 4)
+    return init_from_uniforms(jax.random.uniform(key, (3 + num_snakes,)), num_snakes, size)
+
+
+def init_from_uniforms(u: jax.Array, num_snakes: int, size: int) -> Board:
+    """`init_board` with its randomness given: ``u`` float32 ``[3 + num_snakes]`` in ``[0, 1)``.
+
+    ``u[0]``, ``u[1]``: the orders of the corners and of the cardinal points
+    (one of the 24 permutations each); ``u[2] < 0.5``: corners first;
+    ``u[3 + s]``: snake ``s``'s food among its allowed diagonal cells.
+    """
+    rules.validate_size(size, num_snakes)
+    perms = jnp.asarray(_PERMUTATIONS)  # a uniform shuffle = a uniform row of all 24 orders
     corners, cardinals = start_points(size)
-    corners = jax.random.permutation(k_corner, jnp.asarray(corners))
-    cardinals = jax.random.permutation(k_card, jnp.asarray(cardinals))
-    corners_first = jax.random.bernoulli(k_coin)
+    corners = jnp.asarray(corners)[perms[jnp.minimum((u[0] * 24).astype(jnp.int32), 23)]]
+    cardinals = jnp.asarray(cardinals)[perms[jnp.minimum((u[1] * 24).astype(jnp.int32), 23)]]
+    corners_first = u[2] < 0.5
     points = jnp.where(
         corners_first, jnp.concatenate([corners, cardinals]), jnp.concatenate([cardinals, corners])
     )[:num_snakes]
     x, y = rules._coords(size)
-    cell = (x[None] == points[:, 0, None, None]) & (y[None] == points[:, 1, None, None])
+    cell = (x[None] == points[:, 0, None]) & (y[None] == points[:, 1, None])
     body = jnp.where(cell, rules.SNAKE_START_SIZE, 0).astype(rules.body_dtype(size))
 
     centre = (size - 1) // 2
-    food = jnp.zeros((size, size), bool)
+    food = jnp.zeros(size * size, bool)
     if num_snakes <= 4 or size * size >= 11 * 11:
         diagonals = jnp.asarray([[-1, -1], [-1, 1], [1, -1], [1, 1]], jnp.int32)
-        for s, k in enumerate(jax.random.split(k_food, num_snakes)):
+        for s in range(num_snakes):
             hx, hy = points[s, 0], points[s, 1]
             px, py = hx + diagonals[:, 0], hy + diagonals[:, 1]
             on = (px >= 0) & (px < size) & (py >= 0) & (py < size)
-            taken = food[jnp.clip(px, 0, size - 1), jnp.clip(py, 0, size - 1)] & on
+            taken = food[jnp.clip(px, 0, size - 1) * size + jnp.clip(py, 0, size - 1)] & on
             away = ((px < hx) & (hx < centre)) | ((centre < hx) & (hx < px))
             away |= ((py < hy) & (hy < centre)) | ((centre < hy) & (hy < py))
             corner = ((px == 0) | (px == size - 1)) & ((py == 0) | (py == size - 1))
             ok = ~((px == centre) & (py == centre)) & ~taken & away & ~corner
             # The fixed start points always leave a choice (checked in the tests).
-            j = jax.random.categorical(k, jnp.where(ok, 0.0, jnp.finfo(jnp.float32).min))
+            k = jnp.minimum((u[3 + s] * jnp.sum(ok)).astype(jnp.int32), jnp.sum(ok) - 1)
+            j = jnp.argmax(jnp.cumsum(ok) > k)
             food = food | ((x == px[j]) & (y == py[j]))
-    food = food.at[centre, centre].set(True)
+    food = food.at[centre * size + centre].set(True)
     return Board(
         head=points.astype(jnp.int32),
         length=jnp.full(num_snakes, rules.SNAKE_START_SIZE, jnp.int32),
         health=jnp.full(num_snakes, rules.SNAKE_MAX_HEALTH, jnp.int32),
         body=body,
         food=food,
-        hazards=jnp.zeros((size, size), jnp.int8),
+        hazards=jnp.zeros(size * size, jnp.int8),
         eliminated_cause=jnp.zeros(num_snakes, jnp.int32),
         eliminated_on_turn=jnp.zeros(num_snakes, jnp.int32),
         eliminated_by=jnp.full(num_snakes, -1, jnp.int32),

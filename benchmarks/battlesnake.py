@@ -1,0 +1,186 @@
+"""Battlesnake kernel throughput: full random games, steps per second, with the Python reference in the same run.
+
+A *step* is one turn of one game (all snakes move), as in the official Go
+engine's figure. Games are full standard games on 11x11 with 4 snakes:
+random moves among those that do not reverse into the neck, the engine's
+food spawning (minimum 1, 15% chance rule), and a finished game restarted at
+once from a fresh standard start (stacked snakes, fixed start points,
+initial food), so every slot of a batch is always playing.
+
+    python benchmarks/battlesnake.py                       # defaults
+    python benchmarks/battlesnake.py batch_sizes=1,1024,16384 seconds=5
+
+Writes ``results/benchmarks/battlesnake/results.json`` and ``config.json``.
+Anchors (README_battlesnake.md): the official Go engine with the same random
+policy, about 89,000 steps/s on one core and 170,000 on two (games average 11
+turns); the plain-Python reference of ``tests/reference`` is measured here.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import platform
+import random
+import sys
+import time
+
+import jax
+import jax.numpy as jnp
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+
+from jaxgames.games.battlesnake import rules, spawn  # noqa: E402
+from jaxgames.games.battlesnake.rules import Params  # noqa: E402
+from tests.reference import battlesnake_reference as ref  # noqa: E402
+
+
+@dataclasses.dataclass(frozen=True)
+class Config:
+    board_size: int = 11
+    num_snakes: int = 4
+    batch_sizes: tuple = (1, 1024, 16384)
+    steps_per_call: int = 64  # turns per jitted call (a lax.scan)
+    seconds: float = 4.0  # measuring time per batch size
+    reference_seconds: float = 4.0
+    pool_size: int = 4096  # start boards to restart finished games from
+    seed: int = 0
+    out_dir: str = "results/benchmarks/battlesnake"
+
+
+def parse(argv) -> Config:
+    """``key=value`` overrides of `Config` (tuples as comma lists)."""
+    cfg = Config()
+    kw = {}
+    for a in argv:
+        if "=" not in a:
+            raise ValueError(f"expected key=value, got {a!r}")
+        k, v = a.split("=", 1)
+        if k not in Config.__dataclass_fields__:
+            raise ValueError(f"unknown config key {k!r}; known: {list(Config.__dataclass_fields__)}")
+        cur = getattr(cfg, k)
+        if isinstance(cur, tuple):
+            kw[k] = tuple(int(x) for x in v.split(","))
+        else:
+            kw[k] = type(cur)(v)
+    return dataclasses.replace(cfg, **kw)
+
+
+def random_moves(u, board):
+    """A uniform move per snake among those not back into the neck (all four while stacked).
+
+    ``u``: float32 ``[S]`` in ``[0, 1)``.
+    """
+    neck = rules.neck_move(board)
+    r3 = jnp.minimum((u * 3).astype(jnp.int32), 2)
+    r4 = jnp.minimum((u * 4).astype(jnp.int32), 3)
+    return jnp.where(neck < 0, r4, (neck + 1 + r3) % 4).astype(jnp.int32)
+
+
+def make_run(cfg: Config):
+    """``init(keys) -> boards`` and ``run(boards, pool, key) -> (boards, games finished)``, jitted.
+
+    All the random numbers of a turn come from one ``uniform`` call for the
+    whole batch (per-game key splitting costs more than the rules). A
+    finished game restarts from a start board drawn uniformly from ``pool``,
+    boards made by `spawn.init_board` (11x11 with 4 snakes has only 768
+    distinct start boards: 2 groups x 24 orders x 2^4 food cells).
+    """
+    params = Params()
+    s = cfg.num_snakes
+    nf = spawn.num_uniforms(params)
+
+    def one_turn(board, u):
+        moves = random_moves(u[:s], board)
+        resolved = rules.resolve(board, moves, params)
+        nxt = rules.finish_turn(resolved, spawn.food_from_uniforms(u[s : s + nf], resolved.board, params))
+        over = rules.is_game_over(nxt)
+        fresh = spawn.init_from_uniforms(u[s + nf :], s, cfg.board_size)
+        return jax.tree.map(lambda a, b: jnp.where(over, a, b), fresh, nxt), over
+
+    def run(boards, pool, key):
+        batch = boards.turn.shape[0]
+
+        def body(boards, k):
+            u = jax.random.uniform(k, (batch, s + nf + 3 + s))
+            boards, over = jax.vmap(one_turn)(boards, u)
+            return boards, jnp.sum(over)
+
+        boards, games = jax.lax.scan(body, boards, jax.random.split(key, cfg.steps_per_call))
+        return boards, jnp.sum(games)
+
+    init = jax.jit(jax.vmap(lambda k: spawn.init_board(k, cfg.num_snakes, cfg.board_size)))
+    return init, jax.jit(run, donate_argnums=0)
+
+
+def bench_jax(cfg: Config, batch: int) -> dict:
+    init, run = make_run(cfg)
+    key = jax.random.key(cfg.seed)
+    pool = init(jax.random.split(jax.random.key(cfg.seed + 1), cfg.pool_size))
+    boards = init(jax.random.split(key, batch))
+    t0 = time.perf_counter()
+    boards, _ = run(boards, pool, key)
+    jax.block_until_ready(boards)
+    compile_s = time.perf_counter() - t0
+    calls, games, t0 = 0, 0, time.perf_counter()
+    while time.perf_counter() - t0 < cfg.seconds:
+        key, sub = jax.random.split(key)
+        boards, g = run(boards, pool, sub)
+        games += int(g)  # also blocks
+        calls += 1
+    dt = time.perf_counter() - t0
+    steps = calls * cfg.steps_per_call * batch
+    return dict(batch=batch, steps=steps, seconds=dt, steps_per_s=steps / dt, games_finished=games,
+                mean_game_length=steps / max(games, 1), first_call_s=compile_s)
+
+
+def bench_reference(cfg: Config) -> dict:
+    rng = random.Random(cfg.seed)
+    steps = games = 0
+    t0 = time.perf_counter()
+    while time.perf_counter() - t0 < cfg.reference_seconds:
+        b = ref.start_board(cfg.board_size, cfg.num_snakes, rng)
+        while not ref.game_over(b):
+            moves = [ref.random_legal_move(s, rng) if s.alive else "up" for s in b.snakes]
+            b = ref.random_step(b, moves, rng)
+            steps += 1
+        games += 1
+    dt = time.perf_counter() - t0
+    return dict(steps=steps, seconds=dt, steps_per_s=steps / dt, games=games, mean_game_length=steps / games)
+
+
+def main(argv=None):
+    cfg = parse(sys.argv[1:] if argv is None else argv)
+    os.makedirs(cfg.out_dir, exist_ok=True)
+    with open(os.path.join(cfg.out_dir, "config.json"), "w") as f:
+        json.dump(dataclasses.asdict(cfg), f, indent=1)
+    results = dict(
+        device=str(jax.devices()[0]),
+        backend=jax.default_backend(),
+        cpu_count=os.cpu_count(),
+        machine=platform.processor() or platform.machine(),
+        jax=jax.__version__,
+        reference=bench_reference(cfg),
+        jax_runs=[],
+    )
+    r = results["reference"]
+    print(f"python reference: {r['steps_per_s']:12,.0f} steps/s ({r['games']} games, mean length {r['mean_game_length']:.1f})")
+    for b in cfg.batch_sizes:
+        res = bench_jax(cfg, b)
+        res["speedup_vs_reference"] = res["steps_per_s"] / r["steps_per_s"]
+        res["ratio_vs_go_2core_170k"] = res["steps_per_s"] / 170_000
+        results["jax_runs"].append(res)
+        print(
+            f"jax batch {b:6d}: {res['steps_per_s']:12,.0f} steps/s  x{res['speedup_vs_reference']:8.1f} reference  "
+            f"x{res['ratio_vs_go_2core_170k']:6.2f} Go(2 cores)  mean game {res['mean_game_length']:.1f} turns  "
+            f"(first call {res['first_call_s']:.1f}s)",
+            flush=True,
+        )
+    with open(os.path.join(cfg.out_dir, "results.json"), "w") as f:
+        json.dump(results, f, indent=1)
+    return results
+
+
+if __name__ == "__main__":
+    main()
