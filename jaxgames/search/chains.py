@@ -21,8 +21,9 @@ Move filters used by the exact minimax variants:
    plus these handout moves; the seed's "capture all / capture all but 2"
    are the two lines this generates. The seed states the rules without
    proof; here they are checked against the retrograde solver on every
-   position of every board up to 12 edges and on random positions of 3x3
-   (``tests/test_search_minimax.py``).
+   position of every board up to 12 edges and on random positions of 2x3
+   and 3x3 (``tests/test_search_minimax.py``), and once on all 131,072
+   positions of 2x3 (alpha-beta variant, no mismatch).
 3. *Important moves first* (seed 5.3-5.4): captures, then safe edges (that
    give no box away), centre first, then the rest by the number of boxes
    they make capturable. Only an ordering, so search stays exact.
@@ -99,12 +100,13 @@ def safe_edges(bb: BitBoard, edges: int) -> list[int]:
     return out
 
 
-def ordered_moves(bb: BitBoard, edges: int, moves: list[int] | None = None) -> list[int]:
+def ordered_moves(bb: BitBoard, edges: int, moves: list[int] | None = None, *, stable: bool = False) -> list[int]:
     """``moves`` (default: all legal) with the important ones first (rule 3).
 
     Order: captures (most boxes first), then moves that make no box
     capturable (centre first), then the rest by how many boxes they make
-    capturable (fewest first), each group in `BitBoard.centre_order`.
+    capturable (fewest first), each group in `BitBoard.centre_order`; with
+    ``stable`` the groups keep the given order instead (for shuffled moves).
     """
     if moves is None:
         moves = [e for e in bb.centre_order if not edges >> e & 1]
@@ -112,8 +114,9 @@ def ordered_moves(bb: BitBoard, edges: int, moves: list[int] | None = None) -> l
 
     def key(e):
         g = bb.completes(edges, e)
+        r = 0 if stable else rank[e]
         if g:
-            return (0, -g, rank[e])
-        return (1 + creates_capturable(bb, edges, e), 0, rank[e])
+            return (0, -g, r)
+        return (1 + creates_capturable(bb, edges, e), 0, r)
 
     return sorted(moves, key=key)

@@ -51,6 +51,9 @@ class SearchOptions:
         chain_rules: safe captures and the chain rule (4.3; `jaxgames.search.chains`).
         alpha_beta: alpha-beta pruning (5.2); the cache then stores bounds.
         ordering: important moves first (5.3-5.4).
+        max_safe_edges: when nothing is capturable and safe edges exist, search
+            only safe edges, at most this many (seed 5.3 proposes one). Not
+            exact: for the depth-limited agent only. None: off.
     """
 
     transposition: bool = False
@@ -58,6 +61,7 @@ class SearchOptions:
     chain_rules: bool = False
     alpha_beta: bool = False
     ordering: bool = False
+    max_safe_edges: int | None = None
 
     @staticmethod
     def variant(name: str) -> "SearchOptions":
@@ -91,8 +95,8 @@ class SearchResult(NamedTuple):
 
 
 class _Searcher:
-    def __init__(self, bb: BitBoard, options: SearchOptions, deadline: float | None, max_nodes: int | None):
-        self.bb, self.o = bb, options
+    def __init__(self, bb: BitBoard, options: SearchOptions, deadline: float | None, max_nodes: int | None, rng=None):
+        self.bb, self.o, self.rng = bb, options, rng
         self.table: dict = {}
         self.nodes = 0
         self.deadline, self.max_nodes = deadline, max_nodes
@@ -105,13 +109,25 @@ class _Searcher:
         moves = chains.chain_moves(bb, edges) if self.o.chain_rules else None
         if moves is None:
             moves = bb.legal_moves(edges)
+            if self.o.max_safe_edges is not None:
+                safe = chains.safe_edges(bb, edges)
+                if safe:
+                    if self.rng is not None:
+                        self.rng.shuffle(safe)
+                    else:
+                        rank = {e: i for i, e in enumerate(bb.centre_order)}
+                        safe.sort(key=rank.__getitem__)
+                    moves = safe[: self.o.max_safe_edges]
+        if self.rng is not None and len(moves) > 1:
+            moves = list(moves)
+            self.rng.shuffle(moves)
         if self.o.ordering:
-            moves = chains.ordered_moves(bb, edges, moves)
+            moves = chains.ordered_moves(bb, edges, moves, stable=self.rng is not None)
         return moves
 
     def tick(self):
         self.nodes += 1
-        if self.nodes & 1023 == 0:
+        if self.nodes & 63 == 0:
             if self.deadline is not None and time.perf_counter() > self.deadline:
                 raise SearchTimeout
         if self.max_nodes is not None and self.nodes > self.max_nodes:
@@ -244,6 +260,7 @@ def iterative_deepening(
     time_limit: float = 0.15,
     table: dict | None = None,
     options: SearchOptions = SearchOptions(True, False, True, True, True),
+    rng=None,
 ) -> tuple[int, int, int, int]:
     """Depth-limited alpha-beta with iterative deepening and a deadline (the agent's search).
 
@@ -258,13 +275,15 @@ def iterative_deepening(
         time_limit: seconds for the whole decision.
         table: a transposition table to reuse (mutated), or None.
         options: what the search uses (default: table, chains, alpha-beta, ordering).
+        rng: a ``numpy.random.Generator`` to shuffle moves of equal order
+            (random tie-breaking between equally good moves), or None.
 
     Returns:
         ``(best_action, value, depth_reached, nodes)``; value is exact when
         the search reached the end of the game within the depth.
     """
     start = time.perf_counter()
-    s = _Searcher(bb, options, None, None)
+    s = _Searcher(bb, options, None, None, rng)
     if table is not None:
         s.table = table
     best = (bb.legal_moves(edges)[0], 0, 0)

@@ -1,0 +1,134 @@
+"""Dots-and-Boxes agents: greedy, depth-limited alpha-beta, and the exact solver as a perfect player.
+
+Source: seed 000 section 5 (the greedy opponent, the alpha-beta agent with
+depth 9, the box-difference heuristic, chain rules and important moves
+first; 200 ms per move) and section 4 (exact solving). All take a
+`DotsAndBoxesState` from ``jaxgames.make("dots_and_boxes", ...)``.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxgames.agents.base import HostAgent, JaxAgent, masked_uniform_choice
+from jaxgames.search import minimax, solver
+from jaxgames.search.bitboard import bitboard, from_edges
+
+
+def _check_env(env, expected=None):
+    if getattr(env, "name", None) != "dots_and_boxes":
+        raise ValueError(f"this agent plays dots_and_boxes; got {env!r}")
+    if expected is not None and (env.num_rows, env.num_cols) != expected:
+        raise ValueError(f"this agent was built for a {expected[0]}x{expected[1]} board; got {env!r}")
+
+
+class GreedyAgent(JaxAgent):
+    """Takes a box when it can, else plays a safe edge, else gives away as little as it sees.
+
+    Per move (one state, vmapped by the arena): a uniformly random legal edge
+    among those that complete a box; if none, among the *safe* edges (every
+    adjacent box has at most one side drawn, so none becomes capturable);
+    if none, among the edges that make the fewest boxes capturable (one
+    look-ahead only, no chain counting). Source: seed 000 sections 5.3 and 5.7.
+    """
+
+    name = "greedy"
+
+    def policy(self, env, state, key):
+        """int32 ``[]``: the greedy move for one `DotsAndBoxesState`."""
+        g = env.geometry
+        nb = jnp.asarray(g.edge_boxes)  # [E, 2], -1 border
+        sides = jnp.where(nb >= 0, state.board.box_sides[jnp.maximum(nb, 0)].astype(jnp.int32), -1)
+        legal = state.legal_action_mask
+        completes = legal & jnp.any(sides == 3, axis=1)
+        gifts = jnp.sum(sides == 2, axis=1)  # boxes that drawing the edge makes capturable
+        fewest = jnp.min(jnp.where(legal, gifts, 99))
+        choice = jnp.where(jnp.any(completes), completes, legal & (gifts == fewest))
+        return masked_uniform_choice(key, choice)
+
+
+class PerfectAgent(JaxAgent):
+    """Plays an optimal move of the exact solver (`jaxgames.search.solver`), ties broken at random.
+
+    Args:
+        num_rows, num_cols: the board size it is built for (solved on construction).
+        solution: an already computed `solver.Solution` (skips the solve).
+        max_bytes: memory limit passed to `solver.solve`.
+
+    Raises:
+        ValueError: a board too large for the solver (the message gives the
+            memory needed), or a solution of another size.
+    """
+
+    name = "perfect"
+
+    def __init__(self, num_rows: int, num_cols: int, *, solution: solver.Solution | None = None, max_bytes: int | None = None):
+        if solution is None:
+            solution = solver.solve(num_rows, num_cols, max_bytes=max_bytes)
+        if (solution.num_rows, solution.num_cols) != (num_rows, num_cols):
+            raise ValueError(f"solution is for {solution.num_rows}x{solution.num_cols}, not {num_rows}x{num_cols}")
+        self.solution = solution
+        self.size = (num_rows, num_cols)
+        self._values = jnp.asarray(solution.values)
+        self._masks = jnp.asarray(solver._tables(num_rows, num_cols).edge_box_masks)
+
+    def action_values(self, state) -> jax.Array:
+        """int32 ``[E]``: exact value of each move of one state, `solver.ILLEGAL` where drawn."""
+        E = self.solution.num_edges
+        s = jnp.sum(jnp.where(state.board.edges, jnp.left_shift(jnp.int32(1), jnp.arange(E, dtype=jnp.int32)), 0))
+        return solver.child_values(self._masks, self._values, s[None].astype(jnp.int32))[0]
+
+    def policy(self, env, state, key):
+        """int32 ``[]``: a uniformly random optimal move of one state."""
+        _check_env(env, self.size)
+        av = self.action_values(state)
+        best = (av == jnp.max(av)) & state.legal_action_mask
+        return masked_uniform_choice(key, best)
+
+
+class AlphaBetaAgent(HostAgent):
+    """Depth-limited alpha-beta with the seed's heuristic, chain rules and important moves first.
+
+    Iterative deepening (depth 1, 2, ..., ``depth``) with a transposition
+    table, stopping at the per-move ``time_budget``: the move of the deepest
+    finished search is played, so a decision never takes much longer than the
+    budget (seed 000 section 6.2 asks for < 200 ms per move). Leaves beyond
+    the horizon are worth the boxes won along the path (the box-difference
+    heuristic of section 5.1); positions searched to the end are exact.
+    When nothing is capturable and safe edges exist, at most
+    ``max_safe_edges`` of them are searched (section 5.3 proposes one; None
+    searches all moves). Equal moves are broken at random.
+
+    Args:
+        depth: ply limit (seed: 9).
+        time_budget: seconds per move (default 0.15, leaving margin under 200 ms).
+        max_safe_edges: see above (default 6).
+        name: label.
+
+    Raises:
+        ValueError: ``depth < 1`` or a non-positive ``time_budget``.
+    """
+
+    def __init__(self, depth: int = 9, time_budget: float = 0.15, max_safe_edges: int | None = 6, name: str = "alphabeta"):
+        if isinstance(depth, bool) or not isinstance(depth, (int, np.integer)) or depth < 1:
+            raise ValueError(f"depth must be a positive int; got {depth!r}")
+        if not time_budget > 0:
+            raise ValueError(f"time_budget must be positive seconds; got {time_budget!r}")
+        self.depth, self.time_budget, self.name = int(depth), float(time_budget), name
+        self.options = minimax.SearchOptions(
+            transposition=True, symmetry=False, chain_rules=True, alpha_beta=True, ordering=True, max_safe_edges=max_safe_edges
+        )
+        self.last_depth = 0
+        self.last_nodes = 0
+
+    def act(self, env, state, rng):
+        """The move for one state (numpy leaves); see the class docstring."""
+        _check_env(env)
+        bb = bitboard(env.num_rows, env.num_cols)
+        edges = from_edges(state.board.edges)
+        action, _, self.last_depth, self.last_nodes = minimax.iterative_deepening(
+            bb, edges, max_depth=self.depth, time_limit=self.time_budget, options=self.options, rng=rng
+        )
+        return action

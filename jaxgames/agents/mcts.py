@@ -1,0 +1,48 @@
+"""Pure MCTS agent with random rollouts (seed 000 section 5.7, "naive MCTS"; seed 004).
+
+Built on `jaxgames.search.mcts` (mctx). Batched: the arena's whole batch of
+games is searched in one call.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+from jaxgames.agents.base import JaxAgent
+from jaxgames.search import mcts
+
+
+class MCTSAgent(JaxAgent):
+    """Plays the most visited root action of a pure MCTS search (ties broken at random).
+
+    Args:
+        num_simulations: simulations per move (default 200).
+        pb_c_init: exploration constant of the PUCT rule (mctx).
+        name: label.
+
+    Raises:
+        ValueError: ``num_simulations < 1``.
+    """
+
+    def __init__(self, num_simulations: int = 200, pb_c_init: float = 1.25, name: str = "mcts"):
+        if isinstance(num_simulations, bool) or not isinstance(num_simulations, int) or num_simulations < 1:
+            raise ValueError(f"num_simulations must be a positive int; got {num_simulations!r}")
+        self.num_simulations, self.pb_c_init, self.name = num_simulations, float(pb_c_init), name
+
+    def policy(self, env, state, key):
+        """int32 ``[]``: the move for one state (a batch of one through `batched_policy`)."""
+        batched = jax.tree.map(lambda x: x[None], state)
+        return self.batched_policy(env)(batched, key[None])[0]
+
+    def batched_policy(self, env):
+        """``(states [B], keys [B]) -> actions [B]``: one mctx search over the batch."""
+
+        def run(states, keys):
+            out = mcts.search(env, states, keys[0], num_simulations=self.num_simulations, pb_c_init=self.pb_c_init)
+            w = out.action_weights
+            noise = jax.random.uniform(keys[-1], w.shape, maxval=1e-6)
+            w = jnp.where(states.legal_action_mask, w + noise, -1.0)
+            return jnp.argmax(w, axis=-1).astype(jnp.int32)
+
+        return run

@@ -1,0 +1,123 @@
+"""Pure Monte Carlo tree search with random rollouts, on mctx (the only module that calls mctx).
+
+Source: the MCTS slides of seed 004 (selection by an upper confidence bound,
+expansion, a random rollout from the new node, backup), seed 000 section 5.7
+(the "naive MCTS" opponent), and mctx (``mctx.muzero_policy``: PUCT
+selection, here with uniform priors over the legal actions, no Dirichlet
+noise and no network: the leaf value is the outcome of one uniformly random
+playout).
+
+Works for any two-player zero-sum sequential `jaxgames.core.Env`. The
+extra-turn rule of Dots-and-Boxes needs no special case: every tree edge
+carries the mover's reward and the discount of `jaxgames.search.sign`
+(+1 when the same player moves again, -1 when the turn passes, 0 at a
+terminal child), and a leaf's value is from the side of *its* player to
+move. Legal-action masks (True = legal) become mctx's ``invalid_actions``
+(True = illegal) only at the ``mctx.muzero_policy`` call; inside the tree
+illegal actions get the prior logit ``finfo(float32).min`` (and, if ever
+selected, the environment's illegal-move rule scores them as a loss).
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import mctx
+
+from jaxgames.search import sign
+
+
+def _logits(mask: jax.Array) -> jax.Array:
+    return jnp.where(mask, 0.0, jnp.finfo(jnp.float32).min).astype(jnp.float32)
+
+
+def random_rollout(env, state, key: jax.Array, *, max_steps: int) -> jax.Array:
+    """float32 ``[]``: return of a uniformly random playout for ``state.current_player``.
+
+    The rewards of every step until the game ends (or ``max_steps``) are
+    summed for the player to move at ``state`` (0 if ``state`` is terminal).
+
+    Args:
+        env: two-player sequential `Env`.
+        state: one unbatched state.
+        key: PRNG key.
+        max_steps: static bound on the playout length.
+    """
+    player = state.current_player
+
+    def cond(c):
+        s, _, t, _ = c
+        return (t < max_steps) & ~(s.terminated | s.truncated)
+
+    def body(c):
+        s, total, t, key = c
+        key, sub = jax.random.split(key)
+        action = jax.random.categorical(sub, _logits(s.legal_action_mask)).astype(jnp.int32)
+        s = env.step(s, action)
+        return s, total + sign.mover_reward(s.rewards, player), t + 1, key
+
+    _, total, _, _ = jax.lax.while_loop(cond, body, (state, jnp.float32(0.0), jnp.int32(0), key))
+    return total
+
+
+def search(
+    env,
+    states,
+    key: jax.Array,
+    *,
+    num_simulations: int,
+    max_depth: int | None = None,
+    pb_c_init: float = 1.25,
+    max_rollout_steps: int | None = None,
+):
+    """Pure MCTS from a batch of root states.
+
+    Args:
+        env: two-player zero-sum sequential `Env` (rewards from each player's side).
+        states: batched states ``[B, ...]`` (not terminal).
+        key: PRNG key.
+        num_simulations: simulations per root (static).
+        max_depth: maximum tree depth (mctx), None = unbounded.
+        pb_c_init: exploration constant of mctx's PUCT rule.
+        max_rollout_steps: playout bound (default ``env.num_actions`` + 1, enough
+            for Dots-and-Boxes, where a game has ``num_edges`` moves).
+
+    Returns:
+        ``mctx.PolicyOutput``: ``action`` int32 ``[B]``, ``action_weights``
+        float32 ``[B, num_actions]`` (visit distribution), ``search_tree``.
+    """
+    B = states.current_player.shape[0]
+    steps = int(max_rollout_steps or env.num_actions + 1)
+    rollout = jax.vmap(lambda s, k: random_rollout(env, s, k, max_steps=steps))
+    key, root_key, search_key = jax.random.split(key, 3)
+    root = mctx.RootFnOutput(
+        prior_logits=_logits(states.legal_action_mask),
+        value=rollout(states, jax.random.split(root_key, B)),
+        embedding=states,
+    )
+
+    def recurrent_fn(params, rng_key, action, embedding):
+        del params
+        nxt = jax.vmap(env.step)(embedding, action)
+        done = nxt.terminated | nxt.truncated
+        value = jnp.where(done, 0.0, rollout(nxt, jax.random.split(rng_key, action.shape[0])))
+        out = mctx.RecurrentFnOutput(
+            reward=sign.mover_reward(nxt.rewards, embedding.current_player),
+            discount=sign.discount(embedding.current_player, nxt.current_player, done),
+            prior_logits=_logits(nxt.legal_action_mask),
+            value=value,
+        )
+        return out, nxt
+
+    return mctx.muzero_policy(
+        params=None,
+        rng_key=search_key,
+        root=root,
+        recurrent_fn=recurrent_fn,
+        num_simulations=num_simulations,
+        invalid_actions=~states.legal_action_mask,  # mctx polarity: True = illegal
+        max_depth=max_depth,
+        dirichlet_fraction=0.0,
+        pb_c_init=pb_c_init,
+        temperature=0.0,
+    )
