@@ -272,7 +272,38 @@ def main(argv) -> list[dict]:
         w = csv.DictWriter(f, fieldnames=list(rows[0]))
         w.writeheader()
         w.writerows(rows)
+    plot(rows, os.path.join(cfg.out_dir, "steps_per_second.png"))
+    print(f"results in {cfg.out_dir}")
     return rows
+
+
+def plot(rows: list[dict], path: str) -> None:
+    """Steps/s against batch size, one panel per board, OpenSpiel's loops as horizontal lines."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    boards = sorted({r["board"] for r in rows})
+    fig, axes = plt.subplots(1, len(boards), figsize=(5 * len(boards), 4), squeeze=False)
+    for ax, board in zip(axes[0], boards):
+        for method, style in (("jax_playout", "o-"), ("jax_env_step", "s-")):
+            pts = [(r["batch"], r["steps_per_s"]) for r in rows if r["board"] == board and r["method"] == method]
+            if pts:
+                ax.plot(*zip(*pts), style, label=method)
+        for method, style in (("openspiel_cpp", "k--"), ("openspiel_python", "k:")):
+            for r in rows:
+                if r["board"] == board and r["method"] == method:
+                    ax.axhline(r["steps_per_s"], linestyle=style[1:], color="k", label=method)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("batch size (games)")
+        ax.set_ylabel("steps / s")
+        ax.set_title(f"Dots-and-Boxes {board}, random playouts")
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
 
 
 if __name__ == "__main__":
