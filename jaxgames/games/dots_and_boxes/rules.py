@@ -96,13 +96,36 @@ class Geometry(NamedTuple):
 
 
 def h_edge(num_rows: int, num_cols: int, r: int, c: int) -> int:
-    """Index of the horizontal edge from dot ``(r, c)`` to ``(r, c + 1)`` (OpenSpiel's action id)."""
+    """Index of the horizontal edge from dot ``(r, c)`` to ``(r, c + 1)``.
+
+    OpenSpiel's action id ``r * num_cols + c`` (``Move::ActionId``).
+
+    Args:
+        num_rows, num_cols: board size in boxes.
+        r: dot row in ``[0, num_rows]``.
+        c: dot column in ``[0, num_cols)``.
+
+    Returns:
+        A Python int in ``[0, (num_rows + 1) * num_cols)``. Arguments are not
+        checked (a host-side helper for tables and tests).
+    """
     del num_rows
     return r * num_cols + c
 
 
 def v_edge(num_rows: int, num_cols: int, r: int, c: int) -> int:
-    """Index of the vertical edge from dot ``(r, c)`` to ``(r + 1, c)`` (OpenSpiel's action id)."""
+    """Index of the vertical edge from dot ``(r, c)`` to ``(r + 1, c)``.
+
+    OpenSpiel's action id ``(num_rows + 1) * num_cols + r * (num_cols + 1) + c``.
+
+    Args:
+        num_rows, num_cols: board size in boxes.
+        r: dot row in ``[0, num_rows)``.
+        c: dot column in ``[0, num_cols]``.
+
+    Returns:
+        A Python int in ``[(num_rows + 1) * num_cols, num_edges)``; not checked.
+    """
     return (num_rows + 1) * num_cols + r * (num_cols + 1) + c
 
 
