@@ -1,0 +1,145 @@
+"""Elo round-robin tournament of the Dots-and-Boxes agents (seed 001 section 6.3).
+
+Every pair of agents plays ``num_rounds`` games (first player alternating);
+Elo ratings (start 1000, K = 32) are updated game by game, round by round,
+and a Bradley-Terry maximum-likelihood rating is fitted to the same games
+for comparison (`jaxgames.evaluation.elo`). Writes, under
+``results/dab_tournament/``:
+
+* ``ratings.csv``: final Elo, Bradley-Terry rating and win rate per agent;
+* ``elo_history.csv`` and ``elo_history.png`` (seed figure 6.10);
+* ``ratings.png`` (final Elo and Bradley-Terry, seed figure 6.11);
+* ``net_wins.csv`` / ``net_wins.png``: row agent's wins minus losses against
+  the column agent (seed figure 6.13; the seed reads it column-wise);
+* ``mean_length.csv`` / ``mean_length.png``: mean game length in moves;
+* ``config.json``.
+
+Agents: random, first open edge, greedy, pure MCTS, alpha-beta and (where
+the solver fits in memory) the exact solver as a perfect player. Run
+``python experiments/dab_tournament.py`` (small default: 3x3, 10 rounds,
+a few minutes on 2 CPU cores) or ``full=true`` (100 rounds, 200 MCTS
+simulations, 100 ms alpha-beta moves).
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import sys
+
+import jax
+import numpy as np
+
+import jaxgames
+from jaxgames.agents import FirstLegalAgent, RandomAgent
+from jaxgames.agents.dots_and_boxes import AlphaBetaAgent, GreedyAgent, PerfectAgent
+from jaxgames.agents.mcts import MCTSAgent
+from jaxgames.evaluation import elo, plots
+from jaxgames.experiment import output_dir, parse_config
+from jaxgames.search import solver
+
+AGENTS = ("random", "first_open_edge", "greedy", "mcts", "alphabeta", "perfect")
+
+
+@dataclasses.dataclass(frozen=True)
+class Config:
+    """Settings (every field is a ``key=value`` override).
+
+    Attributes:
+        num_rows, num_cols: board size in boxes.
+        agents: subset of `AGENTS` (``perfect`` needs a board the solver fits).
+        num_rounds: round robins (each pair plays this many games).
+        mcts_simulations: simulations per MCTS move.
+        time_budget: alpha-beta seconds per move.
+        k: Elo K factor (seed: 32).
+        seed: PRNG seed.
+        full: 100 rounds, 200 simulations, 100 ms alpha-beta moves.
+        out: results folder.
+    """
+
+    num_rows: int = 3
+    num_cols: int = 3
+    agents: tuple[str, ...] = AGENTS
+    num_rounds: int = 10
+    mcts_simulations: int = 64
+    time_budget: float = 0.03
+    k: float = 32.0
+    seed: int = 0
+    full: bool = False
+    out: str = "results/dab_tournament"
+
+    def __post_init__(self):
+        if self.full:
+            for name, value in dict(num_rounds=100, mcts_simulations=200, time_budget=0.1).items():
+                if getattr(self, name) == getattr(Config, name):
+                    object.__setattr__(self, name, value)
+        for a in self.agents:
+            if a not in AGENTS:
+                raise ValueError(f"unknown agent {a!r}; choose from {AGENTS}")
+        if len(set(self.agents)) < 2:
+            raise ValueError("a tournament needs at least two different agents")
+        if self.num_rounds < 1:
+            raise ValueError(f"num_rounds must be >= 1; got {self.num_rounds}")
+        jaxgames.make("dots_and_boxes", num_rows=self.num_rows, num_cols=self.num_cols)
+        if "perfect" in self.agents:
+            solver.check_size(self.num_rows, self.num_cols)
+
+
+def make_agent(name: str, config: Config):
+    """The agent called ``name``."""
+    return {
+        "random": lambda: RandomAgent(),
+        "first_open_edge": lambda: FirstLegalAgent("first_open_edge"),
+        "greedy": lambda: GreedyAgent(),
+        "mcts": lambda: MCTSAgent(config.mcts_simulations),
+        "alphabeta": lambda: AlphaBetaAgent(time_budget=config.time_budget),
+        "perfect": lambda: PerfectAgent(config.num_rows, config.num_cols),
+    }[name]()
+
+
+def _write_matrix(path, matrix, names):
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow([""] + list(names))
+        for name, row in zip(names, matrix):
+            w.writerow([name] + [f"{x:g}" for x in row])
+
+
+def run(config: Config) -> elo.Tournament:
+    """Plays the tournament, writes tables and plots, returns the `elo.Tournament`."""
+    out = output_dir(config, config.out)
+    env = jaxgames.make("dots_and_boxes", num_rows=config.num_rows, num_cols=config.num_cols)
+    agents = [make_agent(a, config) for a in config.agents]
+    names = [a.name for a in agents]
+    t = elo.round_robin(
+        env, agents, config.num_rounds, jax.random.key(config.seed), k=config.k,
+        max_steps=env.num_actions + 1, progress=lambda i, j: print(f"{names[i]} vs {names[j]}", flush=True),
+    )
+    with open(out / "ratings.csv", "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["agent", "elo", "bradley_terry", "win_rate"])
+        for i, n in enumerate(names):
+            w.writerow([n, f"{t.elo[-1, i]:.1f}", f"{t.bradley_terry[i]:.1f}", f"{t.win_rate[i]:.3f}"])
+    with open(out / "elo_history.csv", "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["round"] + names)
+        for r, row in enumerate(t.elo):
+            w.writerow([r] + [f"{x:.2f}" for x in row])
+    _write_matrix(out / "net_wins.csv", t.net_wins, names)
+    _write_matrix(out / "mean_length.csv", t.mean_length, names)
+    plots.elo_curves(t.elo, names, out / "elo_history.png")
+    plots.rating_bars({"Elo": t.elo[-1], "Bradley-Terry": t.bradley_terry}, names, out / "ratings.png")
+    plots.heatmap(t.net_wins, names, out / "net_wins.png", title=f"Net wins of row vs column ({config.num_rounds} games per pair)")
+    plots.heatmap(t.mean_length, names, out / "mean_length.png", title="Mean game length (moves)", cmap="viridis", symmetric=False, fmt="{:.1f}")
+    for i, n in enumerate(names):
+        print(f"{n:>16}: Elo {t.elo[-1, i]:7.1f}  BT {t.bradley_terry[i]:7.1f}  win rate {t.win_rate[i]:.3f}")
+    return t
+
+
+def main(argv=None):
+    """Entry point: ``python experiments/dab_tournament.py [key=value ...]``."""
+    run(parse_config(Config, sys.argv[1:] if argv is None else argv))
+
+
+if __name__ == "__main__":
+    main()
