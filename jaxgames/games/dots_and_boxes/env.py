@@ -78,7 +78,7 @@ class DotsAndBoxes(Env):
         ValueError: a size outside ``[1, 15]``.
     """
 
-    def __init__(self, num_rows: int = 2, num_cols: int = 2, utility_margin: bool = False):
+    def __init__(self, num_rows: int = 2, num_cols: int = 2, *, utility_margin: bool = False):
         self.num_rows, self.num_cols = rules.validate_size(num_rows, num_cols)
         if not isinstance(utility_margin, (bool, np.bool_)):
             raise TypeError(f"utility_margin must be a bool; got {utility_margin!r}")

@@ -27,6 +27,7 @@ from __future__ import annotations
 import functools
 from typing import NamedTuple
 
+import chex
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -222,6 +223,9 @@ def apply_edge(geom: Geometry, board: Board, action: jax.Array) -> Board:
         (0, 1 or 2) and moves again if it completed one, else the turn passes
         (OpenSpiel ``DotsAndBoxesState::DoApplyAction``; seed 000 section 4).
     """
+    chex.assert_shape(board.edges, (geom.num_edges,))  # trace time: one unbatched game
+    chex.assert_shape(board.box_sides, (geom.num_boxes,))
+    chex.assert_shape(action, ())
     hit = jnp.arange(geom.num_edges, dtype=jnp.int32) == action  # one-hot, [E]
     # The (at most two) boxes on either side of the edge: two scalar lookups
     # in the static table, then a compare against the box ids (no gather
@@ -271,6 +275,7 @@ def random_playout(geom: Geometry, board: Board, bits: jax.Array, *, with_action
         ``bits[k] % (L - k)``, whose bias is below ``num_edges / 2**32``.
     """
     E = geom.num_edges
+    chex.assert_shape(bits, (E,))
     idx = jnp.arange(E, dtype=jnp.int32)
     undrawn = ~board.edges
     # Stable partition: undrawn edges first, in increasing order.
