@@ -18,7 +18,7 @@ first open edge) decide for the whole batch at once and are not timed per
 game, so they cannot time out here (the seed's MCTS timed out 69 times).
 
 Run ``python experiments/dab_agents_table.py`` for the small default (3x3,
-20 games per opponent, 50 ms per alpha-beta move: a few minutes on 2 CPU
+100 games per opponent, 50 ms per alpha-beta move: about 3 minutes on 2 CPU
 cores) or ``full=true`` for the seed's setting (5x5, 500 games, 150 ms per
 move under the 200 ms limit; hours on 2 cores).
 """
@@ -68,7 +68,7 @@ class Config:
 
     num_rows: int = 3
     num_cols: int = 3
-    num_games: int = 20
+    num_games: int = 100
     opponents: tuple[str, ...] = tuple(SEED_TABLE)
     depth: int = 9
     time_budget: float = 0.05

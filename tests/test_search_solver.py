@@ -114,3 +114,14 @@ def test_bad_input_reports_memory():
         sol.value("000")
     with pytest.raises(ValueError, match="outside"):
         sol.value(16)
+
+
+def test_value_matches_openspiel_alpha_beta():
+    """OpenSpiel's own alpha-beta (utility_margin: returns are the box margin) on 1x1 and 1x2."""
+    pyspiel = pytest.importorskip("pyspiel")
+    from open_spiel.python.algorithms import minimax as os_minimax
+
+    for R, C in [(1, 1), (1, 2)]:
+        game = pyspiel.load_game(f"dots_and_boxes(num_rows={R},num_cols={C},utility_margin=true)")
+        value, _ = os_minimax.alpha_beta_search(game, maximizing_player_id=0)
+        assert solver.solve(R, C).value(0) == value

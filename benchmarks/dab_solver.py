@@ -1,0 +1,172 @@
+"""Speed of the Dots-and-Boxes solvers and of the alpha-beta agent, with their anchors.
+
+Measures, in one run (figures in ``benchmarks/README_dab_solver.md``):
+
+1. the batched retrograde solver (`jaxgames.search.solver.solve`) on 2x2 ..
+   3x3 and 2x5: seconds (first call, compile included, and a second call)
+   and edge sets per second;
+2. anchors: a plain-Python memoised minimax over frozensets of edges (the
+   test oracle's algorithm) on 2x2 and 2x3, and OpenSpiel's Python
+   ``alpha_beta_search`` (no transposition table) on 1x2 and 2x2;
+3. the minimax variants of the seed's study (`jaxgames.search.minimax`)
+   on 2x3 and 3x3: seconds, nodes, nodes per second, table keys;
+4. the alpha-beta agent on 5x5 (depth 9, 150 ms budget): positions
+   (search nodes) per second, depth reached, slowest decision.
+
+Run ``python benchmarks/dab_solver.py`` (about 3 minutes on 2 CPU cores);
+``big=false`` skips 2x5, ``variant_limit=SECONDS`` bounds each minimax search.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import platform
+import sys
+import time
+
+import jax
+import numpy as np
+
+import jaxgames
+from jaxgames.experiment import parse_config
+from jaxgames.search import minimax, solver
+from jaxgames.search.bitboard import bitboard
+
+
+@dataclasses.dataclass(frozen=True)
+class Config:
+    """Settings (``key=value`` overrides).
+
+    Attributes:
+        boards: retrograde boards ``RxC``.
+        big: also solve 2x5 (27 edges, 134 M edge sets, ~0.2 GB).
+        variant_boards: boards for the minimax variants.
+        variant_limit: seconds per minimax search.
+        agent_positions: 5x5 positions timed for the alpha-beta agent.
+    """
+
+    boards: tuple[str, ...] = ("2x2", "2x3", "3x2", "2x4", "3x3")
+    big: bool = True
+    variant_boards: tuple[str, ...] = ("2x3", "3x3")
+    variant_limit: float = 60.0
+    agent_positions: int = 40
+
+
+def _size(text):
+    r, c = (int(x) for x in text.split("x"))
+    return r, c
+
+
+def plain_minimax_states(R, C):
+    """Plain-Python memoised minimax (frozenset keys); returns (value, states, seconds)."""
+    h = lambda r, c: r * C + c
+    v = lambda r, c: (R + 1) * C + r * (C + 1) + c
+    E = (R + 1) * C + R * (C + 1)
+    boxes = [frozenset({h(r, c), h(r + 1, c), v(r, c), v(r, c + 1)}) for r in range(R) for c in range(C)]
+
+    @functools.lru_cache(maxsize=None)
+    def value(drawn):
+        if len(drawn) == E:
+            return 0
+        best = -99
+        for e in range(E):
+            if e not in drawn:
+                child = drawn | {e}
+                g = sum(1 for b in boxes if e in b and b <= child)
+                best = max(best, g + value(child) if g else -value(child))
+        return best
+
+    start = time.perf_counter()
+    val = value(frozenset())
+    return val, value.cache_info().currsize, time.perf_counter() - start
+
+
+def main(argv=None):
+    """Runs every measurement and prints Markdown tables."""
+    cfg = parse_config(Config, sys.argv[1:] if argv is None else argv)
+    print(f"jax {jax.__version__}, devices {jax.devices()}, {platform.processor() or platform.machine()}\n")
+
+    print("## Retrograde solver\n")
+    print("| board | edges | edge sets | value | first call (s) | second call (s) | edge sets/s |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
+    boards = [_size(b) for b in cfg.boards] + ([(2, 5)] if cfg.big else [])
+    for R, C in boards:
+        sol = solver.solve(R, C)
+        first = sol.seconds
+        second = solver.solve(R, C).seconds if R * C <= 9 else float("nan")
+        best = second if second == second else first
+        n = 1 << sol.num_edges
+        print(f"| {R}x{C} | {sol.num_edges} | {n:,} | {sol.value(0)} | {first:.2f} | {second:.2f} | {n / best:,.0f} |", flush=True)
+        del sol
+
+    print("\n## Anchors\n")
+    print("| algorithm | board | value | states or nodes | seconds | per second |")
+    print("|---|---|---:|---:|---:|---:|")
+    for R, C in [(2, 2), (2, 3)]:
+        val, states, secs = plain_minimax_states(R, C)
+        print(f"| plain-Python memoised minimax | {R}x{C} | {val} | {states:,} states | {secs:.2f} | {states / secs:,.0f} |", flush=True)
+    try:
+        import pyspiel
+        from open_spiel.python.algorithms import minimax as os_minimax
+
+        for R, C in [(1, 2), (2, 2)]:
+            game = pyspiel.load_game(f"dots_and_boxes(num_rows={R},num_cols={C},utility_margin=true)")
+            start = time.perf_counter()
+            val, _ = os_minimax.alpha_beta_search(game, maximizing_player_id=0)
+            secs = time.perf_counter() - start
+            print(f"| OpenSpiel alpha_beta_search (Python) | {R}x{C} | {val:g} | - | {secs:.2f} | - |", flush=True)
+    except ImportError:
+        print("| OpenSpiel | - | not installed | | | |")
+
+    print("\n## Minimax variants (empty board)\n")
+    print("| board | variant | value | seconds | nodes | nodes/s | table keys |")
+    print("|---|---|---:|---:|---:|---:|---:|")
+    for b in cfg.variant_boards:
+        R, C = _size(b)
+        for variant in minimax.VARIANTS:
+            if variant == "naive" and R * C > 2:
+                print(f"| {b} | naive | - | timeout (not run) | | | |")
+                continue
+            try:
+                r = minimax.solve_position(R, C, 0, variant=variant, time_limit=cfg.variant_limit)
+                print(f"| {b} | {variant} | {r.value} | {r.seconds:.2f} | {r.nodes:,} | {r.nodes / r.seconds:,.0f} | {r.table_size:,} |", flush=True)
+            except minimax.SearchTimeout:
+                print(f"| {b} | {variant} | - | > {cfg.variant_limit:g} | | | |", flush=True)
+
+    print("\n## Alpha-beta agent on 5x5 (depth 9, 150 ms budget)\n")
+    from jaxgames.agents.dots_and_boxes import AlphaBetaAgent
+
+    env = jaxgames.make("dots_and_boxes", num_rows=5, num_cols=5)
+    bitboard(5, 5)
+    agent = AlphaBetaAgent()
+    rng = np.random.default_rng(0)
+    nodes = secs = 0.0
+    worst = 0.0
+    depths = []
+    positions = 0
+    step = jax.jit(env.step)
+    while positions < cfg.agent_positions:
+        state = env.init(jax.random.key(positions))
+        while not bool(state.terminated) and positions < cfg.agent_positions:
+            host = jax.device_get(state)
+            start = time.perf_counter()
+            action = agent.act(env, host, rng)
+            dt = time.perf_counter() - start
+            nodes += agent.last_nodes
+            secs += dt
+            worst = max(worst, dt)
+            depths.append(agent.last_depth)
+            positions += 1
+            # Alternate the agent's move with a random move to reach varied positions.
+            state = step(state, action)
+            if not bool(state.terminated):
+                legal = np.flatnonzero(np.asarray(state.legal_action_mask))
+                state = step(state, int(rng.choice(legal)))
+    print("| decisions | nodes/s | mean depth | min depth | slowest decision (ms) |")
+    print("|---:|---:|---:|---:|---:|")
+    print(f"| {positions} | {nodes / secs:,.0f} | {np.mean(depths):.1f} | {min(depths)} | {1000 * worst:.0f} |")
+
+
+if __name__ == "__main__":
+    main()
