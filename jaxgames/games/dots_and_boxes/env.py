@@ -110,32 +110,6 @@ class DotsAndBoxes(Env):
         """``(num_rows + 1, num_cols + 1, 5)`` (layout in the class docstring)."""
         return (self.num_rows + 1, self.num_cols + 1, NUM_PLANES)
 
-    def step(self, state: State, action, key: jax.Array | None = None) -> State:
-        """Applies ``action`` (`jaxgames.core.Env.step`), checking concrete actions first.
-
-        Args:
-            state: one game (vmap for a batch).
-            action: int ``[]``, an edge id in ``[0, num_actions)``.
-            key: unused (no chance events).
-
-        Returns:
-            The next state. Inside traced code an illegal action (a drawn
-            edge, or one out of range) ends the game: the mover gets -1, the
-            other player +1 (the core's rule); a terminal state is a no-op.
-
-        Raises:
-            ValueError: when ``action`` is a concrete value (Python int, numpy
-                or a non-traced JAX array) outside ``[0, num_actions)`` or not
-                an integer; checked before tracing.
-        """
-        if not isinstance(action, jax.core.Tracer):
-            value = np.asarray(action)
-            if not (np.issubdtype(value.dtype, np.integer) and not np.issubdtype(value.dtype, np.bool_)):
-                raise ValueError(f"action must be an integer edge id; got {action!r} (dtype {value.dtype})")
-            if value.size and (value.min() < 0 or value.max() >= self.num_actions):
-                raise ValueError(f"action {action!r} outside [0, {self.num_actions}) for {self!r}")
-        return super().step(state, action, key)
-
     # ----------------------------------------------------------------- kernels
     def observe(self, board: Board, player: jax.Array) -> jax.Array:
         """The observation of ``board`` for ``player`` (layout in the class docstring).
