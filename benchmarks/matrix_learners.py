@@ -17,7 +17,6 @@ import sys
 import time
 
 import jax
-import numpy as np
 
 
 def openspiel_iterations_per_second(iterations: int) -> float:
@@ -76,8 +75,8 @@ def main(argv):
     print(f"OpenSpiel BoltzmannQLearner x2 on matrix_pd: {anchor:,.0f} iterations/s "
           f"({100_000 / anchor:.2f} s per 100,000 iterations)\n")
     rows = [("boltzmann", r) for r in runs] + [(e, max(runs)) for e in ("epsilon_greedy", "lenient_boltzmann")]
-    print(f"| learner | runs | iterations/run | learner-iterations/s | x OpenSpiel | compile s |")
-    print(f"|---|---:|---:|---:|---:|---:|")
+    print("| learner | runs | iterations/run | learner-iterations/s | x OpenSpiel | compile s |")
+    print("|---|---:|---:|---:|---:|---:|")
     for exploration, r in rows:
         rate, compile_s = ours(exploration, r, iterations)
         print(f"| {exploration} | {r:,} | {iterations:,} | {rate:,.0f} | {rate / anchor:,.0f}x | {compile_s:.1f} |", flush=True)

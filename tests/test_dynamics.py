@@ -1,6 +1,5 @@
 """Learning dynamics: fields against OpenSpiel and closed forms, leniency against Monte Carlo."""
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest

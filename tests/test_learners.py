@@ -1,7 +1,6 @@
 """Tabular independent learners: the tabular rule, exploration, leniency, sweeps, bad input."""
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 import optax
 import pytest
