@@ -126,7 +126,7 @@ def main(argv=None):
         R, C = _size(b)
         for variant in minimax.VARIANTS:
             if variant == "naive" and R * C > 2:
-                print(f"| {b} | naive | - | timeout (not run) | | | |")
+                print(f"| {b} | naive | - | not run (E! leaves) | | | |")
                 continue
             try:
                 r = minimax.solve_position(R, C, 0, variant=variant, time_limit=cfg.variant_limit)

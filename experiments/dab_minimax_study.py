@@ -9,7 +9,8 @@ keys in the transposition table. It writes, under ``results/dab_minimax_study/``
 
 * ``minimax_study.csv``: one row per (board, variant): value, solver value,
   agreement, seconds, nodes, table keys, status (``ok`` or ``timeout``);
-* ``figure2_search_time.png``: search time per variant per board (seed figure 2);
+* ``figure2_search_time.png``: search time per variant per board (seed figure 2;
+  a cross at the time limit marks a timeout);
 * ``figure3_table_keys.png``: transposition-table keys per variant per board (figure 3);
 * ``config.json``.
 
@@ -127,7 +128,10 @@ def run(config: Config) -> list[dict]:
             for lab in labels:
                 r = next(r for r in rows if r["board"] == lab and r["variant"] == variant)
                 ys.append(float(r[key]) if r["status"] == "ok" and r[key] != "" else np.nan)
-            ax.plot(labels, ys, marker="o", label=variant)
+            line, = ax.plot(labels, ys, marker="o", label=variant)
+            if key == "seconds":  # timeouts: hollow markers at the time limit
+                tx = [lab for lab in labels if next(r for r in rows if r["board"] == lab and r["variant"] == variant)["status"] == "timeout"]
+                ax.plot(tx, [config.time_limit] * len(tx), ls="", marker="x", color=line.get_color())
         ax.set_yscale("log")
         ax.set_xlabel("board (boxes)")
         ax.set_ylabel(ylabel)

@@ -80,7 +80,14 @@ class BitBoard:
         return out
 
     def canonical(self, edges: int) -> int:
-        """The smallest image of ``edges`` over the board's symmetry group (seed 000 section 4.2)."""
+        """The smallest image of ``edges`` over the board's symmetry group (seed 000 section 4.2).
+
+        The group is `jaxgames.games.dots_and_boxes.symmetry`'s: 4 symmetries
+        of a rectangle, 8 of a square. Seed erratum: section 4.2 lists the
+        mirrors, both mirrors, and the 90/270 degree rotations for square
+        boards, which misses the two diagonal reflections (``transpose`` and
+        ``anti_transpose``) of the dihedral group of order 8; we use all 8.
+        """
         best = edges
         for k in range(len(self._sym_bytes)):
             img = self.image(edges, k)
