@@ -123,22 +123,23 @@ def bench_jax(cfg: Config, batch: int) -> dict:
     boards, _ = run(boards, pool, key)
     jax.block_until_ready(boards)
     compile_s = time.perf_counter() - t0
-    calls, games, t0 = 0, 0, time.perf_counter()
+    calls, games, t0, c0 = 0, 0, time.perf_counter(), time.process_time()
     while time.perf_counter() - t0 < cfg.seconds:
         key, sub = jax.random.split(key)
         boards, g = run(boards, pool, sub)
         games += int(g)  # also blocks
         calls += 1
-    dt = time.perf_counter() - t0
+    dt, cpu = time.perf_counter() - t0, time.process_time() - c0
     steps = calls * cfg.steps_per_call * batch
-    return dict(batch=batch, steps=steps, seconds=dt, steps_per_s=steps / dt, games_finished=games,
+    return dict(batch=batch, steps=steps, seconds=dt, cpu_seconds=cpu, steps_per_s=steps / dt,
+                steps_per_cpu_s=steps / cpu, games_finished=games,
                 mean_game_length=steps / max(games, 1), first_call_s=compile_s)
 
 
 def bench_reference(cfg: Config) -> dict:
     rng = random.Random(cfg.seed)
     steps = games = 0
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     while time.perf_counter() - t0 < cfg.reference_seconds:
         b = ref.start_board(cfg.board_size, cfg.num_snakes, rng)
         while not ref.game_over(b):
@@ -146,8 +147,9 @@ def bench_reference(cfg: Config) -> dict:
             b = ref.random_step(b, moves, rng)
             steps += 1
         games += 1
-    dt = time.perf_counter() - t0
-    return dict(steps=steps, seconds=dt, steps_per_s=steps / dt, games=games, mean_game_length=steps / games)
+    dt, cpu = time.perf_counter() - t0, time.process_time() - c0
+    return dict(steps=steps, seconds=dt, cpu_seconds=cpu, steps_per_s=steps / dt, steps_per_cpu_s=steps / cpu,
+                games=games, mean_game_length=steps / games)
 
 
 def main(argv=None):
@@ -165,14 +167,21 @@ def main(argv=None):
         jax_runs=[],
     )
     r = results["reference"]
-    print(f"python reference: {r['steps_per_s']:12,.0f} steps/s ({r['games']} games, mean length {r['mean_game_length']:.1f})")
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    results["load_average_1min_at_start"] = load
+    print(f"load average {load:.1f} on {os.cpu_count()} cores (other processes share the CPU)")
+    print(
+        f"python reference: {r['steps_per_s']:12,.0f} steps/s, {r['steps_per_cpu_s']:12,.0f} per CPU-second "
+        f"({r['games']} games, mean length {r['mean_game_length']:.1f})"
+    )
     for b in cfg.batch_sizes:
         res = bench_jax(cfg, b)
         res["speedup_vs_reference"] = res["steps_per_s"] / r["steps_per_s"]
         res["ratio_vs_go_2core_170k"] = res["steps_per_s"] / 170_000
         results["jax_runs"].append(res)
         print(
-            f"jax batch {b:6d}: {res['steps_per_s']:12,.0f} steps/s  x{res['speedup_vs_reference']:8.1f} reference  "
+            f"jax batch {b:6d}: {res['steps_per_s']:12,.0f} steps/s ({res['steps_per_cpu_s']:12,.0f} per CPU-s)  "
+            f"x{res['speedup_vs_reference']:8.1f} reference  "
             f"x{res['ratio_vs_go_2core_170k']:6.2f} Go(2 cores)  mean game {res['mean_game_length']:.1f} turns  "
             f"(first call {res['first_call_s']:.1f}s)",
             flush=True,

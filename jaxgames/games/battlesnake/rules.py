@@ -219,6 +219,17 @@ def _at(grid: jax.Array, xy: jax.Array) -> tuple[jax.Array, jax.Array]:
     return jnp.take_along_axis(grid, flat, axis=-1), on
 
 
+def _materialize(values):
+    """Each int32 array of a tuple, passed through a (trivial) max-reduction.
+
+    A reduction is computed once and stored; XLA would otherwise fuse the
+    chain of cheap operations producing a per-snake value into every
+    per-cell loop that broadcasts it, and redo it for each cell.
+    """
+    low = jnp.iinfo(jnp.int32).min
+    return tuple(jnp.max(jnp.stack([v, jnp.full_like(v, low)]), axis=0) for v in values)
+
+
 def neck_move(board: Board) -> jax.Array:
     """The move code that would put each head onto its neck, -1 while stacked.
 
@@ -352,13 +363,19 @@ def resolve(board: Board, moves: jax.Array, params: Params = Params()) -> Resolv
     # unless the snake already holds that cell (a self collision: the frozen
     # body then stays exact).
     dt = board.body.dtype
-    x, y = _coords(size)
-    head_cell = (x[None] == new_head[:, 0, None]) & (y[None] == new_head[:, 1, None])  # [S, cells]
+    # The per-snake inputs of the per-cell pass go through a reduction, which
+    # XLA computes once: otherwise it fuses their whole chain of cheap scalar
+    # operations into the per-cell loop and redoes it for every cell.
+    head_flat = jnp.where(active & on_board, new_head[:, 0] * size + new_head[:, 1], -1)
+    head_flat, grow, value, keep = _materialize(
+        (head_flat, eats.astype(jnp.int32), length, (~active).astype(jnp.int32))
+    )
+    head_cell = jnp.arange(size * size, dtype=jnp.int32)[None] == head_flat[:, None]  # [S, cells]
     dec = jnp.maximum(board.body - 1, 0).astype(dt)
-    grown = dec + ((dec > 0) & eats[:, None]).astype(dt)
-    moved = jnp.where(head_cell & (dec == 0), length[:, None].astype(dt), grown)
-    body = jnp.where(active[:, None], moved, board.body)
-    eaten = jnp.any(head_cell & eats[:, None], axis=0)
+    grown = dec + ((dec > 0) & (grow[:, None] > 0)).astype(dt)
+    moved = jnp.where(head_cell & (dec == 0), value[:, None].astype(dt), grown)
+    body = jnp.where(keep[:, None] > 0, board.body, moved)
+    eaten = jnp.any(head_cell & (grow[:, None] > 0), axis=0)
 
     out = board.replace(
         head=new_head.astype(jnp.int32),

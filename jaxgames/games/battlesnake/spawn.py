@@ -22,6 +22,40 @@ from jaxgames.games.battlesnake.rules import Board, Params
 _PERMUTATIONS = np.array(list(itertools.permutations(range(4))), np.int32)
 
 
+def _food_options(size: int) -> np.ndarray:
+    """int32 ``[8, 4]``: for each start point, the diagonal cells allowed for its initial food (``PlaceFoodFixed``), -1 if not.
+
+    A diagonal neighbour is allowed unless it is the centre, off the board,
+    a corner, or not further from the centre than the head on any axis.
+
+    Raises:
+        AssertionError: if two start points share an allowed cell (then the
+            engine's "not already food" rule would matter; it does not for
+            the sizes 7..25 with the snake counts that get per-snake food).
+    """
+    corners, cardinals = start_points(size)
+    centre = (size - 1) // 2
+    out = np.full((8, 4), -1, np.int32)
+    for i, (hx, hy) in enumerate(np.concatenate([corners, cardinals]).tolist()):
+        for d, (dx, dy) in enumerate([(-1, -1), (-1, 1), (1, -1), (1, 1)]):
+            px, py = hx + dx, hy + dy
+            if not (0 <= px < size and 0 <= py < size) or (px, py) == (centre, centre):
+                continue
+            away = (px < hx < centre) or (centre < hx < px) or (py < hy < centre) or (centre < hy < py)
+            corner = px in (0, size - 1) and py in (0, size - 1)
+            if away and not corner:
+                out[i, d] = px * size + py
+    assert np.all((out >= 0).any(axis=1)), "a start point without a food option"
+    if size * size >= 11 * 11:  # groups mix (more than 4 snakes) only on these boards
+        cells = out[out >= 0]
+        assert len(set(cells.tolist())) == len(cells), "start points share a food option"
+    else:
+        for group in (out[:4], out[4:]):
+            cells = group[group >= 0]
+            assert len(set(cells.tolist())) == len(cells), "start points share a food option"
+    return out
+
+
 def start_points(size: int) -> tuple[np.ndarray, np.ndarray]:
     """The fixed start points, ``(corners [4, 2], cardinals [4, 2])`` int32.
 
@@ -42,9 +76,10 @@ def food_candidates(board: Board) -> jax.Array:
     nothing.
     """
     x, y = rules._coords(board.size)
-    alive = board.alive[:, None]
+    alive, hx, hy = rules._materialize((board.alive.astype(jnp.int32), board.head[:, 0], board.head[:, 1]))
+    alive = alive[:, None] > 0
     occupied = jnp.any((board.body > 0) & alive, axis=0)
-    dist = jnp.abs(x[None] - board.head[:, 0, None]) + jnp.abs(y[None] - board.head[:, 1, None])
+    dist = jnp.abs(x[None] - hx[:, None]) + jnp.abs(y[None] - hy[:, None])
     near_head = jnp.any((dist <= 1) & alive, axis=0)
     return ~board.food & ~occupied & ~near_head
 
@@ -54,19 +89,21 @@ def _pick_uniform(u: jax.Array, cand: jax.Array) -> jax.Array:
 
     Inverse-CDF in two levels (column counts, then the column), so the work
     is one pass over the board and two tiny cumulative sums. All False if
-    ``cand`` is empty.
+    ``cand`` is empty or ``u < 0``.
     """
     w = rules._isqrt(cand.shape[-1])
     c = cand.astype(jnp.int32).reshape(w, w)
     per_x = jnp.sum(c, axis=1)  # [W]
     total = jnp.sum(per_x)
     k = jnp.minimum(jnp.floor(u * total).astype(jnp.int32), jnp.maximum(total - 1, 0))
+    total = jnp.where(u < 0, 0, total)  # u < 0: pick nothing
     cum_x = jnp.cumsum(per_x)
     px = jnp.sum(cum_x <= k).astype(jnp.int32)
     before = jnp.sum(jnp.where(jnp.arange(w) < px, per_x, 0))
     col = jnp.sum(jnp.where(jnp.arange(w)[:, None] == px, c, 0), axis=0)  # [H]
     py = jnp.sum(jnp.cumsum(col) <= k - before).astype(jnp.int32)
-    return (jnp.arange(w * w) == px * w + py) & (total > 0)
+    (chosen,) = rules._materialize((jnp.where(total > 0, px * w + py, -1),))  # see rules._materialize
+    return jnp.arange(w * w) == chosen
 
 
 def num_uniforms(params: Params = Params()) -> int:
@@ -87,7 +124,7 @@ def food_from_uniforms(u: jax.Array, board: Board, params: Params = Params()) ->
     cand = food_candidates(board)
     new = jnp.zeros_like(cand)
     for i in range(max(params.minimum_food, 1)):
-        new = new | (_pick_uniform(u[1 + i], cand & ~new) & (i < need))
+        new = new | _pick_uniform(jnp.where(i < need, u[1 + i], -1.0), cand & ~new)
     return new
 
 
@@ -166,36 +203,34 @@ def init_from_uniforms(u: jax.Array, num_snakes: int, size: int) -> Board:
     ``u[3 + s]``: snake ``s``'s food among its allowed diagonal cells.
     """
     rules.validate_size(size, num_snakes)
-    perms = jnp.asarray(_PERMUTATIONS)  # a uniform shuffle = a uniform row of all 24 orders
+    # Static tables: the 8 start points (corners 0-3, cardinals 4-7) and,
+    # for each, its allowed initial food cells (-1: not allowed).
     corners, cardinals = start_points(size)
-    corners = jnp.asarray(corners)[perms[jnp.minimum((u[0] * 24).astype(jnp.int32), 23)]]
-    cardinals = jnp.asarray(cardinals)[perms[jnp.minimum((u[1] * 24).astype(jnp.int32), 23)]]
-    corners_first = u[2] < 0.5
-    points = jnp.where(
-        corners_first, jnp.concatenate([corners, cardinals]), jnp.concatenate([cardinals, corners])
-    )[:num_snakes]
-    x, y = rules._coords(size)
-    cell = (x[None] == points[:, 0, None]) & (y[None] == points[:, 1, None])
-    body = jnp.where(cell, rules.SNAKE_START_SIZE, 0).astype(rules.body_dtype(size))
+    table = np.concatenate([corners, cardinals])
+    options = _food_options(size)
+    perms = _PERMUTATIONS  # a uniform shuffle = a uniform row of all 24 orders
+    first = jnp.asarray(perms)[jnp.minimum((u[0] * 24).astype(jnp.int32), 23)]
+    second = jnp.asarray(perms)[jnp.minimum((u[1] * 24).astype(jnp.int32), 23)] + 4
+    order = jnp.where(u[2] < 0.5, jnp.concatenate([first, second]), jnp.concatenate([second, first]))[:num_snakes]
+    points = jnp.asarray(table)[order]
+    (start,) = rules._materialize((points[:, 0] * size + points[:, 1],))  # see rules._materialize
+    cells = jnp.arange(size * size, dtype=jnp.int32)
+    body = jnp.where(cells[None] == start[:, None], rules.SNAKE_START_SIZE, 0).astype(rules.body_dtype(size))
 
     centre = (size - 1) // 2
-    food = jnp.zeros(size * size, bool)
+    food = cells == centre * size + centre
     if num_snakes <= 4 or size * size >= 11 * 11:
-        diagonals = jnp.asarray([[-1, -1], [-1, 1], [1, -1], [1, 1]], jnp.int32)
-        for s in range(num_snakes):
-            hx, hy = points[s, 0], points[s, 1]
-            px, py = hx + diagonals[:, 0], hy + diagonals[:, 1]
-            on = (px >= 0) & (px < size) & (py >= 0) & (py < size)
-            taken = food[jnp.clip(px, 0, size - 1) * size + jnp.clip(py, 0, size - 1)] & on
-            away = ((px < hx) & (hx < centre)) | ((centre < hx) & (hx < px))
-            away |= ((py < hy) & (hy < centre)) | ((centre < hy) & (hy < py))
-            corner = ((px == 0) | (px == size - 1)) & ((py == 0) | (py == size - 1))
-            ok = ~((px == centre) & (py == centre)) & ~taken & away & ~corner
-            # The fixed start points always leave a choice (checked in the tests).
-            k = jnp.minimum((u[3 + s] * jnp.sum(ok)).astype(jnp.int32), jnp.sum(ok) - 1)
-            j = jnp.argmax(jnp.cumsum(ok) > k)
-            food = food | ((x == px[j]) & (y == py[j]))
-    food = food.at[centre * size + centre].set(True)
+        # One food per snake among its options. The options of different
+        # start points never share a cell on these boards (asserted in
+        # `_food_options`), so the engine's "not already food" never bites
+        # and the snakes can choose at once.
+        opts = jnp.asarray(options)[order]  # [S, 4]
+        ok = opts >= 0
+        n_ok = jnp.sum(ok, axis=1)
+        k = jnp.minimum((u[3 : 3 + num_snakes] * n_ok).astype(jnp.int32), n_ok - 1)
+        j = jnp.argmax(jnp.cumsum(ok, axis=1) > k[:, None], axis=1)
+        (chosen,) = rules._materialize((jnp.take_along_axis(opts, j[:, None], axis=1)[:, 0],))
+        food = food | jnp.any(cells[None] == chosen[:, None], axis=0)
     return Board(
         head=points.astype(jnp.int32),
         length=jnp.full(num_snakes, rules.SNAKE_START_SIZE, jnp.int32),
