@@ -87,8 +87,14 @@ ELIMINATION_CAUSES = (
     "head-collision",
     "wall-collision",
     "hazard",
+    "unknown",
 )
-"""The engine's ``EliminatedCause`` strings (``constants.go``), indexed by cause code."""
+"""The engine's ``EliminatedCause`` strings (``constants.go``), indexed by cause code.
+
+``unknown`` (code 7) is ours: a snake absent from an API request, eliminated
+earlier for a reason the request does not say (`jaxgames.games.battlesnake.api`).
+"""
+UNKNOWN_CAUSE = 7
 
 SNAKE_MAX_HEALTH = 100
 SNAKE_START_SIZE = 3

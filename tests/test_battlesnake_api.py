@@ -1,0 +1,166 @@
+"""The official API JSON (parse, emit, errors) and exact replay of recorded games.
+
+Request bodies here are written by hand in the documented format
+(docs.battlesnake.com/api; the engine's ``client/models.go``). The recorded
+games are played by the plain-Python reference of the official rules and
+exported by this file's own exporter, not by the code under test.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import random
+
+import numpy as np
+import pytest
+
+from jaxgames.games.battlesnake import api, rules
+from tests.reference import battlesnake_reference as ref
+
+
+def _snake(sid, body, health=90):
+    pts = [{"x": x, "y": y} for x, y in body]
+    return {"id": sid, "name": sid.upper(), "latency": "12", "health": health, "body": pts, "head": pts[0],
+            "length": len(pts), "shout": "", "squad": "", "customizations": {"color": "#ff0000", "head": "default", "tail": "default"}}
+
+
+def _request(snakes, food, you, *, size=11, turn=7, hazards=()):
+    return {
+        "game": {"id": "g-1", "ruleset": {"name": "standard", "version": "v1.2.3", "settings": {"foodSpawnChance": 15, "minimumFood": 1, "hazardDamagePerTurn": 0}},
+                 "map": "standard", "timeout": 500, "source": "league"},
+        "turn": turn,
+        "board": {"height": size, "width": size, "snakes": snakes, "food": [{"x": x, "y": y} for x, y in food],
+                  "hazards": [{"x": x, "y": y} for x, y in hazards]},
+        "you": copy.deepcopy(snakes[you]),
+    }
+
+
+REQUEST = _request(
+    [
+        _snake("alpha", [(1, 1), (1, 2), (1, 3), (1, 3)], 100),
+        _snake("beta", [(5, 5), (6, 5), (7, 5)], 54),
+        _snake("gamma", [(9, 0), (9, 1), (8, 1), (8, 2)], 3),
+    ],
+    food=[(5, 6), (0, 0)],
+    you=1,
+)
+
+
+def test_parse_request():
+    r = api.parse_request(json.dumps(REQUEST))
+    assert r.ids == ("alpha", "beta", "gamma") and r.you == 1 and r.turn == 7
+    assert [rules.body_list(r.board, i) for i in range(3)] == [
+        [(1, 1), (1, 2), (1, 3), (1, 3)], [(5, 5), (6, 5), (7, 5)], [(9, 0), (9, 1), (8, 1), (8, 2)]]
+    assert r.board.health.tolist() == [100, 54, 3] and r.board.length.tolist() == [4, 3, 4]
+    food = np.asarray(r.board.food).reshape(11, 11)
+    assert food[5, 6] and food[0, 0] and food.sum() == 2
+    assert bool(r.board.alive.all())
+
+
+def test_parse_pads_and_keeps_ids():
+    r = api.parse_request(REQUEST, num_snakes=4, ids=["gamma", "x", "beta", "alpha"])
+    assert r.ids == ("gamma", "x", "beta", "alpha", "")[:4] and r.you == 2
+    assert r.board.alive.tolist() == [True, False, True, True]
+    assert rules.ELIMINATION_CAUSES[int(r.board.eliminated_cause[1])] == "unknown"
+
+
+def test_round_trip_to_request():
+    r = api.parse_request(REQUEST)
+    out = api.to_request(r.board, 2, r.ids, game=r.game)
+    assert out["you"]["id"] == "gamma" and out["turn"] == 7
+    assert out["board"]["snakes"][0]["body"] == REQUEST["board"]["snakes"][0]["body"]
+    assert sorted((p["x"], p["y"]) for p in out["board"]["food"]) == [(0, 0), (5, 6)]
+    again = api.parse_request(out)
+    for a, b in zip(again.board.body, r.board.body):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+
+
+def _broken(path, value=None, delete=False):
+    req = copy.deepcopy(REQUEST)
+    obj = req
+    for k in path[:-1]:
+        obj = obj[k]
+    if delete:
+        del obj[path[-1]]
+    else:
+        obj[path[-1]] = value
+    return req
+
+
+@pytest.mark.parametrize(
+    "req, match",
+    [
+        (_broken(["board"], delete=True), "missing the field 'board'"),
+        (_broken(["you"], delete=True), "missing the field 'you'"),
+        (_broken(["board", "snakes", 0, "health"], delete=True), "health"),
+        (_broken(["board", "snakes", 1, "body", 2], {"x": 11, "y": 5}), "off the"),
+        (_broken(["board", "snakes", 1, "body", 1], {"x": 7, "y": 7}), "contiguous"),
+        (_broken(["board", "snakes", 1, "body"], []), "empty body"),
+        (_broken(["board", "snakes", 1, "id"], "alpha"), "duplicate"),
+        (_broken(["board", "height"], 9), "square"),
+        (_broken(["board", "food", 0], {"x": "a", "y": 1}), "integer"),
+        (_broken(["board", "snakes", 1, "head"], {"x": 6, "y": 5}), "head"),
+        (_broken(["board", "snakes", 1, "length"], 4), "length"),
+        ("{not json", "valid JSON"),
+    ],
+)
+def test_malformed_requests_raise(req, match):
+    with pytest.raises(ValueError, match=match):
+        api.parse_request(req)
+
+
+def test_apply_turn_checks_moves():
+    r = api.parse_request(REQUEST)
+    moves = {"alpha": "right", "beta": "up", "gamma": "left"}
+    b = api.apply_turn(r.board, moves, [], r.ids)
+    assert rules.body_list(b, 1) == [(5, 6), (5, 5), (6, 5), (6, 5)] and int(b.health[1]) == 100  # beta ate (5, 6)
+    with pytest.raises(ValueError, match="not one of"):
+        api.apply_turn(r.board, dict(moves, beta="north"), [], r.ids)
+    with pytest.raises(ValueError, match="no move"):
+        api.apply_turn(r.board, {"alpha": "up"}, [], r.ids)
+    with pytest.raises(ValueError, match="off the"):
+        api.apply_turn(r.board, moves, [(11, 0)], r.ids)
+
+
+def _export(b: ref.Board, ids):
+    """An API frame of a reference board (the engine's CLI export: you = the first snake)."""
+    snakes = [_snake(ids[i], s.body, s.health) for i, s in enumerate(b.snakes) if s.alive]
+    req = _request(snakes or [_snake(ids[0], b.snakes[0].body, b.snakes[0].health)], b.food, 0, size=b.size, turn=b.turn)
+    if not snakes:
+        req["board"]["snakes"] = []
+    return req
+
+
+def test_replay_reference_games_exactly():
+    rng = random.Random(7)
+    ids = ["s0", "s1", "s2", "s3"]
+    for _ in range(12):
+        b = ref.start_board(11, 4, rng)
+        frames, boards = [_export(b, ids)], [b]
+        while not ref.game_over(b):
+            moves = [ref.random_legal_move(s, rng) if s.alive else "up" for s in b.snakes]
+            b = ref.random_step(b, moves, rng)
+            frames.append(_export(b, ids))
+            boards.append(b)
+        replayed = api.replay(frames)
+        assert len(replayed) == len(boards)
+        for got, want in zip(replayed, boards):
+            assert int(got.turn) == want.turn
+            for i, s in enumerate(want.snakes):
+                assert bool(got.alive[i]) == s.alive
+                if s.alive:
+                    assert rules.body_list(got, i) == s.body and int(got.health[i]) == s.health
+            food = {tuple(int(v) for v in p) for p in np.argwhere(np.asarray(got.food).reshape(11, 11))}
+            assert food == set(want.food)
+
+
+def test_replay_rejects_an_impossible_game():
+    rng = random.Random(1)
+    b = ref.start_board(11, 2, rng)
+    f0 = _export(b, ["a", "b"])
+    f1 = _export(ref.step(b, ["up", "up"], []), ["a", "b"])
+    assert f1["board"]["snakes"][0]["health"] == 99
+    f1["board"]["snakes"][0]["health"] = 100  # no health lost: not the standard rules
+    with pytest.raises(ValueError, match="not reachable"):
+        api.replay([f0, f1])
