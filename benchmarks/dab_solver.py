@@ -14,7 +14,7 @@ Measures, in one run (figures in ``benchmarks/README_dab_solver.md``):
    (search nodes) per second, depth reached, slowest decision.
 
 Run ``python benchmarks/dab_solver.py`` (about 3 minutes on 2 CPU cores);
-``big=false`` skips 2x5, ``variant_limit=SECONDS`` bounds each minimax search.
+``big=false`` skips 2x5, ``huge=true`` adds 3x4, ``variant_limit=SECONDS`` bounds each minimax search.
 """
 
 from __future__ import annotations
@@ -41,6 +41,7 @@ class Config:
     Attributes:
         boards: retrograde boards ``RxC``.
         big: also solve 2x5 (27 edges, 134 M edge sets, ~0.2 GB).
+        huge: also solve 3x4 (31 edges, 2.1 G edge sets, ~2.5 GB, ~75 s on 2 cores).
         variant_boards: boards for the minimax variants.
         variant_limit: seconds per minimax search.
         agent_positions: 5x5 positions timed for the alpha-beta agent.
@@ -48,6 +49,7 @@ class Config:
 
     boards: tuple[str, ...] = ("2x2", "2x3", "3x2", "2x4", "3x3")
     big: bool = True
+    huge: bool = False
     variant_boards: tuple[str, ...] = ("2x3", "3x3")
     variant_limit: float = 60.0
     agent_positions: int = 40
@@ -90,9 +92,9 @@ def main(argv=None):
     print("## Retrograde solver\n")
     print("| board | edges | edge sets | value | first call (s) | second call (s) | edge sets/s |")
     print("|---|---:|---:|---:|---:|---:|---:|")
-    boards = [_size(b) for b in cfg.boards] + ([(2, 5)] if cfg.big else [])
+    boards = [_size(b) for b in cfg.boards] + ([(2, 5)] if cfg.big else []) + ([(3, 4)] if cfg.huge else [])
     for R, C in boards:
-        sol = solver.solve(R, C)
+        sol = solver.solve(R, C, chunk_size=1 << 20 if R * C > 10 else 1 << 18)
         first = sol.seconds
         second = solver.solve(R, C).seconds if R * C <= 9 else float("nan")
         best = second if second == second else first

@@ -125,3 +125,11 @@ def test_value_matches_openspiel_alpha_beta():
         game = pyspiel.load_game(f"dots_and_boxes(num_rows={R},num_cols={C},utility_margin=true)")
         value, _ = os_minimax.alpha_beta_search(game, maximizing_player_id=0)
         assert solver.solve(R, C).value(0) == value
+
+
+def test_two_dimensional_table_path(monkeypatch):
+    """Boards over 30 edges store the table as [2^(E-30), 2^30]; the same code on 2x2 with a 5-bit split."""
+    flat = solver.solve(2, 2).values
+    monkeypatch.setattr(solver, "LOW_BITS", 5)
+    split = solver.solve(2, 2, chunk_size=100)  # another chunk size: a fresh trace with the patched split
+    np.testing.assert_array_equal(split.values, flat)

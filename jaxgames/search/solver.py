@@ -24,8 +24,9 @@ static bit masks of each box's four sides: box ``b`` is complete in ``s``
 iff ``s & mask_b == mask_b``.
 
 The table is int8 (values lie in ``[-num_boxes, num_boxes]``): ``2**E`` bytes.
-1x1..2x2: instant; 3x3 (24 edges): 16.8 MB; 2x5 (27 edges): 134 MB; 3x4
-(31 edges): 2.1 GB (GPU machine). 4x4 (40 edges) would need 1.1 TB: refused.
+1x1..2x2: instant; 3x3 (24 edges): 16.8 MB, ~1 s; 2x5 (27 edges): 134 MB,
+~8 s; 3x4 (31 edges): 2.1 GB, ~75 s on 2 CPU cores (value 0: a draw). 4x4
+(40 edges) would need 1.1 TB: refused with a ValueError.
 """
 
 from __future__ import annotations
@@ -128,12 +129,25 @@ def _tables(num_rows: int, num_cols: int) -> _Tables:
     return _Tables(g.num_edges, m.astype(np.int32), np.minimum(binom, np.iinfo(np.int32).max).astype(np.int32))
 
 
+LOW_BITS = 30
+"""The value table is stored as ``[2**(E - 30), 2**30]`` when ``E > 30``, so that no
+array axis reaches 2**31 entries (JAX indexes an axis with int32)."""
+
+
+def _split(values_shape, idx):
+    """(row, column) of flat indices ``idx`` in a table of shape ``values_shape``."""
+    if len(values_shape) == 1:
+        return (idx,)
+    return (jnp.right_shift(idx, LOW_BITS), idx & ((1 << LOW_BITS) - 1))
+
+
 def child_values(tables_masks: jax.Array, values: jax.Array, s: jax.Array) -> jax.Array:
     """Values of every move from edge sets ``s`` (the recursion above), int32 ``[N, E]``.
 
     Args:
         tables_masks: int32 ``[E, 2]``: bit masks of the boxes beside each edge (0: no box).
-        values: int8 ``[2**E]``: the value table (children must be filled).
+        values: int8 ``[2**E]``, or ``[2**(E - 30), 2**30]`` for ``E > 30``: the
+            value table (children must be filled).
         s: int32 ``[N]``: edge sets.
 
     Returns:
@@ -144,7 +158,7 @@ def child_values(tables_masks: jax.Array, values: jax.Array, s: jax.Array) -> ja
     bits = jnp.left_shift(jnp.int32(1), jnp.arange(E, dtype=jnp.int32))  # [E]
     child = s[:, None] | bits[None, :]  # [N, E]
     legal = (s[:, None] & bits[None, :]) == 0
-    v = values[child].astype(jnp.int32)
+    v = values[_split(values.shape, child)].astype(jnp.int32)
     m0, m1 = tables_masks[:, 0], tables_masks[:, 1]
     g = ((m0 != 0) & ((child & m0) == m0)).astype(jnp.int32) + ((m1 != 0) & ((child & m1) == m1)).astype(jnp.int32)
     cand = jnp.where(g > 0, g + v, -v)
@@ -178,7 +192,7 @@ def _level_kernel(num_rows: int, num_cols: int, chunk_size: int) -> Callable:
         rank = jnp.minimum(start + jnp.arange(chunk_size, dtype=jnp.int32), count - 1)  # pad: repeat the last
         s = _unrank(binom, t.E, k, rank)
         best = jnp.max(child_values(masks, values, s), axis=1)
-        return values.at[s].set(best.astype(jnp.int8))
+        return values.at[_split(values.shape, s)].set(best.astype(jnp.int8))
 
     return jax.jit(kernel, donate_argnums=0)
 
@@ -315,12 +329,13 @@ def solve(
     chunk = int(min(chunk_size, max(math.comb(E, E // 2), 1)))
     kernel = _level_kernel(R, C, chunk)
     start_time = time.perf_counter()
-    values = jnp.zeros(1 << E, jnp.int8)  # V(full board) = 0; every other entry is overwritten
+    shape = (1 << E,) if E <= LOW_BITS else (1 << (E - LOW_BITS), 1 << LOW_BITS)
+    values = jnp.zeros(shape, jnp.int8)  # V(full board) = 0; every other entry is overwritten
     for k in range(E - 1, -1, -1):
         count = math.comb(E, k)
         for start in range(0, count, chunk):
             values = kernel(values, jnp.int32(k), jnp.int32(start), jnp.int32(count))
         if progress:
             print(f"level {k:2d}: {count:>12,d} edge sets, {time.perf_counter() - start_time:8.2f} s", flush=True)
-    host = np.asarray(jax.device_get(values))
+    host = np.asarray(jax.device_get(values)).reshape(-1)
     return Solution(R, C, host, time.perf_counter() - start_time)
