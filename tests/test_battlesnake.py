@@ -442,3 +442,21 @@ def test_learn_to_walk_health_loss():
     assert s.board.health.tolist() == [1, 1] and bool(s.board.alive.all())
     s = step(s, jnp.array([cycle[11 % 4]] * 2))
     assert [cause(s.board, 0), cause(s.board, 1)] == ["out-of-health"] * 2 and bool(s.terminated)
+
+
+def test_render_ascii_and_pictures(tmp_path):
+    from jaxgames.games.battlesnake.render import save_game
+
+    env = Battlesnake(board_size=7, num_snakes=2, observation="none")
+    s = env.init(jax.random.key(0))
+    boards = [s.board]
+    step = jax.jit(env.step)
+    for t in range(3):
+        s = step(s, jnp.array([UP, DOWN]) if t == 0 else jnp.array([RIGHT, LEFT]), jax.random.key(t))
+        boards.append(s.board)
+    text = to_ascii(boards[-1])
+    assert text.startswith("turn 3") and text.count("\n") == 7 + 2
+    gif = save_game(boards, str(tmp_path / "game.gif"))
+    assert (tmp_path / "game.gif").stat().st_size > 1000 and gif.endswith(".gif")
+    save_game(boards[:2], str(tmp_path / "frames"))
+    assert sorted(p.name for p in (tmp_path / "frames").iterdir()) == ["frame_0000.png", "frame_0001.png"]

@@ -66,7 +66,8 @@ def egocentric(
 
     Returns:
         float32 ``[S, 2H-1, 2W-1, 3]`` (module docstring). An eliminated
-        snake's view is centred on its frozen head.
+        snake's view is centred on its frozen head (which may be one cell
+        off the board).
     """
     size = board.size
     dh, db, dfood = default_multipliers(size)
@@ -81,13 +82,15 @@ def egocentric(
     body = jnp.sum(jnp.where(alive[:, None], board.body.astype(jnp.float32), 0.0), axis=0) * mb
     flat = [head_present, head_len, body, board.food.astype(jnp.float32)]
     layers = jnp.stack([_image(g, size) for g in flat], -1)
-    pad = size - 1
+    # Pad by `size` (not size - 1) so that a head one cell off the board (a
+    # snake eliminated by a wall) still gets an exact view.
+    pad = size
     padded = jnp.pad(layers, ((pad, pad), (pad, pad), (0, 0)))
     padded = padded.at[..., 2].set(jnp.pad(layers[..., 2], pad, constant_values=1.0))
 
     def view(head, length, health):
-        top = (size - 1) - head[1]
-        left = head[0]
+        top = size - head[1]
+        left = head[0] + 1
         w = jax.lax.dynamic_slice(padded, (top, left, 0), (2 * size - 1, 2 * size - 1, 4))
         heads = w[..., 0] * (w[..., 1] - length.astype(jnp.float32) + 0.5) * mh
         food = w[..., 3] * (101.0 - health.astype(jnp.float32)) * mf
