@@ -58,6 +58,21 @@ def test_host_path_agrees_and_times(env11):
     assert np.all(res.max_move_seconds[:, 0] > 0) and np.all(res.max_move_seconds[:, 1] == 0)
 
 
+def test_jax_and_host_paths_agree_2x2():
+    """Deterministic agents: the one-loop JAX path and the host loop play the same games."""
+    env = jaxgames.make("dots_and_boxes", num_rows=2, num_cols=2, utility_margin=True)
+    jax_res = arena.play_match(env, FirstLegalAgent(), FirstLegalAgent("first_b"), 2, jax.random.key(0))
+    host_res = arena.play_match(env, HostFirst(), FirstLegalAgent("first_b"), 2, jax.random.key(0))
+    np.testing.assert_array_equal(jax_res.outcome, host_res.outcome)
+    np.testing.assert_array_equal(jax_res.returns, host_res.returns)
+    # By hand: edges are drawn in order 0..11. Moves 0-6 alternate P0, P1, ... (no box
+    # completes); 7 (P1) completes the top-left box, 8 (P1) the top-right, 9 (P1) completes
+    # nothing, so P0 plays 10 (bottom-left) and 11 (bottom-right): 2-2, a draw.
+    np.testing.assert_array_equal(jax_res.outcome, [0, 0])
+    np.testing.assert_array_equal(jax_res.returns, np.zeros((2, 2)))
+    np.testing.assert_array_equal(jax_res.length, [12, 12])
+
+
 def test_timeouts_and_illegal_moves(env11):
     res = arena.play_match(env11, FirstLegalAgent(), RandomAgent(), 4, jax.random.key(2), max_steps=3)
     assert res.timeouts == 4

@@ -37,7 +37,12 @@ class GreedyAgent(JaxAgent):
     name = "greedy"
 
     def policy(self, env, state, key):
-        """int32 ``[]``: the greedy move for one `DotsAndBoxesState`."""
+        """int32 ``[]``: the greedy move for one `DotsAndBoxesState`.
+
+        Raises:
+            ValueError: ``env`` is not Dots-and-Boxes (checked at trace time).
+        """
+        _check_env(env)
         g = env.geometry
         nb = jnp.asarray(g.edge_boxes)  # [E, 2], -1 border
         sides = jnp.where(nb >= 0, state.board.box_sides[jnp.maximum(nb, 0)].astype(jnp.int32), -1)

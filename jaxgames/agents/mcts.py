@@ -36,7 +36,13 @@ class MCTSAgent(JaxAgent):
         return self.batched_policy(env)(batched, key[None])[0]
 
     def batched_policy(self, env):
-        """``(states [B], keys [B]) -> actions [B]``: one mctx search over the batch."""
+        """``(states [B], keys [B]) -> actions [B]``: one mctx search over the batch.
+
+        Raises:
+            ValueError: a simultaneous or non-two-player game.
+        """
+        if getattr(env, "simultaneous", False) or getattr(env, "num_players", 2) != 2:
+            raise ValueError(f"MCTS here searches two-player sequential games; got {env!r}")
 
         def run(states, keys):
             out = mcts.search(env, states, keys[0], num_simulations=self.num_simulations, pb_c_init=self.pb_c_init)
