@@ -1,8 +1,13 @@
 """Agents with one interface (`base.Agent`), for the arena and tournaments.
 
-`simple` (random, first legal action: any game), and for Dots-and-Boxes
-`greedy`, `alphabeta`, `mcts`, `perfect` (exact solver). Heavy modules are
-imported on demand.
+Modules: `base` (the interface: `JaxAgent` for pure JAX policies, batched
+by vmap; `HostAgent` for Python policies), `simple` (random, first legal
+action: any sequential game), `dots_and_boxes` (greedy, depth-limited
+alpha-beta, the exact solver as a perfect player), `mcts` (pure MCTS with
+random rollouts on mctx). The last two are imported on demand:
+
+    >>> from jaxgames.agents.dots_and_boxes import AlphaBetaAgent, GreedyAgent, PerfectAgent
+    >>> from jaxgames.agents.mcts import MCTSAgent
 """
 
 from jaxgames.agents.base import Agent, HostAgent, JaxAgent
