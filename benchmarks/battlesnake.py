@@ -44,7 +44,7 @@ class Config:
     steps_per_call: int = 64  # turns per jitted call (a lax.scan)
     seconds: float = 4.0  # measuring time per batch size
     reference_seconds: float = 4.0
-    pool_size: int = 4096  # start boards to restart finished games from
+    reset_every: int = 2  # finished games restart every this many turns
     seed: int = 0
     out_dir: str = "results/benchmarks/battlesnake"
 
@@ -79,36 +79,49 @@ def random_moves(u, board):
 
 
 def make_run(cfg: Config):
-    """``init(keys) -> boards`` and ``run(boards, pool, key) -> (boards, games finished)``, jitted.
+    """``init(keys) -> boards`` and ``run(boards, key) -> (boards, steps played, games finished)``, jitted.
 
     All the random numbers of a turn come from one ``uniform`` call for the
-    whole batch (per-game key splitting costs more than the rules). A
-    finished game restarts from a start board drawn uniformly from ``pool``,
-    boards made by `spawn.init_board` (11x11 with 4 snakes has only 768
-    distinct start boards: 2 groups x 24 orders x 2^4 food cells).
+    whole batch (per-game key splitting costs more than the rules). Every
+    ``reset_every`` turns, each finished game restarts from a fresh standard
+    start board (`spawn.init_from_uniforms`); in between, finished games wait
+    (a no-op that is not counted). Only turns actually played are counted.
     """
     params = Params()
     s = cfg.num_snakes
     nf = spawn.num_uniforms(params)
+    r = cfg.reset_every
+    if cfg.steps_per_call % r:
+        raise ValueError(f"steps_per_call={cfg.steps_per_call} must be a multiple of reset_every={r}")
 
     def one_turn(board, u):
+        played = ~rules.is_game_over(board)
         moves = random_moves(u[:s], board)
         resolved = rules.resolve(board, moves, params)
         nxt = rules.finish_turn(resolved, spawn.food_from_uniforms(u[s : s + nf], resolved.board, params))
-        over = rules.is_game_over(nxt)
-        fresh = spawn.init_from_uniforms(u[s + nf :], s, cfg.board_size)
-        return jax.tree.map(lambda a, b: jnp.where(over, a, b), fresh, nxt), over
+        return nxt, played
 
-    def run(boards, pool, key):
+    def reset(board, u):
+        over = rules.is_game_over(board)
+        fresh = spawn.init_from_uniforms(u, s, cfg.board_size)
+        return jax.tree.map(lambda a, b: jnp.where(over, a, b), fresh, board), over
+
+    def run(boards, key):
         batch = boards.turn.shape[0]
 
-        def body(boards, k):
-            u = jax.random.uniform(k, (batch, s + nf + 3 + s))
-            boards, over = jax.vmap(one_turn)(boards, u)
-            return boards, jnp.sum(over)
+        def turn(boards, k):
+            u = jax.random.uniform(k, (batch, s + nf))
+            boards, played = jax.vmap(one_turn)(boards, u)
+            return boards, jnp.sum(played)
 
-        boards, games = jax.lax.scan(body, boards, jax.random.split(key, cfg.steps_per_call))
-        return boards, jnp.sum(games)
+        def block(boards, k):
+            k_turns, k_reset = jax.random.split(k)
+            boards, played = jax.lax.scan(turn, boards, jax.random.split(k_turns, r))
+            boards, over = jax.vmap(reset)(boards, jax.random.uniform(k_reset, (batch, 3 + s)))
+            return boards, (jnp.sum(played), jnp.sum(over))
+
+        boards, (played, games) = jax.lax.scan(block, boards, jax.random.split(key, cfg.steps_per_call // r))
+        return boards, jnp.sum(played), jnp.sum(games)
 
     init = jax.jit(jax.vmap(lambda k: spawn.init_board(k, cfg.num_snakes, cfg.board_size)))
     return init, jax.jit(run, donate_argnums=0)
@@ -117,20 +130,18 @@ def make_run(cfg: Config):
 def bench_jax(cfg: Config, batch: int) -> dict:
     init, run = make_run(cfg)
     key = jax.random.key(cfg.seed)
-    pool = init(jax.random.split(jax.random.key(cfg.seed + 1), cfg.pool_size))
     boards = init(jax.random.split(key, batch))
     t0 = time.perf_counter()
-    boards, _ = run(boards, pool, key)
+    boards, _, _ = run(boards, key)
     jax.block_until_ready(boards)
     compile_s = time.perf_counter() - t0
-    calls, games, t0, c0 = 0, 0, time.perf_counter(), time.process_time()
+    steps, games, t0, c0 = 0, 0, time.perf_counter(), time.process_time()
     while time.perf_counter() - t0 < cfg.seconds:
         key, sub = jax.random.split(key)
-        boards, g = run(boards, pool, sub)
-        games += int(g)  # also blocks
-        calls += 1
+        boards, played, g = run(boards, sub)
+        steps += int(played)  # also blocks
+        games += int(g)
     dt, cpu = time.perf_counter() - t0, time.process_time() - c0
-    steps = calls * cfg.steps_per_call * batch
     return dict(batch=batch, steps=steps, seconds=dt, cpu_seconds=cpu, steps_per_s=steps / dt,
                 steps_per_cpu_s=steps / cpu, games_finished=games,
                 mean_game_length=steps / max(games, 1), first_call_s=compile_s)
