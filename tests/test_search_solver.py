@@ -117,13 +117,17 @@ def test_bad_input_reports_memory():
 
 
 def test_value_matches_openspiel_alpha_beta():
-    """OpenSpiel's own alpha-beta (utility_margin: returns are the box margin) on 1x1 and 1x2."""
+    """OpenSpiel's own alpha-beta (utility_margin: returns are the box margin) on 1x1, 1x2, 2x2.
+
+    2x2 gives +2 for the first player: optimal play ends 3-1 (about 2 s).
+    """
     pyspiel = pytest.importorskip("pyspiel")
     from open_spiel.python.algorithms import minimax as os_minimax
 
-    for R, C in [(1, 1), (1, 2)]:
+    for R, C, expected in [(1, 1, -1), (1, 2, 0), (2, 2, 2)]:
         game = pyspiel.load_game(f"dots_and_boxes(num_rows={R},num_cols={C},utility_margin=true)")
         value, _ = os_minimax.alpha_beta_search(game, maximizing_player_id=0)
+        assert value == expected
         assert solver.solve(R, C).value(0) == value
 
 
