@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 
+import jax.numpy as jnp
 import numpy as np
 import pytest
 
@@ -137,3 +138,16 @@ def test_two_dimensional_table_path(monkeypatch):
     monkeypatch.setattr(solver, "LOW_BITS", 5)
     split = solver.solve(2, 2, chunk_size=100)  # another chunk size: a fresh trace with the patched split
     np.testing.assert_array_equal(split.values, flat)
+
+
+def test_batch_action_values_and_single_compile():
+    sol = solver.solve(2, 3, chunk_size=4096)
+    # One compiled kernel serves every level of the solve.
+    assert solver._level_kernel(2, 3, 4096)._cache_size() == 1
+    rng = np.random.default_rng(3)
+    edges = rng.random((5, sol.num_edges)) < 0.5
+    batch = np.asarray(sol.batch_action_values(jnp.asarray(edges)))
+    for row, e in zip(batch, edges):
+        np.testing.assert_array_equal(row, sol.action_values(e))
+    with pytest.raises(ValueError, match="17 edges"):
+        sol.batch_action_values(jnp.zeros((2, 5), bool))

@@ -277,6 +277,31 @@ class Solution:
             out[e] = g + v if g else -v
         return out
 
+    def batch_action_values(self, edges: jax.Array) -> jax.Array:
+        """Exact move values of many positions at once, in JAX (jittable; e.g. learning targets).
+
+        Args:
+            edges: bool ``[..., E]``: drawn edges (``state.board.edges`` of a batch).
+
+        Returns:
+            int32 ``[..., E]``: ``g + V(child)`` or ``-V(child)`` per move,
+            `ILLEGAL` where the edge is drawn; the row maximum is the value.
+
+        Raises:
+            ValueError: the last axis is not ``E`` (checked before tracing).
+        """
+        if edges.shape[-1:] != (self.num_edges,):
+            raise ValueError(f"edges must end with {self.num_edges} edges; got shape {edges.shape}")
+        if self.num_edges > LOW_BITS:
+            raise ValueError(f"batch_action_values supports boards of at most {LOW_BITS} edges")
+        bits = jnp.left_shift(jnp.int32(1), jnp.arange(self.num_edges, dtype=jnp.int32))
+        s = jnp.sum(jnp.where(edges, bits, 0), axis=-1, dtype=jnp.int32)
+        table = self.__dict__.get("_device_values")
+        if table is None:
+            table = self.__dict__["_device_values"] = jnp.asarray(self.values)
+        out = child_values(jnp.asarray(self._masks), table, s.reshape(-1))
+        return out.reshape(edges.shape)
+
     def optimal_actions(self, position) -> list[int]:
         """The edges that achieve the value, ascending (empty when the game is over)."""
         av = self.action_values(position)
