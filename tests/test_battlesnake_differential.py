@@ -140,6 +140,17 @@ def test_differential_11x11_four_snakes():
         assert causes[c] > 0, causes
 
 
+def test_differential_19x19_eight_snakes():
+    """Eight snakes (corners and cardinal points mixed) on 19x19: int16 body grids."""
+    causes = _replay_all(_record(8, 19, 200, seed=5), min_games_over=0.2)
+    assert causes["snake-collision"] > 0 and causes["head-collision"] > 0, causes
+
+
+def test_differential_solo_7x7():
+    """One snake: the game ends when it is eliminated (``GameOverSolo``)."""
+    _replay_all(_record(1, 7, 300, seed=6), min_games_over=0.9)
+
+
 def test_differential_11x11_hazards_learn_to_walk():
     """Random hazard cells (some doubled) with damage 14, and health lost 9 per turn."""
     n = 500
