@@ -85,3 +85,25 @@ def test_off_board_and_unknown_path(server):
     status, answer = _call(server, "POST", "/move", req)
     assert status == 400 and "off the" in answer["error"]
     assert _call(server, "POST", "/nowhere", REQUEST)[0] == 404
+
+
+def test_end_without_living_snakes(server):
+    req = copy.deepcopy(REQUEST)
+    req["board"]["snakes"] = []
+    assert _call(server, "POST", "/end", req) == (200, {})
+    status, answer = _call(server, "POST", "/move", req)
+    assert status == 400 and "you" in answer["error"]
+
+
+def test_q_policy_plays_the_best_relative_action():
+    import jax.numpy as jnp
+
+    from jaxgames.games.battlesnake.server import q_policy
+
+    # A Q-function preferring "turn right" (relative action 2).
+    srv = BattlesnakeServer(q_policy(lambda view: jnp.array([0.1, 0.2, 0.9])), port=0, warmup_sizes=())
+    try:
+        # beta's head (5, 5), neck (6, 5): it faces left, so turning right is "up".
+        assert srv.move(REQUEST)["move"] == "up"
+    finally:
+        srv.httpd.server_close()
