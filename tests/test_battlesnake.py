@@ -460,3 +460,17 @@ def test_render_ascii_and_pictures(tmp_path):
     assert (tmp_path / "game.gif").stat().st_size > 1000 and gif.endswith(".gif")
     save_game(boards[:2], str(tmp_path / "frames"))
     assert sorted(p.name for p in (tmp_path / "frames").iterdir()) == ["frame_0000.png", "frame_0001.png"]
+
+
+@pytest.mark.parametrize("size, num_snakes", [(7, 8), (25, 3)])
+def test_env_other_sizes(size, num_snakes):
+    env = Battlesnake(board_size=size, num_snakes=num_snakes)
+    s = jax.jit(env.init)(jax.random.key(1))
+    assert s.observation.shape == (num_snakes, 2 * size - 1, 2 * size - 1, 3)
+    food = int(s.board.food.sum())
+    # PlaceFoodFixed: per-snake food unless the board is under 11x11 with more than 4 snakes.
+    assert food == (1 if size < 11 and num_snakes > 4 else num_snakes + 1)
+    step = jax.jit(env.step)
+    for t in range(2):
+        s = step(s, jnp.argmax(s.legal_action_mask, axis=1).astype(jnp.int32), jax.random.key(t))
+    assert int(s.board.turn) == 2 or bool(s.terminated)

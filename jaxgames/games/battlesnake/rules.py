@@ -225,12 +225,20 @@ def _at(grid: jax.Array, xy: jax.Array) -> tuple[jax.Array, jax.Array]:
     return jnp.take_along_axis(grid, flat, axis=-1), on
 
 
-def _materialize(values):
-    """Each int32 array of a tuple, passed through a (trivial) max-reduction.
+def materialize(values: tuple) -> tuple:
+    """The same int32 arrays, each passed through a trivial max-reduction (a speed device).
 
-    A reduction is computed once and stored; XLA would otherwise fuse the
-    chain of cheap operations producing a per-snake value into every
-    per-cell loop that broadcasts it, and redo it for each cell.
+    A reduction is computed once and stored; XLA's CPU backend would
+    otherwise fuse the chain of cheap operations producing a per-snake value
+    into every per-cell loop that broadcasts it, and redo it for each cell
+    (measured: resolve 10x slower). ``jax.lax.optimization_barrier`` does not
+    prevent that fusion on CPU.
+
+    Args:
+        values: tuple of int32 arrays.
+
+    Returns:
+        A tuple of equal arrays.
     """
     low = jnp.iinfo(jnp.int32).min
     return tuple(jnp.max(jnp.stack([v, jnp.full_like(v, low)]), axis=0) for v in values)
@@ -373,7 +381,7 @@ def resolve(board: Board, moves: jax.Array, params: Params = Params()) -> Resolv
     # XLA computes once: otherwise it fuses their whole chain of cheap scalar
     # operations into the per-cell loop and redoes it for every cell.
     head_flat = jnp.where(active & on_board, new_head[:, 0] * size + new_head[:, 1], -1)
-    head_flat, grow, value, keep = _materialize(
+    head_flat, grow, value, keep = materialize(
         (head_flat, eats.astype(jnp.int32), length, (~active).astype(jnp.int32))
     )
     head_cell = jnp.arange(size * size, dtype=jnp.int32)[None] == head_flat[:, None]  # [S, cells]

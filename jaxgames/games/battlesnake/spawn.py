@@ -76,7 +76,7 @@ def food_candidates(board: Board) -> jax.Array:
     nothing.
     """
     x, y = rules._coords(board.size)
-    alive, hx, hy = rules._materialize((board.alive.astype(jnp.int32), board.head[:, 0], board.head[:, 1]))
+    alive, hx, hy = rules.materialize((board.alive.astype(jnp.int32), board.head[:, 0], board.head[:, 1]))
     alive = alive[:, None] > 0
     occupied = jnp.any((board.body > 0) & alive, axis=0)
     dist = jnp.abs(x[None] - hx[:, None]) + jnp.abs(y[None] - hy[:, None])
@@ -102,7 +102,7 @@ def _pick_uniform(u: jax.Array, cand: jax.Array) -> jax.Array:
     before = jnp.sum(jnp.where(jnp.arange(w) < px, per_x, 0))
     col = jnp.sum(jnp.where(jnp.arange(w)[:, None] == px, c, 0), axis=0)  # [H]
     py = jnp.sum(jnp.cumsum(col) <= k - before).astype(jnp.int32)
-    (chosen,) = rules._materialize((jnp.where(total > 0, px * w + py, -1),))  # see rules._materialize
+    (chosen,) = rules.materialize((jnp.where(total > 0, px * w + py, -1),))  # see rules.materialize
     return jnp.arange(w * w) == chosen
 
 
@@ -213,7 +213,7 @@ def init_from_uniforms(u: jax.Array, num_snakes: int, size: int) -> Board:
     second = jnp.asarray(perms)[jnp.minimum((u[1] * 24).astype(jnp.int32), 23)] + 4
     order = jnp.where(u[2] < 0.5, jnp.concatenate([first, second]), jnp.concatenate([second, first]))[:num_snakes]
     points = jnp.asarray(table)[order]
-    (start,) = rules._materialize((points[:, 0] * size + points[:, 1],))  # see rules._materialize
+    (start,) = rules.materialize((points[:, 0] * size + points[:, 1],))  # see rules.materialize
     cells = jnp.arange(size * size, dtype=jnp.int32)
     body = jnp.where(cells[None] == start[:, None], rules.SNAKE_START_SIZE, 0).astype(rules.body_dtype(size))
 
@@ -229,7 +229,7 @@ def init_from_uniforms(u: jax.Array, num_snakes: int, size: int) -> Board:
         n_ok = jnp.sum(ok, axis=1)
         k = jnp.minimum((u[3 : 3 + num_snakes] * n_ok).astype(jnp.int32), n_ok - 1)
         j = jnp.argmax(jnp.cumsum(ok, axis=1) > k[:, None], axis=1)
-        (chosen,) = rules._materialize((jnp.take_along_axis(opts, j[:, None], axis=1)[:, 0],))
+        (chosen,) = rules.materialize((jnp.take_along_axis(opts, j[:, None], axis=1)[:, 0],))
         food = food | jnp.any(cells[None] == chosen[:, None], axis=0)
     return Board(
         head=points.astype(jnp.int32),
