@@ -29,6 +29,9 @@ from jaxgames.games.battlesnake.rules import Board, Params
 MOVE_CODES = {name: code for code, name in enumerate(rules.MOVE_NAMES)}
 """``{"up": 0, "right": 1, "down": 2, "left": 3}``."""
 
+MAX_VANISHED = 6
+"""`replay` infers the moves of at most this many snakes eliminated in one turn (4^k combinations)."""
+
 
 class Request(NamedTuple):
     """A parsed API request.
@@ -304,9 +307,10 @@ def replay(frames: Sequence[Mapping], *, params: Params = Params()) -> list[Boar
         The replayed boards, one per frame (``boards[0]`` parsed from frame 0).
 
     Raises:
-        ValueError: malformed frames, non-consecutive turns, or a frame that
-            no move combination reproduces (so the recording does not follow
-            the standard rules).
+        ValueError: malformed frames, non-consecutive turns, more than
+            `MAX_VANISHED` snakes eliminated in one turn, or a frame that no
+            move combination reproduces (so the recording does not follow the
+            standard rules).
     """
     if not frames:
         raise ValueError("no frames to replay")
@@ -331,6 +335,11 @@ def replay(frames: Sequence[Mapping], *, params: Params = Params()) -> list[Boar
                 known[ids[i]] = match[0]
             else:
                 unknown.append(ids[i])
+        if len(unknown) > MAX_VANISHED:
+            raise ValueError(
+                f"frame {t}: {len(unknown)} snakes vanished at once; replay tries 4^k move combinations "
+                f"and stops at k = {MAX_VANISHED} (pass the moves to apply_turn instead)"
+            )
         found = None
         for combo in itertools.product(rules.MOVE_NAMES, repeat=len(unknown)):
             moves = dict(known, **dict(zip(unknown, combo)))
