@@ -474,3 +474,11 @@ def test_env_other_sizes(size, num_snakes):
     for t in range(2):
         s = step(s, jnp.argmax(s.legal_action_mask, axis=1).astype(jnp.int32), jax.random.key(t))
     assert int(s.board.turn) == 2 or bool(s.terminated)
+
+
+def test_short_snakes_from_the_api_have_no_neck():
+    # Length 1 and 2 snakes (possible in API requests): no phantom neck.
+    b = rules.board_from_bodies([[(3, 3)], [(5, 5), (5, 4)]], size=7)
+    assert np.asarray(rules.legal_moves(b)).tolist() == [[True] * 4, [True, True, False, True]]
+    n = turn(b, [rules.MOVE_UNKNOWN, rules.MOVE_UNKNOWN])  # up (no neck), up (neck below)
+    assert bodies(n) == [[(3, 4)], [(5, 6), (5, 5)]]
