@@ -107,3 +107,19 @@ def test_q_policy_plays_the_best_relative_action():
         assert srv.move(REQUEST)["move"] == "up"
     finally:
         srv.httpd.server_close()
+
+
+def test_library_agents_are_served():
+    from jaxgames.agents import FirstLegalAgent, RandomAgent
+    from jaxgames.games.battlesnake.server import agent_policy
+
+    srv = BattlesnakeServer(agent_policy(FirstLegalAgent()), port=0, warmup_sizes=())
+    try:
+        # beta faces left (neck on the right): legal [up, down, left]; the first is "up".
+        assert srv.move(REQUEST)["move"] == "up"
+    finally:
+        srv.httpd.server_close()
+    with BattlesnakeServer(agent_policy(RandomAgent()), port=0, warmup_sizes=()) as srv2:
+        for _ in range(5):
+            status, answer = _call(srv2, "POST", "/move", REQUEST)
+            assert status == 200 and answer["move"] in ("up", "down", "left")

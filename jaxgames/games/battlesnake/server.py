@@ -8,9 +8,9 @@ never crashes on input. Standard library only (``http.server``).
 A *policy* is ``policy(board, you, key) -> move code`` (int32 ``[]``), pure
 and jittable, where ``board`` is a `rules.Board` padded to ``num_snakes``
 (default 8, so that one compile serves every request of a board size) and
-``you`` the index of the snake to move. `random_policy`, `safe_policy` and
-`q_policy` (a Q-function of the rotated egocentric view, seed 003) are
-provided. The policy is compiled for the ``warmup_sizes`` when the server
+``you`` the index of the snake to move. `random_policy`, `safe_policy`,
+`q_policy` (a Q-function of the rotated egocentric view, seed 003) and
+`agent_policy` (any ``JaxAgent`` of `jaxgames.agents`) are provided. The policy is compiled for the ``warmup_sizes`` when the server
 starts, so that ``/move`` answers in milliseconds, well inside the 500 ms
 timeout.
 
@@ -81,6 +81,38 @@ def q_policy(q_function: Callable[[jax.Array], jax.Array]) -> Policy:
         facing = rules.facing(board)[you]
         view = observe.rotate_to_facing(observe.egocentric(board)[you], facing)
         return observe.relative_to_absolute(jnp.argmax(q_function(view)), facing)
+
+    return policy
+
+
+def agent_policy(agent, *, observation: str = "egocentric") -> Policy:
+    """Adapts an agent of `jaxgames.agents` (a ``JaxAgent``) to a server `Policy`.
+
+    The agent sees the game from its snake's side: a `env.BattlesnakeState`
+    whose ``observation`` and ``legal_action_mask`` are the rows of ``you``
+    (``[2H-1, 2W-1, 3]`` and ``[4]``) and whose ``current_player`` is
+    ``you``, with the Env of the board's shape, so the single-player agents
+    (e.g. ``RandomAgent``, ``FirstLegalAgent``) play as they are.
+
+    Args:
+        agent: an object with ``policy(env, state, key) -> int32 []``.
+        observation: the Env's observation kind (``"egocentric"``, ``"rotated"``, ``"none"``).
+    """
+    from jaxgames.games.battlesnake.env import Battlesnake, BattlesnakeState
+
+    def policy(board: Board, you: jax.Array, key: jax.Array) -> jax.Array:
+        env = Battlesnake(board_size=board.size, num_snakes=board.num_snakes, observation=observation)
+        state = BattlesnakeState(
+            current_player=jnp.asarray(you, jnp.int32),
+            observation=env.observe(board)[you],
+            rewards=jnp.zeros(board.num_snakes, jnp.float32),
+            terminated=jnp.bool_(False),
+            truncated=jnp.bool_(False),
+            legal_action_mask=env._mask(board, jnp.bool_(False))[you],
+            step_count=board.turn,
+            board=board,
+        )
+        return jnp.asarray(agent.policy(env, state, key), jnp.int32)
 
     return policy
 
