@@ -8,6 +8,8 @@ first; 200 ms per move) and section 4 (exact solving). All take a
 
 from __future__ import annotations
 
+import gc
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -133,7 +135,15 @@ class AlphaBetaAgent(HostAgent):
         _check_env(env)
         bb = bitboard(env.num_rows, env.num_cols)
         edges = from_edges(state.board.edges)
-        action, _, self.last_depth, self.last_nodes = minimax.iterative_deepening(
-            bb, edges, max_depth=self.depth, time_limit=self.time_budget, options=self.options, rng=rng
-        )
+        # The search allocates many small tuples (table entries) that form no cycles; a cyclic
+        # garbage collection in the middle of a move would only add latency.
+        enabled = gc.isenabled()
+        gc.disable()
+        try:
+            action, _, self.last_depth, self.last_nodes = minimax.iterative_deepening(
+                bb, edges, max_depth=self.depth, time_limit=self.time_budget, options=self.options, rng=rng
+            )
+        finally:
+            if enabled:
+                gc.enable()
         return action

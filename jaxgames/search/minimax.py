@@ -136,7 +136,7 @@ class _Searcher:
 
     def tick(self):
         self.nodes += 1
-        if self.nodes & 63 == 0:
+        if self.nodes & 15 == 0:
             if self.deadline is not None and time.perf_counter() > self.deadline:
                 raise SearchTimeout
         if self.max_nodes is not None and self.nodes > self.max_nodes:
