@@ -31,7 +31,7 @@ import jax.numpy as jnp
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-from jaxgames.games.battlesnake import rules, spawn  # noqa: E402
+from jaxgames.games.battlesnake import Battlesnake, rules, spawn  # noqa: E402
 from jaxgames.games.battlesnake.rules import Params  # noqa: E402
 from tests.reference import battlesnake_reference as ref  # noqa: E402
 
@@ -45,6 +45,7 @@ class Config:
     seconds: float = 4.0  # measuring time per batch size
     reference_seconds: float = 4.0
     reset_every: int = 2  # finished games restart every this many turns
+    env_batch_sizes: tuple = (1024,)  # also time the Env (egocentric observations included)
     seed: int = 0
     out_dir: str = "results/benchmarks/battlesnake"
 
@@ -61,7 +62,7 @@ def parse(argv) -> Config:
             raise ValueError(f"unknown config key {k!r}; known: {list(Config.__dataclass_fields__)}")
         cur = getattr(cfg, k)
         if isinstance(cur, tuple):
-            kw[k] = tuple(int(x) for x in v.split(","))
+            kw[k] = tuple(int(x) for x in v.split(",") if x.strip())
         else:
             kw[k] = type(cur)(v)
     return dataclasses.replace(cfg, **kw)
@@ -147,6 +148,40 @@ def bench_jax(cfg: Config, batch: int) -> dict:
                 mean_game_length=steps / max(games, 1), first_call_s=compile_s)
 
 
+def bench_env(cfg: Config, batch: int) -> dict:
+    """The `Battlesnake` Env (state contract, rewards, seed-003 observations), random legal moves.
+
+    Games start together and run ``steps_per_call`` steps (finished games
+    are no-ops, not counted).
+    """
+    env = Battlesnake(board_size=cfg.board_size, num_snakes=cfg.num_snakes)
+
+    def run(key):
+        states = jax.vmap(env.init)(jax.random.split(key, batch))
+
+        def body(states, k):
+            k_act, k_step = jax.random.split(k)
+            live = ~(states.terminated | states.truncated)
+            logits = jnp.where(states.legal_action_mask, 0.0, -1e9)
+            actions = jax.random.categorical(k_act, logits, axis=-1).astype(jnp.int32)
+            states = jax.vmap(env.step)(states, actions, jax.random.split(k_step, batch))
+            return states, jnp.sum(live)
+
+        states, played = jax.lax.scan(body, states, jax.random.split(key, cfg.steps_per_call))
+        return jnp.sum(played)
+
+    run = jax.jit(run)
+    key = jax.random.key(cfg.seed)
+    int(run(key))
+    steps, calls, t0 = 0, 0, time.perf_counter()
+    while time.perf_counter() - t0 < cfg.seconds:
+        key, sub = jax.random.split(key)
+        steps += int(run(sub))
+        calls += 1
+    dt = time.perf_counter() - t0
+    return dict(batch=batch, steps=steps, seconds=dt, steps_per_s=steps / dt, observation_shape=list(env.observation_shape))
+
+
 def bench_reference(cfg: Config) -> dict:
     rng = random.Random(cfg.seed)
     steps = games = 0
@@ -197,6 +232,11 @@ def main(argv=None):
             f"(first call {res['first_call_s']:.1f}s)",
             flush=True,
         )
+    results["env_runs"] = []
+    for b in cfg.env_batch_sizes:
+        res = bench_env(cfg, b)
+        results["env_runs"].append(res)
+        print(f"env batch {b:6d}: {res['steps_per_s']:12,.0f} steps/s (Env with observations {res['observation_shape']})", flush=True)
     with open(os.path.join(cfg.out_dir, "results.json"), "w") as f:
         json.dump(results, f, indent=1)
     return results

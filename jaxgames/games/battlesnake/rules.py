@@ -257,7 +257,8 @@ def neck_move(board: Board) -> jax.Array:
     neighbours = board.head[:, None, :] + jnp.asarray(DELTAS)[None]  # [S, 4, 2]
     value, on = _at(board.body, neighbours)  # [S, 4]
     is_neck = on & (value.astype(jnp.int32) == (board.length - 1)[:, None]) & (board.length >= 2)[:, None]
-    return jnp.where(jnp.any(is_neck, axis=1), jnp.argmax(is_neck, axis=1), -1).astype(jnp.int32)
+    (neck,) = materialize((jnp.where(jnp.any(is_neck, axis=1), jnp.argmax(is_neck, axis=1), -1).astype(jnp.int32),))
+    return neck
 
 
 def facing(board: Board) -> jax.Array:
