@@ -99,6 +99,23 @@ def test_mcts_finds_the_capture():
         MCTSAgent(num_simulations=0)
 
 
+def test_mcts_extra_turn_sign():
+    """A half-open chain of three on 1x3, mover to play: only the capture (edge 7) wins.
+
+    1x3 numbering: h(0,c) = c, h(1,c) = 3 + c, v(0,c) = 6 + c. Edges 0-6 drawn: box 0 has
+    three sides. Capturing with 7 keeps the turn (discount +1) and wins 3-0; 8 or 9 hand
+    the opponent all three boxes. With a discount of -1 after the capture (the wrong sign)
+    the capture's backed-up value flips; tried once by hand, 3 of these 16 searches then
+    picked 8 or 9, so 16 consistent 7s test the sign rule.
+    """
+    from jaxgames.agents.mcts import MCTSAgent
+
+    env = jaxgames.make("dots_and_boxes", num_rows=1, num_cols=3)
+    state = env.from_dbn("1111111000")
+    acts, _ = MCTSAgent(num_simulations=32).act_batch(env, batch_of(state, 16), jax.random.key(1), np.ones(16, bool))
+    assert set(acts.tolist()) == {7}
+
+
 def test_agents_refuse_other_games():
     env = jaxgames.make("dots_and_boxes", num_rows=2, num_cols=2)
     with pytest.raises(ValueError, match="built for a 1x2"):
