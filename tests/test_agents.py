@@ -73,10 +73,14 @@ def test_alphabeta_exact_on_2x2_and_scenario():
 
 
 def test_alphabeta_time_budget_5x5():
-    """The seed's requirement: a decision within 200 ms per move on 5x5 (first moves and a mid-game)."""
+    """The seed's requirement: a decision within 200 ms per move on 5x5 (first moves and a mid-game).
+
+    The budget here is 100 ms (default 150 ms, measured in ``benchmarks/dab_solver.py``), so
+    that a loaded CI machine has 100 ms of headroom before the 200 ms limit.
+    """
     env = jaxgames.make("dots_and_boxes", num_rows=5, num_cols=5)
     bitboard(5, 5)  # built once per size, outside the per-move budget
-    ab = AlphaBetaAgent()
+    ab = AlphaBetaAgent(time_budget=0.1)
     rng = np.random.default_rng(0)
     state = env.init(jax.random.key(0))
     worst = 0.0
