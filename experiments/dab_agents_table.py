@@ -34,6 +34,7 @@ import sys
 import time
 
 import jax
+from tqdm import tqdm
 import numpy as np
 
 import jaxgames
@@ -100,9 +101,9 @@ class Config:
 def make_opponent(name: str, config: Config):
     """The opponent agent called ``name``."""
     if name == "alphabeta":
-        return AlphaBetaAgent(config.depth, config.time_budget, name="alphabeta_opponent")
+        return AlphaBetaAgent(depth=config.depth, time_budget=config.time_budget, name="alphabeta_opponent")
     if name == "mcts":
-        return MCTSAgent(config.mcts_simulations)
+        return MCTSAgent(num_simulations=config.mcts_simulations)
     if name == "random":
         return RandomAgent()
     return FirstLegalAgent("first_open_edge")
@@ -113,10 +114,10 @@ def run(config: Config) -> list[dict]:
     out = output_dir(config, config.out)
     env = jaxgames.make("dots_and_boxes", num_rows=config.num_rows, num_cols=config.num_cols)
     bitboard(config.num_rows, config.num_cols)  # build the tables outside the timed moves
-    agent = AlphaBetaAgent(config.depth, config.time_budget)
+    agent = AlphaBetaAgent(depth=config.depth, time_budget=config.time_budget)
     rows = []
     keys = jax.random.split(jax.random.key(config.seed), len(config.opponents))
-    for name, key in zip(config.opponents, keys):
+    for name, key in tqdm(list(zip(config.opponents, keys)), desc="opponents"):
         start = time.perf_counter()
         res = arena.play_match(
             env, agent, make_opponent(name, config), config.num_games, key,
@@ -130,7 +131,7 @@ def run(config: Config) -> list[dict]:
             seed_agent_wins=seed[0], seed_opponent_wins=seed[1], seed_timeouts=seed[2],
             seconds=time.perf_counter() - start,
         ))
-        print(rows[-1], flush=True)
+        tqdm.write(str(rows[-1]))
     import csv
 
     with open(out / "table.csv", "w", newline="") as f:

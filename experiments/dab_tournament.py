@@ -28,6 +28,7 @@ import dataclasses
 import sys
 
 import jax
+from tqdm import tqdm
 import numpy as np
 
 import jaxgames
@@ -91,7 +92,7 @@ def make_agent(name: str, config: Config):
         "random": lambda: RandomAgent(),
         "first_open_edge": lambda: FirstLegalAgent("first_open_edge"),
         "greedy": lambda: GreedyAgent(),
-        "mcts": lambda: MCTSAgent(config.mcts_simulations),
+        "mcts": lambda: MCTSAgent(num_simulations=config.mcts_simulations),
         "alphabeta": lambda: AlphaBetaAgent(time_budget=config.time_budget),
         "perfect": lambda: PerfectAgent(config.num_rows, config.num_cols),
     }[name]()
@@ -111,10 +112,22 @@ def run(config: Config) -> elo.Tournament:
     env = jaxgames.make("dots_and_boxes", num_rows=config.num_rows, num_cols=config.num_cols)
     agents = [make_agent(a, config) for a in config.agents]
     names = [a.name for a in agents]
-    t = elo.round_robin(
-        env, agents, config.num_rounds, jax.random.key(config.seed), k=config.k,
-        max_steps=env.num_actions + 1, progress=lambda i, j: print(f"{names[i]} vs {names[j]}", flush=True),
-    )
+    num_pairs = len(agents) * (len(agents) - 1) // 2
+    with tqdm(total=num_pairs, desc="pairs") as bar:
+
+        started = []
+
+        def progress(i, j):  # called before each pair: count the previous one as done
+            if started:
+                bar.update(1)
+            started.append((i, j))
+            bar.set_postfix_str(f"{names[i]} vs {names[j]}")
+
+        t = elo.round_robin(
+            env, agents, config.num_rounds, jax.random.key(config.seed), k=config.k,
+            max_steps=env.num_actions + 1, progress=progress,
+        )
+        bar.update(1)
     with open(out / "ratings.csv", "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(["agent", "elo", "bradley_terry", "win_rate"])

@@ -118,7 +118,7 @@ class AlphaBetaAgent(HostAgent):
         ValueError: ``depth < 1`` or a non-positive ``time_budget``.
     """
 
-    def __init__(self, depth: int = 9, time_budget: float = 0.15, max_safe_edges: int | None = 6, name: str = "alphabeta"):
+    def __init__(self, *, depth: int = 9, time_budget: float = 0.15, max_safe_edges: int | None = 6, name: str = "alphabeta"):
         if isinstance(depth, bool) or not isinstance(depth, (int, np.integer)) or depth < 1:
             raise ValueError(f"depth must be a positive int; got {depth!r}")
         if not time_budget > 0:

@@ -25,7 +25,7 @@ class MCTSAgent(JaxAgent):
         ValueError: ``num_simulations < 1``.
     """
 
-    def __init__(self, num_simulations: int = 200, pb_c_init: float = 1.25, name: str = "mcts"):
+    def __init__(self, *, num_simulations: int = 200, pb_c_init: float = 1.25, name: str = "mcts"):
         if isinstance(num_simulations, bool) or not isinstance(num_simulations, int) or num_simulations < 1:
             raise ValueError(f"num_simulations must be a positive int; got {num_simulations!r}")
         self.num_simulations, self.pb_c_init, self.name = num_simulations, float(pb_c_init), name
