@@ -128,7 +128,8 @@ def run(config: Config) -> list[dict]:
             for lab in labels:
                 r = next(r for r in rows if r["board"] == lab and r["variant"] == variant)
                 ys.append(float(r[key]) if r["status"] == "ok" and r[key] != "" else np.nan)
-            line, = ax.plot(labels, ys, marker="o", label=variant)
+            color = plt.get_cmap("tab10")(minimax.VARIANTS.index(variant))  # same colour in both figures
+            line, = ax.plot(labels, ys, marker="o", label=variant, color=color)
             if key == "seconds":  # timeouts: hollow markers at the time limit
                 tx = [lab for lab in labels if next(r for r in rows if r["board"] == lab and r["variant"] == variant)["status"] == "timeout"]
                 ax.plot(tx, [config.time_limit] * len(tx), ls="", marker="x", color=line.get_color())
