@@ -78,10 +78,9 @@ def food_candidates(board: Board) -> jax.Array:
     x, y = rules._coords(board.size)
     alive, hx, hy = rules.materialize((board.alive.astype(jnp.int32), board.head[:, 0], board.head[:, 1]))
     alive = alive[:, None] > 0
-    occupied = jnp.any((board.body > 0) & alive, axis=0)
     dist = jnp.abs(x[None] - hx[:, None]) + jnp.abs(y[None] - hy[:, None])
-    near_head = jnp.any((dist <= 1) & alive, axis=0)
-    return ~board.food & ~occupied & ~near_head
+    blocked = jnp.any(((board.body > 0) | (dist <= 1)) & alive, axis=0)  # bodies and cells next to heads
+    return ~board.food & ~blocked
 
 
 def _cumsum(v: jax.Array) -> jax.Array:
@@ -103,15 +102,15 @@ def _pick_uniform(u: jax.Array, cand: jax.Array) -> jax.Array:
     ``cand`` is empty or ``u < 0``.
     """
     w = rules._isqrt(cand.shape[-1])
-    c = cand.astype(jnp.int32).reshape(w, w)
-    per_x = jnp.sum(c, axis=1)  # [W]
+    c = cand.astype(jnp.int8).reshape(w, w)
+    per_x = jnp.sum(c, axis=1, dtype=jnp.int32)  # [W]
     total = jnp.sum(per_x)
     k = jnp.minimum(jnp.floor(u * total).astype(jnp.int32), jnp.maximum(total - 1, 0))
     total = jnp.where(u < 0, 0, total)  # u < 0: pick nothing
     cum_x = _cumsum(per_x)
     px = jnp.sum(cum_x <= k).astype(jnp.int32)
     before = jnp.sum(jnp.where(jnp.arange(w) < px, per_x, 0))
-    col = jnp.sum(jnp.where(jnp.arange(w)[:, None] == px, c, 0), axis=0)  # [H]
+    col = jax.lax.dynamic_slice(c, (jnp.minimum(px, w - 1), 0), (1, w))[0].astype(jnp.int32)  # [H]
     py = jnp.sum(_cumsum(col) <= k - before).astype(jnp.int32)
     (chosen,) = rules.materialize((jnp.where(total > 0, px * w + py, -1),))  # see rules.materialize
     return jnp.arange(w * w) == chosen
