@@ -151,3 +151,13 @@ def test_batch_action_values_and_single_compile():
         np.testing.assert_array_equal(row, sol.action_values(e))
     with pytest.raises(ValueError, match="17 edges"):
         sol.batch_action_values(jnp.zeros((2, 5), bool))
+
+
+def test_final_margin_by_hand():
+    # 1x2, box 0 complete and owned by player 0 (edges 0, 2, 4, 5), box 1 has sides 5 and 1:
+    # player 1 to move must draw 3 or 6, giving box 1 to player 0: final margin for player 1 is -2.
+    env = DotsAndBoxes(1, 2)
+    state = env.from_dbn("1110110", current_player=1, scores=(1, 0))
+    sol = solver.solve(1, 2)
+    assert sol.value(state) == -1
+    assert sol.final_margin(state) == -2
