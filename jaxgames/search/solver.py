@@ -82,7 +82,8 @@ def check_size(num_rows: int, num_cols: int, *, max_bytes: int | None = None, ch
     Args:
         num_rows, num_cols: board size in boxes.
         max_bytes: memory the solver may use; default 80% of the available
-            memory (``MemAvailable`` of ``/proc/meminfo``).
+            host memory (``MemAvailable`` of ``/proc/meminfo``). On a GPU the
+            table lives in device memory: pass the device's free memory here.
         chunk_size: states per kernel call (working memory ~ ``40 * E * chunk_size`` bytes).
 
     Returns:
