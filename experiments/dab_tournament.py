@@ -8,7 +8,8 @@ for comparison (`jaxgames.evaluation.elo`). Writes, under
 
 * ``ratings.csv``: final Elo, Bradley-Terry rating and win rate per agent;
 * ``elo_history.csv`` and ``elo_history.png`` (seed figure 6.10);
-* ``ratings.png`` (final Elo and Bradley-Terry, seed figure 6.11);
+* ``ratings.png`` (final Elo and Bradley-Terry, seed figure 6.11) and
+  ``win_rate.png`` (seed figure 6.12);
 * ``net_wins.csv`` / ``net_wins.png``: row agent's wins minus losses against
   the column agent (seed figure 6.13; the seed reads it column-wise);
 * ``mean_length.csv`` / ``mean_length.png``: mean game length in moves;
@@ -142,6 +143,7 @@ def run(config: Config) -> elo.Tournament:
     _write_matrix(out / "mean_length.csv", t.mean_length, names)
     plots.elo_curves(t.elo, names, out / "elo_history.png")
     plots.rating_bars({"Elo": t.elo[-1], "Bradley-Terry": t.bradley_terry}, names, out / "ratings.png")
+    plots.rating_bars({"win rate": t.win_rate}, names, out / "win_rate.png", title="Win rate", ylabel="fraction of games won", baseline=None)
     plots.heatmap(t.net_wins, names, out / "net_wins.png", title=f"Net wins of row vs column ({config.num_rounds} games per pair)")
     plots.heatmap(t.mean_length, names, out / "mean_length.png", title="Mean game length (moves)", cmap="viridis", symmetric=False, fmt="{:.1f}")
     for i, n in enumerate(names):

@@ -57,5 +57,5 @@ def test_tournament(tmp_path):
     # its net wins are >= 0 in each pairing (it wins or draws whenever the position allows).
     p = t.names.index("perfect")
     assert all(t.net_wins[p, j] >= 0 for j in range(4))
-    for f in ["ratings.csv", "elo_history.png", "net_wins.png", "mean_length.png", "ratings.png", "config.json"]:
+    for f in ["ratings.csv", "elo_history.png", "net_wins.png", "mean_length.png", "ratings.png", "win_rate.png", "config.json"]:
         assert (tmp_path / f).exists()

@@ -77,16 +77,27 @@ def elo_curves(history: np.ndarray, labels, path, *, title: str = "Elo during th
     return path
 
 
-def rating_bars(ratings: dict, labels, path, *, title: str = "Final ratings") -> pathlib.Path:
-    """Writes grouped bars of several ratings per agent (e.g. ``{"Elo": [...], "Bradley-Terry": [...]}``)."""
+def rating_bars(
+    ratings: dict, labels, path, *, title: str = "Final ratings", ylabel: str = "rating (Elo points)", baseline: float | None = 1000.0
+) -> pathlib.Path:
+    """Writes grouped bars of several values per agent (seed 001 figures 6.11-6.12).
+
+    Args:
+        ratings: ``{series name: N values}``, e.g. ``{"Elo": [...], "Bradley-Terry": [...]}``.
+        labels: the ``N`` agent names.
+        path: output file.
+        title, ylabel: texts.
+        baseline: a horizontal reference line (1000 for ratings), or None.
+    """
     n = len(labels)
     fig, ax = plt.subplots(figsize=(1.5 + 0.9 * n, 4))
     width = 0.8 / max(len(ratings), 1)
     for k, (name, values) in enumerate(ratings.items()):
         ax.bar(np.arange(n) + k * width, values, width, label=name)
     ax.set_xticks(np.arange(n) + 0.4 - width / 2, labels, rotation=45, ha="right")
-    ax.axhline(1000, color="k", lw=0.5)
-    ax.set_ylabel("rating (Elo points)")
+    if baseline is not None:
+        ax.axhline(baseline, color="k", lw=0.5)
+    ax.set_ylabel(ylabel)
     ax.set_title(title)
     ax.legend(fontsize=8)
     fig.tight_layout()
