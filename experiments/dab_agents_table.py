@@ -40,7 +40,6 @@ import numpy as np
 import jaxgames
 from jaxgames.agents import FirstLegalAgent, RandomAgent
 from jaxgames.agents.dots_and_boxes import AlphaBetaAgent
-from jaxgames.agents.mcts import MCTSAgent
 from jaxgames.evaluation import arena
 from jaxgames.experiment import output_dir, parse_config
 from jaxgames.search.bitboard import bitboard
@@ -103,6 +102,8 @@ def make_opponent(name: str, config: Config):
     if name == "alphabeta":
         return AlphaBetaAgent(depth=config.depth, time_budget=config.time_budget, name="alphabeta_opponent")
     if name == "mcts":
+        from jaxgames.agents.mcts import MCTSAgent  # imports mctx only when MCTS plays
+
         return MCTSAgent(num_simulations=config.mcts_simulations)
     if name == "random":
         return RandomAgent()

@@ -35,7 +35,6 @@ import numpy as np
 import jaxgames
 from jaxgames.agents import FirstLegalAgent, RandomAgent
 from jaxgames.agents.dots_and_boxes import AlphaBetaAgent, GreedyAgent, PerfectAgent
-from jaxgames.agents.mcts import MCTSAgent
 from jaxgames.evaluation import elo, plots
 from jaxgames.experiment import output_dir, parse_config
 from jaxgames.search import solver
@@ -87,13 +86,19 @@ class Config:
             solver.check_size(self.num_rows, self.num_cols)
 
 
+def _mcts_agent(num_simulations: int):
+    from jaxgames.agents.mcts import MCTSAgent  # imports mctx only when MCTS plays
+
+    return MCTSAgent(num_simulations=num_simulations)
+
+
 def make_agent(name: str, config: Config):
     """The agent called ``name``."""
     return {
         "random": lambda: RandomAgent(),
         "first_open_edge": lambda: FirstLegalAgent("first_open_edge"),
         "greedy": lambda: GreedyAgent(),
-        "mcts": lambda: MCTSAgent(num_simulations=config.mcts_simulations),
+        "mcts": lambda: _mcts_agent(config.mcts_simulations),
         "alphabeta": lambda: AlphaBetaAgent(time_budget=config.time_budget),
         "perfect": lambda: PerfectAgent(config.num_rows, config.num_cols),
     }[name]()
