@@ -31,9 +31,9 @@ import jax.numpy as jnp
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-from jaxgames.games.battlesnake import Battlesnake, rules, spawn  # noqa: E402
-from jaxgames.games.battlesnake.rules import Params  # noqa: E402
-from tests.reference import battlesnake_reference as ref  # noqa: E402
+from jaxgames.games.battlesnake import Battlesnake, rules, spawn
+from jaxgames.games.battlesnake.rules import Params
+from tests.reference import battlesnake_reference as ref
 
 
 @dataclasses.dataclass(frozen=True)
@@ -143,9 +143,9 @@ def bench_jax(cfg: Config, batch: int) -> dict:
         steps += int(played)  # also blocks
         games += int(g)
     dt, cpu = time.perf_counter() - t0, time.process_time() - c0
-    return dict(batch=batch, steps=steps, seconds=dt, cpu_seconds=cpu, steps_per_s=steps / dt,
-                steps_per_cpu_s=steps / cpu, games_finished=games,
-                mean_game_length=steps / max(games, 1), first_call_s=compile_s)
+    return {"batch": batch, "steps": steps, "seconds": dt, "cpu_seconds": cpu, "steps_per_s": steps / dt,
+                "steps_per_cpu_s": steps / cpu, "games_finished": games,
+                "mean_game_length": steps / max(games, 1), "first_call_s": compile_s}
 
 
 def bench_env(cfg: Config, batch: int) -> dict:
@@ -179,7 +179,7 @@ def bench_env(cfg: Config, batch: int) -> dict:
         steps += int(run(sub))
         calls += 1
     dt = time.perf_counter() - t0
-    return dict(batch=batch, steps=steps, seconds=dt, steps_per_s=steps / dt, observation_shape=list(env.observation_shape))
+    return {"batch": batch, "steps": steps, "seconds": dt, "steps_per_s": steps / dt, "observation_shape": list(env.observation_shape)}
 
 
 def bench_reference(cfg: Config) -> dict:
@@ -194,8 +194,8 @@ def bench_reference(cfg: Config) -> dict:
             steps += 1
         games += 1
     dt, cpu = time.perf_counter() - t0, time.process_time() - c0
-    return dict(steps=steps, seconds=dt, cpu_seconds=cpu, steps_per_s=steps / dt, steps_per_cpu_s=steps / cpu,
-                games=games, mean_game_length=steps / games)
+    return {"steps": steps, "seconds": dt, "cpu_seconds": cpu, "steps_per_s": steps / dt, "steps_per_cpu_s": steps / cpu,
+                "games": games, "mean_game_length": steps / games}
 
 
 def main(argv=None):
@@ -203,15 +203,15 @@ def main(argv=None):
     os.makedirs(cfg.out_dir, exist_ok=True)
     with open(os.path.join(cfg.out_dir, "config.json"), "w") as f:
         json.dump(dataclasses.asdict(cfg), f, indent=1)
-    results = dict(
-        device=str(jax.devices()[0]),
-        backend=jax.default_backend(),
-        cpu_count=os.cpu_count(),
-        machine=platform.processor() or platform.machine(),
-        jax=jax.__version__,
-        reference=bench_reference(cfg),
-        jax_runs=[],
-    )
+    results = {
+        "device": str(jax.devices()[0]),
+        "backend": jax.default_backend(),
+        "cpu_count": os.cpu_count(),
+        "machine": platform.processor() or platform.machine(),
+        "jax": jax.__version__,
+        "reference": bench_reference(cfg),
+        "jax_runs": [],
+    }
     r = results["reference"]
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     results["load_average_1min_at_start"] = load

@@ -20,7 +20,7 @@ _step = jax.jit(rules.step)
 _vstep = jax.jit(jax.vmap(rules.step, in_axes=(0, 0, 0, None)))
 
 
-def turn(board, moves, food=(), params=Params()):
+def turn(board, moves, food=(), params=rules.DEFAULT_PARAMS):
     """One turn under jit and under vmap (batch of one); returns the jit result."""
     moves = jnp.asarray(moves, jnp.int32)
     new_food = np.zeros(board.size * board.size, bool)
@@ -372,8 +372,8 @@ def test_env_defaults_and_registry():
 
 @pytest.mark.parametrize(
     "kwargs",
-    [dict(board_size=6), dict(board_size=26), dict(num_snakes=0), dict(num_snakes=9), dict(health_loss=2),
-     dict(food_spawn_chance=101), dict(observation="pixels"), dict(max_turns=0), dict(minimum_food=-1)],
+    [{"board_size": 6}, {"board_size": 26}, {"num_snakes": 0}, {"num_snakes": 9}, {"health_loss": 2},
+     {"food_spawn_chance": 101}, {"observation": "pixels"}, {"max_turns": 0}, {"minimum_food": -1}],
 )
 def test_env_bad_params(kwargs):
     with pytest.raises(ValueError):

@@ -15,7 +15,6 @@ import collections
 import jax
 import jax.numpy as jnp
 import numpy as np
-import pytest
 
 from jaxgames.games.battlesnake import rules, spawn
 from jaxgames.games.battlesnake.rules import Params
@@ -52,7 +51,7 @@ def _play_one(key, hazards, params):
 NUM = [2, 7]  # (num_snakes, size), set per test before tracing
 
 
-def _record(num_snakes, size, n_games, seed, hazards=None, params=Params()):
+def _record(num_snakes, size, n_games, seed, hazards=None, params=rules.DEFAULT_PARAMS):
     NUM[:] = [num_snakes, size]
     if hazards is None:
         hazards = jnp.zeros((n_games, size * size), jnp.int8)
@@ -94,12 +93,12 @@ def _same(a: ref.Board, b: ref.Board, where: str) -> None:
             assert x.eliminated_by == y.eliminated_by, f"{where} snake {i} by"
 
 
-def _replay_all(rec, *, params=Params(), min_games_over=0.5):
+def _replay_all(rec, *, params=rules.DEFAULT_PARAMS, min_games_over=0.5):
     boards, moves, food, last = rec
     n_games = moves.shape[0]
     causes = collections.Counter()
     over = 0
-    kw = dict(health_loss=int(params.health_loss), hazard_damage=int(params.hazard_damage))
+    kw = {"health_loss": int(params.health_loss), "hazard_damage": int(params.hazard_damage)}
     for g in range(n_games):
         cur = _ref_board(boards, g, 0)
         for t in range(T):
@@ -165,7 +164,7 @@ def test_differential_11x11_hazards_learn_to_walk():
 def test_initial_boards_match_reference_rule():
     """Start positions and initial food follow ``PlaceSnakesFixed``/``PlaceFoodFixed``."""
     for num_snakes, size in ((2, 7), (4, 11), (5, 7), (8, 19)):
-        boards = jax.vmap(lambda k: spawn.init_board(k, num_snakes, size))(jax.random.split(jax.random.key(5), 200))
+        boards = jax.vmap(lambda k, n=num_snakes, w=size: spawn.init_board(k, n, w))(jax.random.split(jax.random.key(5), 200))
         boards = jax.tree.map(np.asarray, boards)
         lo, md, hi = 1, (size - 1) // 2, size - 2
         corners = {(lo, lo), (lo, hi), (hi, lo), (hi, hi)}

@@ -30,7 +30,7 @@ def views():
 
 
 def test_egocentric_values_by_hand(views):
-    b, obs = views
+    _, obs = views
     assert obs.shape == (2, 13, 13, 3)
     a = obs[0]  # A: length 3, health 50, head (2, 3) at the centre [6, 6]
     assert a[6, 6, 0] == pytest.approx(0.5 * M)  # own head: (3 - 3 + 0.5) M

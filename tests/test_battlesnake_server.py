@@ -15,7 +15,6 @@ import pytest
 
 from jaxgames.games.battlesnake import rules
 from jaxgames.games.battlesnake.server import BattlesnakeServer, safe_policy
-
 from tests.test_battlesnake_api import REQUEST, _request, _snake
 
 

@@ -17,14 +17,15 @@ from __future__ import annotations
 
 import itertools
 import json
-from typing import Any, Mapping, NamedTuple, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from jaxgames.games.battlesnake import rules
-from jaxgames.games.battlesnake.rules import Board, Params
+from jaxgames.games.battlesnake.rules import DEFAULT_PARAMS, Board, Params
 
 MOVE_CODES = {name: code for code, name in enumerate(rules.MOVE_NAMES)}
 """``{"up": 0, "right": 1, "down": 2, "left": 3}``."""
@@ -54,8 +55,8 @@ class Request(NamedTuple):
 
 
 def _need(obj: Any, key: str, kind, where: str):
-    if not isinstance(obj, dict):
-        raise ValueError(f"{where} must be a JSON object; got {type(obj).__name__}")
+    if not isinstance(obj, dict):  # malformed API input is a ValueError (400), whatever its kind
+        raise ValueError(f"{where} must be a JSON object; got {type(obj).__name__}")  # noqa: TRY004
     if key not in obj:
         raise ValueError(f"{where} is missing the field {key!r}")
     v = obj[key]
@@ -166,7 +167,7 @@ def snake_json(board: Board, s: int, sid: str, *, name: str | None = None) -> di
     }
 
 
-def default_game(params: Params = Params(), *, game_id: str = "jaxgames", timeout: int = 500) -> dict:
+def default_game(params: Params = DEFAULT_PARAMS, *, game_id: str = "jaxgames", timeout: int = 500) -> dict:
     """A ``game`` object for the standard ruleset with ``params`` as its settings."""
     return {
         "id": game_id,
@@ -233,7 +234,7 @@ def apply_turn(
     moves: Mapping[str, str],
     spawned_food: Sequence,
     ids: Sequence[str],
-    params: Params = Params(),
+    params: Params = DEFAULT_PARAMS,
 ) -> Board:
     """Applies one turn of the official engine: the moves by snake id and the food it spawned.
 
@@ -289,7 +290,7 @@ def _frame_state(frame: Request) -> tuple:
     return snakes, food
 
 
-def replay(frames: Sequence[Mapping], *, params: Params = Params()) -> list[Board]:
+def replay(frames: Sequence[Mapping], *, params: Params = DEFAULT_PARAMS) -> list[Board]:
     """Replays a game recorded as consecutive API request bodies (turn 0, 1, ...), exactly.
 
     The moves of surviving snakes are read from their heads; for snakes that

@@ -10,7 +10,7 @@ path (draw scenario boards so it does); ``stack`` appends copies of the tail
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 

@@ -53,6 +53,7 @@ died off the board keeps its off-board head, as the engine keeps it.
 
 from __future__ import annotations
 
+import itertools
 from typing import NamedTuple
 
 import jax
@@ -172,6 +173,10 @@ class Params:
     minimum_food: int = struct.field(pytree_node=False, default=1)
 
 
+DEFAULT_PARAMS = Params()
+"""The standard game's settings (an immutable default argument)."""
+
+
 def validate_size(size: int, num_snakes: int) -> None:
     """Checks the static board parameters at the Python boundary.
 
@@ -200,7 +205,7 @@ def body_dtype(size: int):
 
 
 def _isqrt(n: int) -> int:
-    r = int(round(n**0.5))
+    r = round(n**0.5)
     if r * r != n:
         raise ValueError(f"a flat grid of {n} cells is not square")
     return r
@@ -292,7 +297,7 @@ class Resolved(NamedTuple):
     game_over: jax.Array  # bool []: the incoming board was already over (stage 1)
 
 
-def resolve(board: Board, moves: jax.Array, params: Params = Params()) -> Resolved:
+def resolve(board: Board, moves: jax.Array, params: Params = DEFAULT_PARAMS) -> Resolved:
     """Stages 1-6 of a turn: game over, move, starve, hazards, feed, eliminate.
 
     Args:
@@ -420,7 +425,7 @@ def finish_turn(resolved: Resolved, new_food: jax.Array) -> Board:
     return b.replace(food=b.food | (jnp.asarray(new_food, bool) & ~over), turn=b.turn + (~over).astype(jnp.int32))
 
 
-def step(board: Board, moves: jax.Array, new_food: jax.Array, params: Params = Params()) -> Board:
+def step(board: Board, moves: jax.Array, new_food: jax.Array, params: Params = DEFAULT_PARAMS) -> Board:
     """One full turn of the standard ruleset, with the spawned food given.
 
     Deterministic: replaying the moves and spawned food of a recorded game
@@ -487,7 +492,7 @@ def board_from_bodies(
         pts = [_pt(p, f"snake {s} body") for p in b]
         if not pts:
             raise ValueError(f"snake {s} has an empty body")
-        for a, c in zip(pts, pts[1:]):
+        for a, c in itertools.pairwise(pts):
             if abs(a[0] - c[0]) + abs(a[1] - c[1]) > 1:
                 raise ValueError(f"snake {s} body is not contiguous between {a} and {c}")
         seen = set()

@@ -23,8 +23,8 @@ import argparse
 import json
 import threading
 import time
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Callable
 
 import jax
 import jax.numpy as jnp
@@ -149,7 +149,7 @@ class BattlesnakeServer:
         for size in warmup_sizes:
             rules.validate_size(size, num_snakes)
         self.num_snakes = num_snakes
-        self.info = dict(apiversion="1", author="jaxgames", color="#3b7dd8", head="default", tail="default", version="0.1.0")
+        self.info = {"apiversion": "1", "author": "jaxgames", "color": "#3b7dd8", "head": "default", "tail": "default", "version": "0.1.0"}
         self.info.update(info or {})
         self._policy = jax.jit(policy)
         self._key = jax.random.key(seed)
@@ -183,7 +183,7 @@ class BattlesnakeServer:
         code = int(self._policy(parsed.board, jnp.int32(parsed.you), key))
         return {"move": rules.MOVE_NAMES[code], "shout": ""}
 
-    def start(self) -> "BattlesnakeServer":
+    def start(self) -> BattlesnakeServer:
         """Serves in a background thread."""
         self._thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
         self._thread.start()
@@ -240,7 +240,7 @@ def _handler(server: BattlesnakeServer):
             except ValueError as e:
                 self._send(400, {"error": str(e)})
                 return
-            except Exception as e:  # never crash the server on a request
+            except Exception as e:  # noqa: BLE001 -- never crash the server on a request
                 self._send(500, {"error": f"{type(e).__name__}: {e}"})
                 return
             self._send(200, answer)

@@ -16,8 +16,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxgames.games.battlesnake import rules
-from jaxgames.games.battlesnake.rules import Board, Params
-
+from jaxgames.games.battlesnake.rules import DEFAULT_PARAMS, Board, Params
 
 _PERMUTATIONS = np.array(list(itertools.permutations(range(4))), np.int32)
 
@@ -116,12 +115,12 @@ def _pick_uniform(u: jax.Array, cand: jax.Array) -> jax.Array:
     return jnp.arange(w * w) == chosen
 
 
-def num_uniforms(params: Params = Params()) -> int:
+def num_uniforms(params: Params = DEFAULT_PARAMS) -> int:
     """How many ``U[0, 1)`` variates `food_from_uniforms` takes (static)."""
     return 1 + max(params.minimum_food, 1)
 
 
-def food_from_uniforms(u: jax.Array, board: Board, params: Params = Params()) -> jax.Array:
+def food_from_uniforms(u: jax.Array, board: Board, params: Params = DEFAULT_PARAMS) -> jax.Array:
     """`food_to_spawn` with its randomness given: ``u`` float32 ``[num_uniforms(params)]`` in ``[0, 1)``.
 
     ``u[0]`` is the engine's ``rand.Intn(100)`` (as ``floor(100 u)``), the
@@ -138,7 +137,7 @@ def food_from_uniforms(u: jax.Array, board: Board, params: Params = Params()) ->
     return new
 
 
-def food_to_spawn(key: jax.Array, board: Board, params: Params = Params()) -> jax.Array:
+def food_to_spawn(key: jax.Array, board: Board, params: Params = DEFAULT_PARAMS) -> jax.Array:
     """The food the engine spawns after a turn's eliminations (stage 7).
 
     If there is less than ``minimum_food``, the shortfall; otherwise one food
@@ -159,7 +158,7 @@ def food_to_spawn(key: jax.Array, board: Board, params: Params = Params()) -> ja
     return food_from_uniforms(jax.random.uniform(key, (num_uniforms(params),)), board, params)
 
 
-def step(board: Board, moves: jax.Array, key: jax.Array, params: Params = Params()) -> Board:
+def step(board: Board, moves: jax.Array, key: jax.Array, params: Params = DEFAULT_PARAMS) -> Board:
     """One full turn with the engine's random food spawn: `rules.resolve`, `food_to_spawn`, `rules.finish_turn`.
 
     Args:
@@ -175,7 +174,7 @@ def step(board: Board, moves: jax.Array, key: jax.Array, params: Params = Params
     return rules.finish_turn(resolved, food_to_spawn(key, resolved.board, params))
 
 
-def init_board(key: jax.Array, num_snakes: int, size: int, params: Params = Params()) -> Board:
+def init_board(key: jax.Array, num_snakes: int, size: int, params: Params = DEFAULT_PARAMS) -> Board:
     """A start board of the standard map: snakes, then food.
 
     Snakes: health 100, length 3 stacked on a start point; the four corners
