@@ -72,28 +72,31 @@ def test_alphabeta_exact_on_2x2_and_scenario():
         AlphaBetaAgent(depth=0)
 
 
-def test_alphabeta_time_budget_5x5():
-    """The seed's requirement: a decision within 200 ms per move on 5x5 (first moves and a mid-game).
+def test_alphabeta_respects_its_time_budget_on_5x5():
+    """The per-move deadline works: with a 20 ms budget, every early 5x5 decision returns a legal move fast.
 
-    The budget here is 100 ms (default 150 ms, measured in ``benchmarks/dab_solver.py``), so
-    that a loaded CI machine has 100 ms of headroom before the 200 ms limit.
+    Without the deadline these depth-9 searches take about 0.3-0.5 s each on this
+    CPU (measured once by hand), so a bound of 0.2 s fails if the deadline is
+    ignored, with room for a loaded machine. The 200 ms requirement at the
+    default budget is measured in ``benchmarks/dab_solver.py``: speed targets
+    live in benchmarks.
     """
     env = jaxgames.make("dots_and_boxes", num_rows=5, num_cols=5)
     bitboard(5, 5)  # built once per size, outside the per-move budget
-    ab = AlphaBetaAgent(time_budget=0.1)
+    ab = AlphaBetaAgent(time_budget=0.02)
     rng = np.random.default_rng(0)
     state = env.init(jax.random.key(0))
     worst = 0.0
     for action in [0, 30, 12, 45, 7, 50, 22, 3, 36, 58, 17, 40, 25, 1, 33]:
         start = time.perf_counter()
-        ab.act(env, jax.device_get(state), rng)
+        move = ab.act(env, jax.device_get(state), rng)
         worst = max(worst, time.perf_counter() - start)
+        assert bool(np.asarray(state.legal_action_mask)[move])
         state = env.step(state, action)
     assert worst < 0.2
 
 
 def test_mcts_finds_the_capture():
-    pytest.importorskip("mctx")  # until mctx is in pyproject's dependencies
     from jaxgames.agents.mcts import MCTSAgent
 
     env = jaxgames.make("dots_and_boxes", num_rows=1, num_cols=2)
@@ -113,7 +116,6 @@ def test_mcts_extra_turn_sign():
     the capture's backed-up value flips; tried once by hand, 3 of these 16 searches then
     picked 8 or 9, so 16 consistent 7s test the sign rule.
     """
-    pytest.importorskip("mctx")
     from jaxgames.agents.mcts import MCTSAgent
 
     env = jaxgames.make("dots_and_boxes", num_rows=1, num_cols=3)
