@@ -140,12 +140,7 @@ class Env(abc.ABC):
             key = jax.random.key(0)
         action = jnp.asarray(action, dtype=jnp.int32)
         done = state.terminated | state.truncated
-        in_range = (action >= 0) & (action < self.num_actions)
-        safe = jnp.clip(action, 0, self.num_actions - 1)
-        if self.simultaneous:
-            legal = jnp.take_along_axis(state.legal_action_mask, safe[:, None], axis=1)[:, 0] & in_range
-        else:
-            legal = state.legal_action_mask[safe] & in_range
+        legal = self._is_legal(state, action)
         # _step always gets legal actions, so shapes and invariants hold; its
         # result is replaced where some action was illegal.
         safe_action = jnp.where(legal, action, self._any_legal_action(state))
@@ -171,6 +166,20 @@ class Env(abc.ABC):
             raise ValueError(f"{self.name}: step takes {what}, shape {expected}; got shape {value.shape}")
         if value.size and (value.min() < 0 or value.max() >= self.num_actions):
             raise ValueError(f"{self.name}: action {value.tolist()} outside [0, {self.num_actions})")
+
+    def _is_legal(self, state: State, action: jax.Array) -> jax.Array:
+        """Whether each action falls under the illegal-action rule (override to change which do).
+
+        Default: legal = in ``[0, num_actions)`` and allowed by ``legal_action_mask``.
+
+        Returns:
+            bool ``[]`` (sequential) or ``[num_players]`` (simultaneous).
+        """
+        in_range = (action >= 0) & (action < self.num_actions)
+        safe = jnp.clip(action, 0, self.num_actions - 1)
+        if self.simultaneous:
+            return jnp.take_along_axis(state.legal_action_mask, safe[:, None], axis=1)[:, 0] & in_range
+        return state.legal_action_mask[safe] & in_range
 
     def _any_legal_action(self, state: State) -> jax.Array:
         return jnp.argmax(state.legal_action_mask, axis=-1).astype(jnp.int32)

@@ -29,7 +29,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
-from jaxgames.core import SIMULTANEOUS, Env, State, tree_select
+from jaxgames.core import SIMULTANEOUS, Env, State
 from jaxgames.games.battlesnake import observe, rules, spawn
 from jaxgames.games.battlesnake.rules import Board, Params
 
@@ -176,27 +176,10 @@ class Battlesnake(Env):
             board=board,
         )
 
-    def step(self, state: BattlesnakeState, action: jax.Array, key: jax.Array | None = None) -> BattlesnakeState:
-        """Applies one move per snake (module docstring for the illegal-action rule).
-
-        Args:
-            state: one game state (vmap for a batch).
-            action: int32 ``[S]`` move codes.
-            key: PRNG key for the food spawn (default: a fixed key).
-
-        Returns:
-            The next state; ``state`` with zero rewards if it was over.
-        """
-        if key is None:
-            key = jax.random.key(0)
-        action = jnp.asarray(action, jnp.int32)
-        done = state.terminated | state.truncated
-        legal = (action >= 0) & (action < 4)
-        safe = jnp.where(legal, action, rules.UP)
-        stepped = self._step(state, safe, key).replace(step_count=state.step_count + 1)
-        stepped = tree_select(jnp.all(legal), stepped, self._illegal_action_outcome(state, legal))
-        frozen = state.replace(rewards=jnp.zeros_like(state.rewards))
-        return tree_select(done, frozen, stepped)
+    def _is_legal(self, state: BattlesnakeState, action: jax.Array) -> jax.Array:
+        """Every move code 0..3 is legal by the rules (module docstring); only codes outside are not."""
+        del state
+        return (action >= 0) & (action < 4)
 
     def __repr__(self) -> str:
         return f"Battlesnake(board_size={self.board_size}, num_snakes={self._num_snakes})"
