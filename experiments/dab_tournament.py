@@ -30,7 +30,6 @@ import sys
 
 import jax
 from tqdm import tqdm
-import numpy as np
 
 import jaxgames
 from jaxgames.agents import FirstLegalAgent, RandomAgent
