@@ -11,7 +11,7 @@ initial food), so every slot of a batch is always playing.
     python benchmarks/battlesnake.py batch_sizes=1,1024,16384 seconds=5
 
 Writes ``results/benchmarks/battlesnake/results.json`` and ``config.json``.
-Anchors (README_battlesnake.md): the official Go engine with the same random
+Anchors (benchmarks/README.md): the official Go engine with the same random
 policy, about 89,000 steps/s on one core and 170,000 on two (games average 11
 turns); the plain-Python reference of ``tests/reference`` is measured here.
 """

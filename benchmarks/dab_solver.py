@@ -1,6 +1,6 @@
 """Speed of the Dots-and-Boxes solvers and of the alpha-beta agent, with their anchors.
 
-Measures, in one run (figures in ``benchmarks/README_dab_solver.md``):
+Measures, in one run (figures in ``benchmarks/README.md``):
 
 1. the batched retrograde solver (`jaxgames.search.solver.solve`) on 2x2 ..
    3x3 and 2x5: seconds (first call, compile included, and a second call)
