@@ -163,3 +163,9 @@ def test_grid_params_is_the_cartesian_product():
         tl.grid_params(kappa=[1])
     with pytest.raises(ValueError, match="kappa"):
         tl.grid_params(leniency=[0])
+
+
+def test_leniency_above_the_buffer_size_raises():
+    cfg = tl.LearnerConfig(exploration="lenient_boltzmann", num_iterations=10, max_leniency=5)
+    with pytest.raises(ValueError, match="max_leniency"):
+        _sweep(matrix.stag_hunt(), cfg, tl.stack_params([tl.learner_params(leniency=10)]))

@@ -94,7 +94,9 @@ class LearnerParams:
         temperature: `Schedule` of tau > 0 (Boltzmann learners).
         epsilon: `Schedule` of epsilon in [0, 1] (epsilon-greedy).
         leniency: int32 ``[]``, kappa >= 1 (lenient learner); at most
-            ``LearnerConfig.max_leniency``.
+            ``LearnerConfig.max_leniency`` (`run_sweep` checks; a traced
+            ``train`` cannot, and would keep only the first max_leniency of
+            each kappa rewards).
     """
 
     learning_rate: jax.Array
@@ -460,6 +462,11 @@ def run_sweep(
         raise ValueError(f"keys, params and initial_q need the same leading axis; got {sizes | {num_runs}}")
     if chunk_size < 1:
         raise ValueError(f"chunk_size must be >= 1; got {chunk_size}")
+    if config.exploration == "lenient_boltzmann" and int(np.max(params.leniency)) > config.max_leniency:
+        raise ValueError(
+            f"leniency (kappa) up to {int(np.max(params.leniency))} needs LearnerConfig(max_leniency>="
+            f"{int(np.max(params.leniency))}); got max_leniency={config.max_leniency}"
+        )
     batched = _compiled_sweep(game, config, initial_q is not None)
     chunk = min(chunk_size, num_runs)
     outputs = []
