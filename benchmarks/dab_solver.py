@@ -20,7 +20,7 @@ Run ``python benchmarks/dab_solver.py`` (about 3 minutes on 2 CPU cores);
 from __future__ import annotations
 
 import dataclasses
-import functools
+import os
 import platform
 import sys
 import time
@@ -32,6 +32,9 @@ import jaxgames
 from jaxgames.experiment import parse_config
 from jaxgames.search import minimax, solver
 from jaxgames.search.bitboard import bitboard
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from tests.reference.dots_and_boxes_reference import reference_solver  # noqa: E402
 
 
 @dataclasses.dataclass(frozen=True)
@@ -61,24 +64,8 @@ def _size(text):
 
 
 def plain_minimax_states(R, C):
-    """Plain-Python memoised minimax (frozenset keys); returns (value, states, seconds)."""
-    h = lambda r, c: r * C + c
-    v = lambda r, c: (R + 1) * C + r * (C + 1) + c
-    E = (R + 1) * C + R * (C + 1)
-    boxes = [frozenset({h(r, c), h(r + 1, c), v(r, c), v(r, c + 1)}) for r in range(R) for c in range(C)]
-
-    @functools.lru_cache(maxsize=None)
-    def value(drawn):
-        if len(drawn) == E:
-            return 0
-        best = -99
-        for e in range(E):
-            if e not in drawn:
-                child = drawn | {e}
-                g = sum(1 for b in boxes if e in b and b <= child)
-                best = max(best, g + value(child) if g else -value(child))
-        return best
-
+    """The tests' plain-Python memoised minimax (frozenset keys); returns (value, states, seconds)."""
+    value, _ = reference_solver(R, C)
     start = time.perf_counter()
     val = value(frozenset())
     return val, value.cache_info().currsize, time.perf_counter() - start

@@ -10,7 +10,6 @@ the player to move is -1.
 
 from __future__ import annotations
 
-import functools
 
 import jax.numpy as jnp
 import numpy as np
@@ -18,31 +17,7 @@ import pytest
 
 from jaxgames.games.dots_and_boxes import DotsAndBoxes
 from jaxgames.search import solver
-
-
-def reference_solver(R, C):
-    """Plain-Python memoised minimax: net boxes still to win for the mover, per edge set."""
-    h = lambda r, c: r * C + c
-    v = lambda r, c: (R + 1) * C + r * (C + 1) + c
-    E = (R + 1) * C + R * (C + 1)
-    boxes = [frozenset({h(r, c), h(r + 1, c), v(r, c), v(r, c + 1)}) for r in range(R) for c in range(C)]
-
-    @functools.lru_cache(maxsize=None)
-    def value(drawn: frozenset) -> int:
-        if len(drawn) == E:
-            return 0
-        best = None
-        for e in range(E):
-            if e in drawn:
-                continue
-            child = drawn | {e}
-            gained = sum(1 for b in boxes if e in b and b <= child)
-            score = gained + value(child) if gained else -value(child)
-            best = score if best is None else max(best, score)
-        return best
-
-    value.boxes = boxes
-    return value, E
+from tests.reference.dots_and_boxes_reference import reference_solver
 
 
 def reference_move_value(ref, drawn: frozenset, e: int) -> int:

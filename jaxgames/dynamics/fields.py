@@ -140,20 +140,31 @@ def integrate(
     def project(z):
         return tuple(jnp.clip(v, 0.0, None) / jnp.sum(jnp.clip(v, 0.0, None)) for v in z)
 
+    z0 = (jnp.asarray(x0, jnp.float32), jnp.asarray(y0, jnp.float32))
+    xs, ys = _rk4(f, z0, dt, num_steps, project)
+    return xs, ys
+
+
+def _rk4(f, z0, dt: float, num_steps: int, project=lambda z: z):
+    """Classical 4th-order Runge-Kutta of ``z' = f(t, z)`` over a pytree ``z``.
+
+    Returns the states at ``t = 0, dt, ..., num_steps * dt``, stacked on a
+    new leading axis (``project`` applied after each step).
+    """
+    add = lambda z, k, h: jax.tree.map(lambda v, kv: v + h * kv, z, k)
+
     def step(z, i):
         t = i * dt
-        add = lambda z, k, h: tuple(v + h * kv for v, kv in zip(z, k))
         k1 = f(t, z)
         k2 = f(t + dt / 2, add(z, k1, dt / 2))
         k3 = f(t + dt / 2, add(z, k2, dt / 2))
         k4 = f(t + dt, add(z, k3, dt))
-        z = tuple(v + dt / 6 * (a + 2 * b + 2 * c + d) for v, a, b, c, d in zip(z, k1, k2, k3, k4))
+        z = jax.tree.map(lambda v, a, b, c, d: v + dt / 6 * (a + 2 * b + 2 * c + d), z, k1, k2, k3, k4)
         z = project(z)
         return z, z
 
-    z0 = (jnp.asarray(x0, jnp.float32), jnp.asarray(y0, jnp.float32))
-    _, (xs, ys) = jax.lax.scan(step, z0, jnp.arange(num_steps, dtype=jnp.float32))
-    return jnp.concatenate([z0[0][None], xs]), jnp.concatenate([z0[1][None], ys])
+    _, zs = jax.lax.scan(step, z0, jnp.arange(num_steps, dtype=jnp.float32))
+    return jax.tree.map(lambda a, b: jnp.concatenate([a[None], b]), z0, zs)
 
 
 def integrate_q(
@@ -202,16 +213,6 @@ def integrate_q(
         u = jnp.stack([lenient_utility(a, y, leniency), lenient_utility(b, x, leniency)])
         return learning_rate * (u - q)
 
-    def step(q, i):
-        t = i * dt
-        k1 = f(t, q)
-        k2 = f(t + dt / 2, q + dt / 2 * k1)
-        k3 = f(t + dt / 2, q + dt / 2 * k2)
-        k4 = f(t + dt, q + dt * k3)
-        q = q + dt / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
-        return q, policies(t + dt, q)
-
-    q0 = jnp.asarray(q0, jnp.float32)
-    _, pols = jax.lax.scan(step, q0, jnp.arange(num_steps, dtype=jnp.float32))
-    pols = jnp.concatenate([policies(0.0, q0)[None], pols])
+    qs = _rk4(f, jnp.asarray(q0, jnp.float32), dt, num_steps)
+    pols = jax.vmap(policies)(jnp.arange(num_steps + 1, dtype=jnp.float32) * dt, qs)
     return pols[:, 0], pols[:, 1]
