@@ -1,6 +1,7 @@
 """Tabular independent learners: the tabular rule, exploration, leniency, sweeps, bad input."""
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 import optax
 import pytest
@@ -169,3 +170,22 @@ def test_leniency_above_the_buffer_size_raises():
     cfg = tl.LearnerConfig(exploration="lenient_boltzmann", num_iterations=10, max_leniency=5)
     with pytest.raises(ValueError, match="max_leniency"):
         _sweep(matrix.stag_hunt(), cfg, tl.stack_params([tl.learner_params(leniency=10)]))
+
+
+def test_function_approximator_drops_in_and_initial_q_needs_a_table():
+    import flax.linen as nn
+
+    class LinearQ(nn.Module):  # Q = W 1 + b over a constant feature: two parameters per action
+        num_actions: int
+
+        @nn.compact
+        def __call__(self):
+            return nn.Dense(self.num_actions)(jnp.ones((1,)))[...]
+
+    cfg = tl.LearnerConfig(exploration="boltzmann", num_iterations=3000, q_module=LinearQ)
+    params = tl.stack_params([tl.learner_params(learning_rate=0.02, temperature=1e3, temperature_schedule="constant")] * 16)
+    out = _sweep(matrix.prisoners_dilemma(), cfg, params)
+    # Uniform play: Q(C) -> -2.5, Q(D) -> -1.5 (as for the table).
+    np.testing.assert_allclose(out.q_values.mean(0), [[-2.5, -1.5], [-2.5, -1.5]], atol=0.3)
+    with pytest.raises(ValueError, match="initial_q"):
+        _sweep(matrix.prisoners_dilemma(), cfg, params, np.zeros((16, 2, 2), np.float32))

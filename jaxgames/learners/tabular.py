@@ -300,8 +300,10 @@ def make_train(game, config: LearnerConfig) -> Callable[..., TrainOutput]:
     Returns:
         ``train(key, params, initial_q) -> TrainOutput``: ``key`` a PRNG key,
         ``params`` `LearnerParams` (scalars), ``initial_q`` float32 ``[2, A]``
-        starting Q-values (`QTable` only; pass None to use the module's own
-        initialiser). Jit and vmap it (see `run_sweep`).
+        starting Q-values (for a module whose only parameter is the table,
+        like `QTable`; pass None to use the module's own initialiser). Jit
+        and vmap it (see `run_sweep`). Raises ValueError (at trace time) for
+        ``initial_q`` with any other module.
     """
     payoffs = jnp.asarray(_as_payoffs(game))
     n, m = payoffs.shape[1:]
@@ -320,6 +322,9 @@ def make_train(game, config: LearnerConfig) -> Callable[..., TrainOutput]:
         tau = hp.temperature(t, horizon)
         eps = hp.epsilon(t, horizon)
         return jax.vmap(lambda qq, ll: exploration_policy(config, qq, ll, tau, eps))(q, legal)
+
+    param_leaves = jax.tree.leaves(jax.eval_shape(module.init, jax.random.key(0)))
+    is_table = len(param_leaves) == 1 and param_leaves[0].shape == (num_actions,)
 
     def init_player(key, q0):
         params = module.init(key)
@@ -342,6 +347,11 @@ def make_train(game, config: LearnerConfig) -> Callable[..., TrainOutput]:
         tx = config.optimizer(hp.learning_rate)
         key, init_key = jax.random.split(key)
         init_keys = jax.random.split(init_key, 2)
+        if initial_q is not None and not is_table:
+            raise ValueError(
+                "initial_q sets a plain table; this q_module's parameters are "
+                f"{[x.shape for x in param_leaves]}: pass initial_q=None"
+            )
         if initial_q is None:
             params = jax.vmap(lambda k: init_player(k, None))(init_keys)
         else:
