@@ -147,7 +147,9 @@ def test_differential_19x19_eight_snakes():
 
 def test_differential_solo_7x7():
     """One snake: the game ends when it is eliminated (``GameOverSolo``)."""
-    _replay_all(_record(1, 7, 300, seed=6), min_games_over=0.9)
+    causes = _replay_all(_record(1, 7, 300, seed=6), min_games_over=0.9)
+    # Alone on the board, the snake can only die by wall, self collision or starvation.
+    assert sum(causes.values()) > 0 and set(causes) <= {"wall-collision", "snake-self-collision", "out-of-health"}, causes
 
 
 def test_differential_11x11_hazards_learn_to_walk():

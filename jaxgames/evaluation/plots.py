@@ -53,11 +53,7 @@ def heatmap(matrix: np.ndarray, labels, path, *, title: str = "", cmap: str = "R
             ax.text(j, i, fmt.format(m[i, j]), ha="center", va="center", fontsize=8)
     ax.set_title(title)
     fig.colorbar(im, ax=ax, fraction=0.046)
-    fig.tight_layout()
-    path = pathlib.Path(path)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    return _save(fig, path)
 
 
 def elo_curves(history: np.ndarray, labels, path, *, title: str = "Elo during the round robins") -> pathlib.Path:
@@ -70,11 +66,7 @@ def elo_curves(history: np.ndarray, labels, path, *, title: str = "Elo during th
     ax.set_ylabel("Elo")
     ax.set_title(title)
     ax.legend(fontsize=8)
-    fig.tight_layout()
-    path = pathlib.Path(path)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    return _save(fig, path)
 
 
 def rating_bars(
@@ -100,6 +92,11 @@ def rating_bars(
     ax.set_ylabel(ylabel)
     ax.set_title(title)
     ax.legend(fontsize=8)
+    return _save(fig, path)
+
+
+def _save(fig, path) -> pathlib.Path:
+    """Writes ``fig`` as a PNG at ``path`` (120 dpi), closes it and returns the path."""
     fig.tight_layout()
     path = pathlib.Path(path)
     fig.savefig(path, dpi=120)
