@@ -53,6 +53,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxgames.experiment import parse_config
+
 
 @dataclasses.dataclass(frozen=True)
 class Config:
@@ -74,27 +76,9 @@ class Config:
     devices: int = 1
     out_dir: str = "results/dots_and_boxes_benchmark"
 
-
-def parse_config(argv) -> Config:
-    """`Config` from ``key=value`` arguments.
-
-    Raises:
-        ValueError: an argument without ``=`` or an unknown key.
-    """
-    fields = {f.name: f for f in dataclasses.fields(Config)}
-    kwargs = {}
-    for arg in argv:
-        if "=" not in arg:
-            raise ValueError(f"arguments are key=value; got {arg!r}")
-        k, v = arg.split("=", 1)
-        if k not in fields:
-            raise ValueError(f"unknown option {k!r}; known: {list(fields)}")
-        kind = fields[k].type
-        kwargs[k] = float(v) if kind in (float, "float") else int(v) if kind in (int, "int") else v
-    cfg = Config(**kwargs)
-    if cfg.devices < 1 or cfg.repeats < 1 or cfg.seconds <= 0:
-        raise ValueError(f"devices and repeats must be >= 1 and seconds > 0; got {cfg}")
-    return cfg
+    def __post_init__(self):
+        if self.devices < 1 or self.repeats < 1 or self.seconds <= 0:
+            raise ValueError(f"devices and repeats must be >= 1 and seconds > 0; got {self}")
 
 
 REPEATS = 3
@@ -225,7 +209,7 @@ def state_bytes(size: int) -> dict:
 
 
 def main(argv) -> list[dict]:
-    cfg = parse_config(argv)
+    cfg = parse_config(Config, argv)
     from tqdm import tqdm
 
     global REPEATS
