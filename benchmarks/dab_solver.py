@@ -2,13 +2,13 @@
 
 Measures, in one run (figures in ``benchmarks/README.md``):
 
-1. the batched retrograde solver (`jaxgames.search.solver.solve`) on 2x2 ..
+1. the batched retrograde solver (`jaxgames.games.dots_and_boxes.search.solver.solve`) on 2x2 ..
    3x3 and 2x5: seconds (first call, compile included, and a second call)
    and edge sets per second;
 2. anchors: a plain-Python memoised minimax over frozensets of edges (the
    test oracle's algorithm) on 2x2 and 2x3, and OpenSpiel's Python
    ``alpha_beta_search`` (no transposition table) on 1x2 and 2x2;
-3. the minimax variants of the seed's study (`jaxgames.search.minimax`)
+3. the minimax variants of the seed's study (`jaxgames.games.dots_and_boxes.search.minimax`)
    on 2x3 and 3x3: seconds, nodes, nodes per second, table keys;
 4. the alpha-beta agent on 5x5 (depth 9, 150 ms budget): positions
    (search nodes) per second, depth reached, slowest decision.
@@ -30,8 +30,8 @@ import numpy as np
 
 import jaxgames
 from jaxgames.experiment import parse_config
-from jaxgames.search import minimax, solver
-from jaxgames.search.bitboard import bitboard
+from jaxgames.games.dots_and_boxes.search import minimax, solver
+from jaxgames.games.dots_and_boxes.search.bitboard import bitboard
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 from tests.reference.dots_and_boxes_reference import reference_solver  # noqa: E402

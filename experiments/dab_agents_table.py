@@ -42,7 +42,7 @@ from jaxgames.agents import FirstLegalAgent, RandomAgent
 from jaxgames.agents.dots_and_boxes import AlphaBetaAgent
 from jaxgames.evaluation import arena
 from jaxgames.experiment import output_dir, parse_config
-from jaxgames.search.bitboard import bitboard
+from jaxgames.games.dots_and_boxes.search.bitboard import bitboard
 
 SEED_TABLE = {
     # opponent: (agent wins, opponent wins, timeouts) over 500 games (seed 000 section 5.7)

@@ -1,10 +1,10 @@
 """The seed's minimax study on small Dots-and-Boxes boards (seed 000 section 4, figures 2 and 3).
 
-For each board size and each minimax variant (`jaxgames.search.minimax.VARIANTS`:
+For each board size and each minimax variant (`jaxgames.games.dots_and_boxes.search.minimax.VARIANTS`:
 naive, + transposition table, + symmetry canonicalisation, + chain rules,
 + alpha-beta, + move ordering; each adds one idea to the previous one) it
 solves the empty board, checks the value against the retrograde solver
-(`jaxgames.search.solver`), and records the search time and the number of
+(`jaxgames.games.dots_and_boxes.search.solver`), and records the search time and the number of
 keys in the transposition table. It writes, under ``results/dab_minimax_study/``:
 
 * ``minimax_study.csv``: one row per (board, variant): value, solver value,
@@ -35,7 +35,7 @@ from tqdm import tqdm  # noqa: E402
 
 from jaxgames.experiment import output_dir, parse_config  # noqa: E402
 from jaxgames.games.dots_and_boxes import rules  # noqa: E402
-from jaxgames.search import minimax, solver  # noqa: E402
+from jaxgames.games.dots_and_boxes.search import minimax, solver  # noqa: E402
 
 
 @dataclasses.dataclass(frozen=True)

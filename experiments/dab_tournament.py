@@ -36,7 +36,7 @@ from jaxgames.agents import FirstLegalAgent, RandomAgent
 from jaxgames.agents.dots_and_boxes import AlphaBetaAgent, GreedyAgent, PerfectAgent
 from jaxgames.evaluation import elo, plots
 from jaxgames.experiment import output_dir, parse_config
-from jaxgames.search import solver
+from jaxgames.games.dots_and_boxes.search import solver
 
 AGENTS = ("random", "first_open_edge", "greedy", "mcts", "alphabeta", "perfect")
 

@@ -19,7 +19,7 @@ import jaxgames
 from jaxgames.agents import RandomAgent
 from jaxgames.agents.dots_and_boxes import AlphaBetaAgent, GreedyAgent, PerfectAgent
 from jaxgames.evaluation import arena
-from jaxgames.search.bitboard import bitboard
+from jaxgames.games.dots_and_boxes.search.bitboard import bitboard
 
 # Box 0 has three sides (0, 2, 4), box 1 one (1). Capturing with 5 is safe (box 1 gets only
 # two sides), after which the mover must open box 1: net 1 - 1 = 0. Drawing 3 or 6 instead

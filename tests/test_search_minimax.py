@@ -12,8 +12,9 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxgames.search import chains, minimax, sign, solver
-from jaxgames.search.bitboard import bitboard
+from jaxgames.games.dots_and_boxes.search import chains, minimax, solver
+from jaxgames.games.dots_and_boxes.search.bitboard import bitboard
+from jaxgames.search import sign
 
 
 @pytest.fixture(scope="module")

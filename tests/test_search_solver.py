@@ -3,7 +3,7 @@
 The reference below rebuilds the board from OpenSpiel's edge numbering
 (h(r, c) = r * C + c, v(r, c) = (R + 1) * C + r * (C + 1) + c) on its own and
 runs the textbook minimax recursion over frozensets of edges (seed 002,
-"Minimax"): it shares no code with `jaxgames.search.solver`. By hand: on
+"Minimax"): it shares no code with `jaxgames.games.dots_and_boxes.search.solver`. By hand: on
 1x1 the second mover takes the only box, so the value of the empty board for
 the player to move is -1.
 """
@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from jaxgames.games.dots_and_boxes import DotsAndBoxes
-from jaxgames.search import solver
+from jaxgames.games.dots_and_boxes.search import solver
 from tests.reference.dots_and_boxes_reference import reference_solver
 
 

@@ -15,8 +15,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxgames.agents.base import HostAgent, JaxAgent, masked_uniform_choice
-from jaxgames.search import minimax, solver
-from jaxgames.search.bitboard import bitboard, from_edges
+from jaxgames.games.dots_and_boxes.search import minimax, solver
+from jaxgames.games.dots_and_boxes.search.bitboard import bitboard, from_edges
 
 
 def _check_env(env, expected=None):
@@ -57,7 +57,7 @@ class GreedyAgent(JaxAgent):
 
 
 class PerfectAgent(JaxAgent):
-    """Plays an optimal move of the exact solver (`jaxgames.search.solver`), ties broken at random.
+    """Plays an optimal move of the exact solver (`jaxgames.games.dots_and_boxes.search.solver`), ties broken at random.
 
     Args:
         num_rows, num_cols: the board size it is built for (solved on construction).

@@ -1,9 +1,8 @@
-"""Search for two-player zero-sum games, Dots-and-Boxes first.
+"""Search for every two-player zero-sum game.
 
 Modules: `sign` (the zero-sum sign convention, the only place it lives),
-`solver` (exact retrograde analysis of Dots-and-Boxes), `bitboard` (edge
-sets as Python ints), `chains` (chain rules and move ordering), `minimax`
-(the seed's minimax variants and the depth-limited alpha-beta), `mcts` (the
-only module that talks to mctx). Imported on demand; nothing here compiles
-at import time.
+`mcts` (pure MCTS; the only module that talks to mctx). Game-specific search lives
+with its game: Dots-and-Boxes' exact solver, bitboards, chain rules and
+minimax variants are in `jaxgames.games.dots_and_boxes.search`. Imported on
+demand; nothing here compiles at import time.
 """

@@ -6,7 +6,7 @@ dbn, + symmetry canonicalisation, + chain rules) and section 5 (alpha-beta,
 the minimax and alpha-beta slides of seed 002.
 
 All searches return the *net value for the player to move* of the boxes
-still to be won, exactly as `jaxgames.search.solver`: a move completing
+still to be won, exactly as `jaxgames.games.dots_and_boxes.search.solver`: a move completing
 ``g > 0`` boxes is worth ``g + V(child)`` (the mover moves again), any other
 move ``-V(child)``. The sign rule is the one of `jaxgames.search.sign`. With
 no depth limit every variant returns the exact value, which the tests check
@@ -36,8 +36,8 @@ import math
 import time
 from typing import NamedTuple
 
-from jaxgames.search import chains
-from jaxgames.search.bitboard import BitBoard, bitboard
+from jaxgames.games.dots_and_boxes.search import chains
+from jaxgames.games.dots_and_boxes.search.bitboard import BitBoard, bitboard
 from jaxgames.search.sign import child_value
 
 VARIANTS = ("naive", "tt", "symmetry", "chains", "alphabeta", "ordering")
@@ -57,7 +57,7 @@ class SearchOptions:
     Attributes:
         transposition: cache values by edge set (seed 4.1).
         symmetry: cache by the canonical image under the board symmetries (4.2).
-        chain_rules: safe captures and the chain rule (4.3; `jaxgames.search.chains`).
+        chain_rules: safe captures and the chain rule (4.3; `jaxgames.games.dots_and_boxes.search.chains`).
         alpha_beta: alpha-beta pruning (5.2); the cache then stores bounds.
         ordering: important moves first (5.3-5.4).
         max_safe_edges: when nothing is capturable and safe edges exist, search

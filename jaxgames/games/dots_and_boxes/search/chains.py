@@ -31,7 +31,7 @@ Move filters used by the exact minimax variants:
 
 from __future__ import annotations
 
-from jaxgames.search.bitboard import BitBoard
+from jaxgames.games.dots_and_boxes.search.bitboard import BitBoard
 
 
 def capturable_boxes(bb: BitBoard, edges: int) -> list[int]:
