@@ -108,6 +108,28 @@ def test_sign_convention():
     np.testing.assert_array_equal(sign.mover_reward(jnp.array([[1.0, -1.0], [1.0, -1.0]]), jnp.array([0, 1])), [1.0, -1.0])
     assert sign.child_value(2, 1) == 3 and sign.child_value(0, 1) == -1
     np.testing.assert_array_equal(sign.value_for(jnp.array([2.0, 2.0]), jnp.array([0, 1]), jnp.array([0, 0])), [2.0, -2.0])
+    # Vectorised Dots-and-Boxes backup, numpy and jnp, by hand: g = 0 -> -V; g = 1, V = 3 -> 4; g = 2, V = -1 -> 1.
+    g, v = [0, 1, 2], [3, 3, -1]
+    np.testing.assert_array_equal(sign.child_value(np.array(g), np.array(v)), [-3, 4, 1])
+    out = sign.child_value(jnp.array(g, jnp.int32), jnp.array(v, jnp.int32))
+    assert out.dtype == jnp.int32
+    np.testing.assert_array_equal(out, [-3, 4, 1])
+
+
+def test_child_window_brackets_exactly_the_backed_up_values():
+    """Q = r + d * V lies strictly inside (alpha, beta) iff V lies strictly inside the child window."""
+    rng = np.random.default_rng(0)
+    values = np.arange(-6, 7)
+    for _ in range(200):
+        r, d = int(rng.integers(-2, 3)), int(rng.choice([-1, 1]))
+        alpha, beta = sorted(rng.choice(np.arange(-8, 9), size=2, replace=False))
+        lo, hi = sign.child_window(r, d, alpha, beta)
+        assert lo < hi
+        q = r + d * values  # written out here, not through sign.backup
+        np.testing.assert_array_equal((alpha < q) & (q < beta), (lo < values) & (values < hi))
+    assert sign.child_window(1.0, -1, -np.inf, np.inf) == (-np.inf, np.inf)
+    with pytest.raises(ValueError, match="discount"):
+        sign.child_window(0, 0, -1, 1)
 
 
 def test_bad_input():

@@ -16,7 +16,7 @@ import numpy as np
 
 from jaxgames.agents.base import HostAgent, JaxAgent, masked_uniform_choice
 from jaxgames.games.dots_and_boxes.search import minimax, solver
-from jaxgames.games.dots_and_boxes.search.bitboard import bitboard, from_edges
+from jaxgames.games.dots_and_boxes.search.bitboard import bitboard, edge_set_index
 
 
 def _check_env(env, expected=None):
@@ -83,9 +83,8 @@ class PerfectAgent(JaxAgent):
 
     def action_values(self, state) -> jax.Array:
         """int32 ``[E]``: exact value of each move of one state, `solver.ILLEGAL` where drawn."""
-        E = self.solution.num_edges
-        s = jnp.sum(jnp.where(state.board.edges, jnp.left_shift(jnp.int32(1), jnp.arange(E, dtype=jnp.int32)), 0))
-        return solver.child_values(self._masks, self._values, s[None].astype(jnp.int32))[0]
+        s = edge_set_index(jnp.asarray(state.board.edges))
+        return solver.child_values(self._masks, self._values, s[None])[0]
 
     def policy(self, env, state, key):
         """int32 ``[]``: a uniformly random optimal move of one state."""
@@ -134,7 +133,7 @@ class AlphaBetaAgent(HostAgent):
         """The move for one state (numpy leaves); see the class docstring."""
         _check_env(env)
         bb = bitboard(env.num_rows, env.num_cols)
-        edges = from_edges(state.board.edges)
+        edges = edge_set_index(np.asarray(state.board.edges))
         # The search allocates many small tuples (table entries) that form no cycles; a cyclic
         # garbage collection in the middle of a move would only add latency.
         enabled = gc.isenabled()

@@ -46,11 +46,73 @@ def value_for(value: jax.Array, owner: jax.Array, viewer: jax.Array) -> jax.Arra
     return jnp.where(jnp.asarray(owner) == jnp.asarray(viewer), value, -value)
 
 
-def child_value(boxes: int, child: int) -> int:
-    """The host-side backup of Dots-and-Boxes search (ints): ``g + V(child)`` if ``g > 0`` else ``-V(child)``.
+def backup(reward, discount, child):
+    """The value of a move for its mover: ``reward + discount * child``.
+
+    Pure arithmetic, so it serves Python numbers (host-side search), numpy
+    arrays and ``jax.Array`` alike, with the usual broadcasting.
 
     Args:
-        boxes: boxes the move completed, ``g`` (0, 1 or 2).
-        child: the value of the child for *its* player to move.
+        reward: the move's reward from the mover's side (`mover_reward`).
+        discount: `discount` of the move (+1, -1, or 0 at a terminal child).
+        child: the child's value from the side of *its* player to move.
+
+    Returns:
+        The move's value from the mover's side (``Q(parent, a)``).
     """
-    return boxes + child if boxes else -child
+    return reward + discount * child
+
+
+def child_window(reward, discount, alpha, beta):
+    """The alpha-beta window of a child: ``Q = backup(reward, discount, V)`` lies in ``(alpha, beta)`` iff ``V`` lies in it.
+
+    A negamax search over games with extra turns recurses into a child with
+    this window instead of the usual ``(-beta, -alpha)``: for ``discount``
+    -1 (turn passes) it is ``(reward - beta, reward - alpha)``, for +1 (same
+    player again) ``(alpha - reward, beta - reward)``. Infinite bounds stay
+    infinite. Source: Knuth & Moore 1975, "An analysis of alpha-beta
+    pruning" (negamax form), with the extra-turn discount of this module.
+
+    Args:
+        reward: the move's reward from the mover's side (a Python number).
+        discount: +1 or -1 (a terminal child, discount 0, is not searched).
+        alpha, beta: the parent's window, ``alpha < beta``.
+
+    Returns:
+        ``(alpha_child, beta_child)`` for the child's search.
+
+    Raises:
+        ValueError: ``discount`` is not +1 or -1.
+    """
+    if discount == 1:
+        return alpha - reward, beta - reward
+    if discount == -1:
+        return reward - beta, reward - alpha
+    raise ValueError(f"child_window needs a discount of +1 or -1 (a terminal child is not searched); got {discount!r}")
+
+
+def box_discount(boxes):
+    """Dots-and-Boxes' discount of a move: +1 if it completed ``boxes > 0`` boxes (extra turn), else -1.
+
+    The terminal case needs no 0 here: the value of a full board is 0.
+    Works on ints, numpy arrays and ``jax.Array`` (int ``[...]`` in, same shape out).
+    Source: seed 000 sections 4-5 (a move completing a box moves again).
+    """
+    return 2 * (boxes > 0) - 1
+
+
+def child_value(boxes, child):
+    """The backup of Dots-and-Boxes search: ``g + V(child)`` if ``g > 0`` else ``-V(child)``.
+
+    `backup` with the reward ``g`` (boxes completed) and `box_discount`;
+    vectorised: ints (host search), numpy or ``jax.Array`` (the solver's
+    batched kernel) of any broadcastable shapes.
+
+    Args:
+        boxes: boxes the move completed, ``g`` (0, 1 or 2), int ``[...]``.
+        child: the value of the child for *its* player to move, int ``[...]``.
+
+    Returns:
+        The move's value for its mover, int ``[...]``.
+    """
+    return backup(boxes, box_discount(boxes), child)

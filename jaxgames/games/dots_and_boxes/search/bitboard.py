@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import functools
 
+import jax
+import jax.numpy as jnp
 import numpy as np
 
 from jaxgames.games.dots_and_boxes import rules
@@ -104,13 +106,42 @@ class BitBoard:
         from jaxgames.games.dots_and_boxes import dbn as dbn_lib
 
         edges = dbn_lib.parse_dbn(self.num_rows, self.num_cols, dbn)
-        return from_edges(edges)
+        return edge_set_index(edges)
 
 
-def from_edges(edges) -> int:
-    """The int edge set of a bool array ``[num_edges]`` (e.g. ``state.board.edges``)."""
+def edge_set_index(edges):
+    """The edge-set index of drawn edges: bit ``e`` is set iff edge ``e`` is drawn.
+
+    The one function that packs edges into an index (the solver's table
+    index, the bitboards' ints, the perfect agent's lookup). Edge ``e`` is
+    OpenSpiel's action ``e``, the dbn string's character ``e`` (Barker &
+    Korf 2012), so ``'1100...'`` has index 3.
+
+    Args:
+        edges: bool ``[..., E]``. A ``jax.Array`` (also traced, e.g.
+            ``state.board.edges`` inside a jitted policy) gives a
+            ``jax.Array``; anything else (numpy array, list) must be one
+            position ``[E]`` and gives a Python int (any ``E``).
+
+    Returns:
+        int32 ``jax.Array`` ``[...]`` for a ``jax.Array`` input; else a
+        Python int in ``[0, 2**E)``.
+
+    Raises:
+        ValueError: a ``jax.Array`` with more than 31 edges (an int32 index
+            would overflow; checked from the static shape before tracing),
+            or a non-JAX input that is not one-dimensional.
+    """
+    if isinstance(edges, jax.Array):
+        E = edges.shape[-1]
+        if E > 31:
+            raise ValueError(f"an int32 edge-set index holds at most 31 edges; got {E} (use a numpy array for a Python int)")
+        bits = jnp.left_shift(jnp.int32(1), jnp.arange(E, dtype=jnp.int32))
+        return jnp.sum(jnp.where(edges.astype(bool), bits, 0), axis=-1, dtype=jnp.int32)
     e = np.asarray(edges).astype(bool)
-    return int(sum(1 << int(i) for i in np.flatnonzero(e)))
+    if e.ndim != 1:
+        raise ValueError(f"expected one position, a bool array [num_edges]; got shape {e.shape}")
+    return int.from_bytes(np.packbits(e, bitorder="little").tobytes(), "little")
 
 
 @functools.lru_cache(maxsize=None)

@@ -38,7 +38,7 @@ from typing import NamedTuple
 
 from jaxgames.games.dots_and_boxes.search import chains
 from jaxgames.games.dots_and_boxes.search.bitboard import BitBoard, bitboard
-from jaxgames.search.sign import child_value
+from jaxgames.search import sign
 
 VARIANTS = ("naive", "tt", "symmetry", "chains", "alphabeta", "ordering")
 """The minimax variants of the study, cumulative (seed 000 figures 2-3)."""
@@ -155,7 +155,7 @@ class _Searcher:
         best = -math.inf
         for e in self.moves(edges):
             g = self.bb.completes(edges, e)
-            v = child_value(g, self.minimax(edges | (1 << e)))
+            v = sign.child_value(g, self.minimax(edges | (1 << e)))
             if v > best:
                 best = v
         if self.o.transposition:
@@ -185,11 +185,8 @@ class _Searcher:
         best = -math.inf
         for e in self.moves(edges):
             g = bb.completes(edges, e)
-            child = edges | (1 << e)
-            if g:
-                v = g + self.alphabeta(child, alpha - g, beta - g, depth - 1)
-            else:
-                v = -self.alphabeta(child, -beta, -alpha, depth - 1)
+            child_alpha, child_beta = sign.child_window(g, sign.box_discount(g), alpha, beta)
+            v = sign.child_value(g, self.alphabeta(edges | (1 << e), child_alpha, child_beta, depth - 1))
             if v > best:
                 best = v
                 if v > alpha:
@@ -211,13 +208,13 @@ class _Searcher:
             g = bb.completes(edges, e)
             child = edges | (1 << e)
             if self.o.alpha_beta:
+                # Window (best, n + 1) with n = num_boxes: values lie in [-n, n].
                 n = bb.num_boxes
-                if g:
-                    v = g + self.alphabeta(child, best - g if best > -math.inf else -n - 1, n + 1, depth - 1)
-                else:
-                    v = -self.alphabeta(child, -n - 1, -best if best > -math.inf else n + 1, depth - 1)
+                alpha = best if best > -math.inf else -n - 1
+                child_alpha, child_beta = sign.child_window(g, sign.box_discount(g), alpha, n + 1)
+                v = sign.child_value(g, self.alphabeta(child, child_alpha, child_beta, depth - 1))
             else:
-                v = child_value(g, self.minimax(child))
+                v = sign.child_value(g, self.minimax(child))
             if v > best:
                 best, best_e = v, e
         return best, best_e

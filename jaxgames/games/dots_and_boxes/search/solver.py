@@ -43,6 +43,8 @@ import numpy as np
 
 from jaxgames.games.dots_and_boxes import dbn as dbn_lib
 from jaxgames.games.dots_and_boxes import rules
+from jaxgames.games.dots_and_boxes.search.bitboard import bitboard, edge_set_index
+from jaxgames.search import sign
 
 MAX_EDGES = 31
 """Largest number of edges the solver indexes (edge sets are int32: bit 31 would be the sign)."""
@@ -120,7 +122,7 @@ class _Tables(NamedTuple):
 @functools.lru_cache(maxsize=None)
 def _tables(num_rows: int, num_cols: int) -> _Tables:
     g = rules.geometry(num_rows, num_cols)
-    box_mask = np.array([sum(1 << int(e) for e in g.box_edges[b]) for b in range(g.num_boxes)], np.int64)
+    box_mask = bitboard(num_rows, num_cols).box_masks
     m = np.zeros((g.num_edges, 2), np.int64)
     for e in range(g.num_edges):
         for k in range(2):
@@ -162,8 +164,7 @@ def child_values(tables_masks: jax.Array, values: jax.Array, s: jax.Array) -> ja
     v = values[_split(values.shape, child)].astype(jnp.int32)
     m0, m1 = tables_masks[:, 0], tables_masks[:, 1]
     g = ((m0 != 0) & ((child & m0) == m0)).astype(jnp.int32) + ((m1 != 0) & ((child & m1) == m1)).astype(jnp.int32)
-    cand = jnp.where(g > 0, g + v, -v)
-    return jnp.where(legal, cand, ILLEGAL)
+    return jnp.where(legal, sign.child_value(g, v), ILLEGAL)
 
 
 def _unrank(binom: jax.Array, E: int, k: jax.Array, rank: jax.Array) -> jax.Array:
@@ -245,10 +246,10 @@ class Solution:
             edges = getattr(board, "edges", board)
             if not hasattr(edges, "shape"):
                 raise TypeError(f"position must be a dbn string, a state, a Board, an edge array or an int; got {type(position).__name__}")
-            edges = np.asarray(edges).astype(bool)
+            edges = np.asarray(edges).astype(bool)  # numpy: `edge_set_index` gives a Python int
             if edges.shape != (self.num_edges,):
                 raise ValueError(f"expected one position with {self.num_edges} edges; got shape {edges.shape}")
-        return int(np.sum(edges.astype(np.int64) << np.arange(self.num_edges, dtype=np.int64)))
+        return edge_set_index(edges)
 
     def value(self, position) -> int:
         """Net boxes still to be won by the player to move (see the module docstring).
@@ -274,8 +275,7 @@ class Solution:
                 continue
             child = s | (1 << e)
             g = sum(1 for m in self._masks[e] if m and (child & int(m)) == int(m))
-            v = int(self.values[child])
-            out[e] = g + v if g else -v
+            out[e] = sign.child_value(g, int(self.values[child]))
         return out
 
     def batch_action_values(self, edges: jax.Array) -> jax.Array:
@@ -295,8 +295,7 @@ class Solution:
             raise ValueError(f"edges must end with {self.num_edges} edges; got shape {edges.shape}")
         if self.num_edges > LOW_BITS:
             raise ValueError(f"batch_action_values supports boards of at most {LOW_BITS} edges")
-        bits = jnp.left_shift(jnp.int32(1), jnp.arange(self.num_edges, dtype=jnp.int32))
-        s = jnp.sum(jnp.where(edges, bits, 0), axis=-1, dtype=jnp.int32)
+        s = edge_set_index(jnp.asarray(edges))
         table = self.__dict__.get("_device_values")
         if table is None:
             table = self.__dict__["_device_values"] = jnp.asarray(self.values)
