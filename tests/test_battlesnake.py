@@ -332,6 +332,40 @@ def test_food_spawn_shortfall_and_candidates():
     assert int(cand.sum()) == 49 - 11
 
 
+def test_params_are_traced_and_vmap_over_settings_equals_separate_calls():
+    """A batch of two settings (health loss 9 vs 1, minimum food 1 vs 3) under one vmap."""
+    b = from_ascii(
+        """
+        . . . . . . .
+        . . . . . . .
+        . . . . . . .
+        . . A a a . .
+        . . . . . . .
+        . . . . . . .
+        . . . . B b b
+        """
+    )
+    settings = [Params(health_loss=9, minimum_food=1, food_spawn_chance=0), Params(health_loss=1, minimum_food=3, food_spawn_chance=0)]
+    batch = jax.tree.map(lambda *v: jnp.asarray(v, jnp.int32), *settings)
+    keys = jax.random.split(jax.random.key(4), 2)
+    moves = jnp.array([UP, UP])
+    vstep = jax.jit(jax.vmap(lambda p, k: spawn.step(b, moves, k, p, food_slots=3)))
+    together = vstep(batch, keys)
+    with pytest.raises(TypeError, match="food_slots"):
+        jax.jit(lambda p: spawn.food_to_spawn(keys[0], b, p))(settings[0])
+    for i, p in enumerate(settings):
+        alone = spawn.step(b, moves, keys[i], p, food_slots=3)
+        for u, v in zip(jax.tree.leaves(alone), jax.tree.leaves(together)):
+            np.testing.assert_array_equal(np.asarray(u), np.asarray(v)[i])
+    # By hand: 100 - 9 and 100 - 1 health; no food on the board, so the shortfall is 1 and 3.
+    assert np.asarray(together.health).tolist() == [[91, 91], [99, 99]]
+    assert np.asarray(together.food).sum(axis=1).tolist() == [1, 3]
+    # The default bound comes from concrete params and keeps the old random stream.
+    assert spawn.num_uniforms(settings[1]) == 4 and spawn.num_uniforms() == 2
+    default = spawn.food_to_spawn(keys[1], b, settings[1])
+    np.testing.assert_array_equal(np.asarray(default), np.asarray(spawn.food_to_spawn(keys[1], b, settings[1], food_slots=3)))
+
+
 def test_ascii_round_trip():
     text = """
         . . . . . . .

@@ -11,6 +11,7 @@ itself is checked against the reference's candidate cells and count rule.
 from __future__ import annotations
 
 import collections
+import functools
 
 import jax
 import jax.numpy as jnp
@@ -31,7 +32,7 @@ def _policy(key, board):
     return jnp.where(jax.random.uniform(k3, (board.num_snakes,)) < 0.1, wild, masked).astype(jnp.int32)
 
 
-def _play_one(key, hazards, params):
+def _play_one(key, hazards, params, *, food_slots):
     k0, key = jax.random.split(key)
     board = spawn.init_board(k0, NUM[0], NUM[1])
     board = board.replace(hazards=hazards)
@@ -40,7 +41,7 @@ def _play_one(key, hazards, params):
         k_move, k_food = jax.random.split(k)
         moves = _policy(k_move, board)
         resolved = rules.resolve(board, moves, params)
-        new_food = spawn.food_to_spawn(k_food, resolved.board, params) & ~resolved.game_over
+        new_food = spawn.food_to_spawn(k_food, resolved.board, params, food_slots=food_slots) & ~resolved.game_over
         nxt = rules.finish_turn(resolved, new_food)
         return nxt, (board, moves, new_food)
 
@@ -55,7 +56,9 @@ def _record(num_snakes, size, n_games, seed, hazards=None, params=rules.DEFAULT_
     NUM[:] = [num_snakes, size]
     if hazards is None:
         hazards = jnp.zeros((n_games, size * size), jnp.int8)
-    play = jax.jit(jax.vmap(_play_one, in_axes=(0, 0, None)))
+    # params are traced here, so the static food bound is given (spawn.food_to_spawn).
+    play_one = functools.partial(_play_one, food_slots=spawn.default_food_slots(params))
+    play = jax.jit(jax.vmap(play_one, in_axes=(0, 0, None)))
     out = play(jax.random.split(jax.random.key(seed), n_games), hazards, params)
     return jax.tree.map(np.asarray, out)
 

@@ -164,13 +164,21 @@ class Params:
             (``damagePerTurn``; no hazards in the standard map).
         health_loss: int32, health lost per turn (1; 3, 9, 11, 33, 99 for the
             "learn to walk" variant of seed 003, section 3).
-        minimum_food: int (static), food kept on the board (``minimumFood``).
+        minimum_food: int32, food kept on the board (``minimumFood``). Traced
+            like the others; the spawn functions of
+            `jaxgames.games.battlesnake.spawn` bound the food placed in one
+            turn by their static ``food_slots`` argument (by default
+            ``max(minimum_food, 1)`` when ``minimum_food`` is concrete).
+
+    Every field may be a Python int, a concrete array or a tracer, so a batch
+    of settings is a `Params` of ``[B]`` arrays and ``jax.vmap`` runs it (a
+    curriculum or a sweep without recompiling).
     """
 
     food_spawn_chance: jax.Array = 15
     hazard_damage: jax.Array = 0
     health_loss: jax.Array = 1
-    minimum_food: int = struct.field(pytree_node=False, default=1)
+    minimum_food: jax.Array = 1
 
 
 DEFAULT_PARAMS = Params()

@@ -115,29 +115,76 @@ def _pick_uniform(u: jax.Array, cand: jax.Array) -> jax.Array:
     return jnp.arange(w * w) == chosen
 
 
-def num_uniforms(params: Params = DEFAULT_PARAMS) -> int:
-    """How many ``U[0, 1)`` variates `food_from_uniforms` takes (static)."""
-    return 1 + max(params.minimum_food, 1)
+def default_food_slots(params: Params = DEFAULT_PARAMS) -> int:
+    """The static ``food_slots`` that spawns exactly what the engine spawns: ``max(minimum_food, 1)``.
+
+    Args:
+        params: settings with a concrete ``minimum_food`` (an int or a
+            concrete integer array, scalar or batched: the maximum is taken).
+
+    Returns:
+        int >= 1.
+
+    Raises:
+        TypeError: ``params.minimum_food`` is traced (inside ``jit``/``vmap``
+            when the params are an argument); pass ``food_slots`` then.
+    """
+    m = params.minimum_food
+    if isinstance(m, jax.core.Tracer):
+        raise TypeError(
+            "params.minimum_food is traced, so the number of food slots cannot be derived from it; "
+            "pass the static keyword food_slots=<max minimum_food over the batch> to the spawn function"
+        )
+    return max(int(np.max(np.asarray(m))), 1)
 
 
-def food_from_uniforms(u: jax.Array, board: Board, params: Params = DEFAULT_PARAMS) -> jax.Array:
-    """`food_to_spawn` with its randomness given: ``u`` float32 ``[num_uniforms(params)]`` in ``[0, 1)``.
+def _slots(params: Params, food_slots: int | None) -> int:
+    if food_slots is None:
+        return default_food_slots(params)
+    if isinstance(food_slots, bool) or not isinstance(food_slots, (int, np.integer)) or food_slots < 1:
+        raise ValueError(f"food_slots must be an int >= 1; got {food_slots!r}")
+    return int(food_slots)
+
+
+def num_uniforms(params: Params = DEFAULT_PARAMS, *, food_slots: int | None = None) -> int:
+    """How many ``U[0, 1)`` variates `food_from_uniforms` takes (static): ``1 + food_slots``.
+
+    Args:
+        params: settings, used only for the default ``food_slots``.
+        food_slots: static bound on the food placed in one turn (default
+            `default_food_slots`).
+
+    Raises:
+        TypeError, ValueError: see `default_food_slots`; ``food_slots < 1``.
+    """
+    return 1 + _slots(params, food_slots)
+
+
+def food_from_uniforms(
+    u: jax.Array, board: Board, params: Params = DEFAULT_PARAMS, *, food_slots: int | None = None
+) -> jax.Array:
+    """`food_to_spawn` with its randomness given: ``u`` float32 ``[1 + food_slots]`` in ``[0, 1)``.
 
     ``u[0]`` is the engine's ``rand.Intn(100)`` (as ``floor(100 u)``), the
-    rest pick the cells one after the other.
+    rest pick the cells one after the other. ``params`` may be traced;
+    ``food_slots`` is static (see `food_to_spawn`).
     """
+    slots = _slots(params, food_slots)
     have = jnp.sum(board.food).astype(jnp.int32)
     roll = jnp.floor(u[0] * 100).astype(jnp.int32)
     by_chance = (params.food_spawn_chance > 0) & (100 - roll < params.food_spawn_chance)
-    need = jnp.where(have < params.minimum_food, params.minimum_food - have, by_chance.astype(jnp.int32))
+    minimum = jnp.asarray(params.minimum_food, jnp.int32)
+    need = jnp.where(have < minimum, minimum - have, by_chance.astype(jnp.int32))
     cand = food_candidates(board)
     new = jnp.zeros_like(cand)
-    for i in range(max(params.minimum_food, 1)):
+    for i in range(slots):
         new = new | _pick_uniform(jnp.where(i < need, u[1 + i], -1.0), cand & ~new)
     return new
 
 
-def food_to_spawn(key: jax.Array, board: Board, params: Params = DEFAULT_PARAMS) -> jax.Array:
+def food_to_spawn(
+    key: jax.Array, board: Board, params: Params = DEFAULT_PARAMS, *, food_slots: int | None = None
+) -> jax.Array:
     """The food the engine spawns after a turn's eliminations (stage 7).
 
     If there is less than ``minimum_food``, the shortfall; otherwise one food
@@ -147,31 +194,50 @@ def food_to_spawn(key: jax.Array, board: Board, params: Params = DEFAULT_PARAMS)
     Args:
         key: PRNG key.
         board: the board after `rules.resolve` (stages 1-6).
-        params: settings (``minimum_food`` is static).
+        params: settings, concrete or traced (vmap over a batch of them).
+        food_slots: static, the most food placed in one turn; the shortfall
+            is clipped to it, so it is exact when ``food_slots >=
+            minimum_food`` for every params of a batch. Default:
+            `default_food_slots` (``max(minimum_food, 1)``, which needs a
+            concrete ``minimum_food``). It also fixes the number of uniforms
+            drawn from ``key``, so two calls agree only with equal
+            ``food_slots``.
 
     Returns:
         bool ``[size * size]``, the new food cells.
 
+    Raises:
+        TypeError: ``food_slots`` not given while ``params.minimum_food`` is traced.
+        ValueError: ``food_slots < 1``.
+
     Source: ``maps/standard.go``, ``checkFoodNeedingPlacement`` and
     ``placeFoodRandomly``.
     """
-    return food_from_uniforms(jax.random.uniform(key, (num_uniforms(params),)), board, params)
+    slots = _slots(params, food_slots)
+    return food_from_uniforms(jax.random.uniform(key, (1 + slots,)), board, params, food_slots=slots)
 
 
-def step(board: Board, moves: jax.Array, key: jax.Array, params: Params = DEFAULT_PARAMS) -> Board:
+def step(
+    board: Board, moves: jax.Array, key: jax.Array, params: Params = DEFAULT_PARAMS, *, food_slots: int | None = None
+) -> Board:
     """One full turn with the engine's random food spawn: `rules.resolve`, `food_to_spawn`, `rules.finish_turn`.
 
     Args:
         board: one board.
         moves: int32 ``[S]`` move codes.
         key: PRNG key for the food.
-        params: settings.
+        params: settings, concrete or traced.
+        food_slots: static bound on the food spawned in one turn (`food_to_spawn`).
 
     Returns:
         The next board.
+
+    Raises:
+        TypeError, ValueError: see `food_to_spawn`.
     """
+    slots = _slots(params, food_slots)
     resolved = rules.resolve(board, moves, params)
-    return rules.finish_turn(resolved, food_to_spawn(key, resolved.board, params))
+    return rules.finish_turn(resolved, food_to_spawn(key, resolved.board, params, food_slots=slots))
 
 
 def init_board(key: jax.Array, num_snakes: int, size: int, params: Params = DEFAULT_PARAMS) -> Board:
@@ -191,7 +257,9 @@ def init_board(key: jax.Array, num_snakes: int, size: int, params: Params = DEFA
         key: PRNG key.
         num_snakes: static, 1..8.
         size: static board size, 7..25.
-        params: unused numeric settings (kept for a uniform signature).
+        params: unused numeric settings (kept for a uniform signature; may
+            be traced). The initial food count is fixed (one per snake plus
+            the centre), so no ``food_slots`` is needed here.
 
     Returns:
         The turn-0 `Board`, no hazards.
