@@ -115,12 +115,47 @@ def test_apply_turn_checks_moves():
     moves = {"alpha": "right", "beta": "up", "gamma": "left"}
     b = api.apply_turn(r.board, moves, [], r.ids)
     assert rules.body_list(b, 1) == [(5, 6), (5, 5), (6, 5), (6, 5)] and int(b.health[1]) == 100  # beta ate (5, 6)
-    with pytest.raises(ValueError, match="not one of"):
-        api.apply_turn(r.board, dict(moves, beta="north"), [], r.ids)
+    with pytest.raises(TypeError, match="string"):
+        api.apply_turn(r.board, dict(moves, beta=1), [], r.ids)
     with pytest.raises(ValueError, match="no move"):
         api.apply_turn(r.board, {"alpha": "up"}, [], r.ids)
     with pytest.raises(ValueError, match="off the"):
         api.apply_turn(r.board, moves, [(11, 0)], r.ids)
+
+
+def test_apply_turn_plays_the_default_move_for_any_other_string():
+    """``standard.go: MoveSnakesStandard``: a move outside the four names is ``getDefaultMove``."""
+    r = api.parse_request(REQUEST)
+    # By hand from REQUEST: alpha's neck (1, 2) is above its head (1, 1), so it faces down;
+    # beta's neck (6, 5) is right of its head (5, 5): it faces left, to (4, 5);
+    # gamma's neck (9, 1) is above its head (9, 0): it faces down, off the board.
+    b = api.apply_turn(r.board, {"alpha": "", "beta": "north", "gamma": "Up"}, [], r.ids)
+    assert rules.body_list(b, 0) == [(1, 0), (1, 1), (1, 2), (1, 3)]
+    assert rules.body_list(b, 1) == [(4, 5), (5, 5), (6, 5)]
+    assert [rules.ELIMINATION_CAUSES[int(c)] for c in b.eliminated_cause] == ["", "", "wall-collision"]
+    # A stacked body (turn 0) has no direction: up.
+    start = api.parse_request(_request([_snake("a", [(3, 3)] * 3), _snake("b", [(7, 7)] * 3)], food=[], you=0))
+    b0 = api.apply_turn(start.board, {"a": "sideways", "b": "down"}, [], start.ids)
+    assert rules.body_list(b0, 0) == [(3, 4), (3, 3), (3, 3)] and rules.body_list(b0, 1) == [(7, 6), (7, 7), (7, 7)]
+
+
+def test_apply_turn_matches_the_reference_with_wild_move_strings():
+    """Random games where snakes answer any string; the plain-Python rules decide the default move."""
+    rng = random.Random(11)
+    ids = ["s0", "s1", "s2", "s3"]
+    words = ["up", "down", "left", "right", "", "UP", "Left", "north", " up", "stay"]
+    for _ in range(4):
+        b = ref.start_board(11, 4, rng)
+        board = api.parse_request(_export(b, ids)).board
+        while not ref.game_over(b):
+            moves = [rng.choice(words) if rng.random() < 0.3 else ref.random_legal_move(s, rng) for s in b.snakes]
+            new_food = [] if rng.random() < 0.8 else [rng.choice(sorted(ref.unoccupied_points(ref.resolve(b, moves)[0]) or {(0, 0)}))]
+            b = ref.step(b, moves, new_food)
+            board = api.apply_turn(board, dict(zip(ids, moves)), new_food, ids)
+            for i, s in enumerate(b.snakes):
+                assert bool(board.alive[i]) == s.alive
+                if s.alive:
+                    assert rules.body_list(board, i) == s.body and int(board.health[i]) == s.health
 
 
 def _export(b: ref.Board, ids):

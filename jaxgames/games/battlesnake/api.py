@@ -241,10 +241,22 @@ def apply_turn(
     The public entry point for replaying a recorded game exactly
     (`rules.resolve` then `rules.finish_turn`, under ``jit``).
 
+    Move strings are those the ruleset accepts: any string. ``"up"``,
+    ``"down"``, ``"left"`` and ``"right"`` (exact, lower case) move that way;
+    any other string (``""``, ``"Up"``, ``"north"``) is the engine's *default
+    move*: the neck-to-head direction, ``up`` while the body is stacked.
+    Source: ``standard.go`` of github.com/BattlesnakeOfficial/rules,
+    ``MoveSnakesStandard`` (a move outside the four constants of
+    ``constants.go`` goes to ``getDefaultMove``). The CLI (``cli/commands/
+    play.go``, ``getSnakeUpdate``) never passes an invalid answer of a snake
+    server on: it keeps the snake's previous move; a recording of such a
+    game holds that previous move, which replays as any other. A *request*
+    to our server that does not parse is still a ``400`` (`server`).
+
     Args:
         board: the board before the turn.
-        moves: ``{snake id: "up" | "down" | "left" | "right"}`` for every
-            living snake (moves of eliminated snakes are ignored).
+        moves: ``{snake id: move string}`` for every living snake (moves of
+            eliminated snakes are ignored).
         spawned_food: the ``(x, y)`` (or ``{"x", "y"}``) cells where the
             engine spawned food after the eliminations.
         ids: snake ids by board index.
@@ -255,8 +267,9 @@ def apply_turn(
 
     Raises:
         ValueError: a living snake without a move (the engine's
-            ``ErrorNoMoveFound``), a move outside the four directions, an
-            unknown id, food off the board.
+            ``ErrorNoMoveFound``), an unknown id, food off the board.
+        TypeError: a move that is not a string (the engine's
+            ``SnakeMove.Move`` is a Go ``string``).
     """
     ids = list(ids)
     alive = np.asarray(board.alive)
@@ -264,9 +277,9 @@ def apply_turn(
     for sid, m in moves.items():
         if sid not in ids:
             raise ValueError(f"move for unknown snake id {sid!r}")
-        if m not in MOVE_CODES:
-            raise ValueError(f"move {m!r} of snake {sid!r} is not one of {sorted(MOVE_CODES)}")
-        codes[ids.index(sid)] = MOVE_CODES[m]
+        if not isinstance(m, str):
+            raise TypeError(f"move of snake {sid!r} must be a string; got {type(m).__name__} {m!r}")
+        codes[ids.index(sid)] = MOVE_CODES.get(m, rules.MOVE_UNKNOWN)
     missing = [ids[i] for i in range(len(ids)) if alive[i] and ids[i] not in moves]
     if missing:
         raise ValueError(f"no move for living snakes {missing}")
