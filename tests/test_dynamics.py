@@ -85,3 +85,77 @@ def test_q_space_integration_matches_x_space_field_at_constant_temperature():
                                     leniency=kappa, learning_rate=alpha)
         np.testing.assert_allclose(np.asarray(xq)[::5], np.asarray(xs)[::20], atol=2e-4)
         np.testing.assert_allclose(np.asarray(yq)[::5], np.asarray(ys)[::20], atol=2e-4)
+
+
+def test_expected_q_update_in_closed_form():
+    # Battle of the sexes, Q chosen so that x = softmax(Q / tau) = (0.2, 0.8) and y = (0.7, 0.3) exactly.
+    payoffs = matrix.battle_of_the_sexes().payoffs_np
+    tau, alpha, kappa = 0.5, 0.01, 2
+    x, y = np.array([0.2, 0.8]), np.array([0.7, 0.3])
+    q = tau * np.log(np.stack([x, y])) + np.array([[1.0], [-2.0]])  # offsets do not change the policy
+    u = np.stack([payoffs[0] @ y, payoffs[1].T @ x])  # [[3 * 0.7, 2 * 0.3], [2 * 0.2, 3 * 0.8]]
+    for beta, rate in ((None, np.ones((2, 2))), (1.0, np.stack([x, y])), (0.25, np.minimum(np.stack([x, y]), 0.25))):
+        got = fields.expected_q_update(payoffs, jnp.asarray(q), temperature=tau, learning_rate=alpha, beta=beta)
+        np.testing.assert_allclose(got, alpha * rate * (u - q), rtol=1e-5, atol=1e-7)
+    # Lenient: two draws; row player's O pays 3 unless both draws are M (prob 0.3^2), M pays 2 unless both O.
+    ulen = np.array([[3 * (1 - 0.3**2), 2 * (1 - 0.7**2)], [2 * (1 - 0.8**2), 3 * (1 - 0.2**2)]])
+    got = fields.expected_q_update(payoffs, jnp.asarray(q), temperature=tau, learning_rate=alpha, beta=1.0, leniency=kappa)
+    np.testing.assert_allclose(got, alpha * np.stack([x, y]) / kappa * (ulen - q), rtol=1e-5, atol=1e-7)
+    # Epsilon-greedy: greedy action gets 1 - eps + eps / 2.
+    got = fields.expected_q_update(payoffs, jnp.asarray(q), exploration="epsilon_greedy", epsilon=0.2, learning_rate=alpha, beta=1.0)
+    xe = np.array([[0.1, 0.9], [0.9, 0.1]])  # Q-argmax: M for the row player, O for the column player
+    ue = np.stack([payoffs[0] @ xe[1], payoffs[1].T @ xe[0]])
+    np.testing.assert_allclose(got, alpha * xe * (ue - q), rtol=1e-5, atol=1e-7)
+
+
+def test_q_learning_field_with_small_beta_is_the_scaled_faq_field():
+    # Where every x_i >= beta the FAQ learner's rate is alpha beta for all actions: beta times the Boltzmann-Q field.
+    game = matrix.subsidy_game()
+    x, y = jnp.array([0.3, 0.7]), jnp.array([0.6, 0.4])
+    for kappa, kind in ((1, "boltzmann_q"), (3, "lenient_boltzmann")):
+        a = fields.vector_field("q_learning", game.payoffs, x, y, temperature=0.5, beta=0.2, leniency=kappa)
+        b = fields.vector_field(kind, game.payoffs, x, y, temperature=0.5, leniency=kappa)
+        np.testing.assert_allclose(np.concatenate(a), 0.2 / kappa * np.concatenate(b), rtol=1e-4, atol=1e-7)
+
+
+def test_learner_means_follow_their_expected_dynamics():
+    """Monte Carlo: the mean policy of 256 runs from one start against `integrate_q` over the whole run.
+
+    Prisoner's dilemma from (P(C), P(C)) = (0.8, 0.7), alpha = 0.01, 10,000 iterations. Tolerance at each of
+    the 21 recorded times: 4 standard errors of the mean (over runs) + 0.01, an allowance for the O(alpha)
+    gap between the mean of a stochastic approximation and its ODE (it halves when alpha halves). The
+    idealised FAQ dynamics at the same speed (the curve the figures used to draw for every learner) must be
+    off by more than 0.1 for the plain learners, so the test tells the two models apart.
+    """
+    from jaxgames.learners import tabular as tl
+
+    import jax
+
+    game = matrix.prisoners_dilemma()
+    runs, T, rec, alpha = 256, 10_000, 500, 0.01
+    start = np.array([[0.8, 0.2], [0.7, 0.3]])
+    cases = {  # exploration -> [(kappa, beta, temperature, schedule)]
+        "boltzmann": [(1, 1.0, (0.5, 0.05), "linear"), (1, 0.1, (0.5, 0.05), "linear")],
+        "lenient_boltzmann": [(3, 1.0, 1.0, "constant"), (3, 0.1, (0.5, 0.05), "linear")],
+    }
+    for exploration, settings in cases.items():
+        cfg = tl.LearnerConfig(exploration=exploration, num_iterations=T, record_every=rec, max_leniency=3)
+        hps = [tl.learner_params(learning_rate=alpha, temperature=tau, temperature_schedule=sk, leniency=k, faq_beta=b)
+               for k, b, tau, sk in settings]
+        params = tl.stack_params([hp for hp in hps for _ in range(runs)])
+        q0 = tl.initial_q_from_policy(cfg, np.broadcast_to(start, (len(hps) * runs, 2, 2)), params)
+        out = tl.run_sweep(game, cfg, jax.random.split(jax.random.key(7), len(hps) * runs), params, q0, progress=False)
+        traj = out.trajectory[..., 0].reshape(len(hps), runs, T // rec + 1, 2)
+        for i, ((kappa, beta, _, _), hp, tr) in enumerate(zip(settings, hps, traj)):
+            q_start = q0[i * runs]  # tau_0 ln x_0 with this setting's tau_0
+            mean, stderr = tr.mean(0), tr.std(0, ddof=1) / np.sqrt(runs)
+            tau = lambda t, hp=hp: hp.temperature(t, T)
+            own = fields.integrate_q(game.payoffs, q_start, num_iterations=T, num_steps=1000, temperature=tau,
+                                     leniency=kappa, learning_rate=alpha, beta=beta)
+            own = np.stack([np.asarray(v)[:: rec // 10, 0] for v in own], -1)
+            assert np.all(np.abs(mean - own) <= 4 * stderr + 0.01), (exploration, beta, np.abs(mean - own).max())
+            if beta == 1.0:
+                ideal = fields.integrate_q(game.payoffs, q_start, num_iterations=T, num_steps=1000, temperature=tau,
+                                           leniency=kappa, learning_rate=alpha / kappa, beta=None)
+                ideal = np.stack([np.asarray(v)[:: rec // 10, 0] for v in ideal], -1)
+                assert np.abs(mean - ideal).max() > 0.1, (exploration, np.abs(mean - ideal).max())

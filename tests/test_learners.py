@@ -189,3 +189,63 @@ def test_function_approximator_drops_in_and_initial_q_needs_a_table():
     np.testing.assert_allclose(out.q_values.mean(0), [[-2.5, -1.5], [-2.5, -1.5]], atol=0.3)
     with pytest.raises(ValueError, match="initial_q"):
         _sweep(matrix.prisoners_dilemma(), cfg, params, np.zeros((16, 2, 2), np.float32))
+
+
+def test_faq_step_with_a_greedy_policy_is_scaled_by_beta():
+    # epsilon = 0: the played (greedy) action has x_a = 1, so FAQ scales every step by min(beta / 1, 1) = beta.
+    game = matrix.prisoners_dilemma()
+    alpha, beta, T = 0.05, 0.3, 200
+    cfg = tl.LearnerConfig(exploration="epsilon_greedy", num_iterations=T)
+    q0 = np.array([[0.5, 0.0], [0.0, 0.3]], np.float32)
+    out = _sweep(game, cfg, tl.stack_params([tl.learner_params(learning_rate=alpha, epsilon=0.0, faq_beta=beta)]), q0[None])
+    q = q0.astype(np.float64).copy()
+    payoffs = game.payoffs_np.astype(np.float64)
+    for _ in range(T):
+        a = [int(np.argmax(q[0])), int(np.argmax(q[1]))]
+        r = payoffs[:, a[0], a[1]]
+        for p in range(2):
+            q[p, a[p]] += alpha * beta * (r[p] - q[p, a[p]])
+    np.testing.assert_allclose(out.q_values[0], q, rtol=1e-4, atol=1e-5)
+
+
+def test_final_window_statistics_match_the_recorded_policies():
+    # record_every=1: trajectory[t] is the policy that plays iteration t, so the window is trajectory[T - W : T].
+    T, W = 200, 30
+    cfg = tl.LearnerConfig(exploration="boltzmann", num_iterations=T, record_every=1, final_window=W)
+    params = tl.stack_params([tl.learner_params(learning_rate=0.2, temperature=0.3, temperature_schedule="constant")] * 4)
+    out = _sweep(matrix.battle_of_the_sexes(), cfg, params)
+    window = out.trajectory[:, T - W : T]
+    np.testing.assert_allclose(out.window_min, window.min(1), atol=1e-6)
+    np.testing.assert_allclose(out.window_max, window.max(1), atol=1e-6)
+    np.testing.assert_allclose(out.window_mean, window.mean(1), atol=1e-5)
+    assert tl.LearnerConfig(num_iterations=1000).window == 100
+    with pytest.raises(ValueError, match="final_window"):
+        tl.LearnerConfig(num_iterations=100, final_window=101)
+    with pytest.raises(ValueError, match="faq_beta"):
+        tl.learner_params(faq_beta=0.0)
+
+
+def _binomial_pmf(t: int, p: float) -> np.ndarray:
+    from math import lgamma, log
+
+    n = np.arange(t + 1)
+    logs = [lgamma(t + 1) - lgamma(k + 1) - lgamma(t - k + 1) + k * log(p) + (t - k) * log(1 - p) for k in n]
+    return np.exp(np.asarray(logs))
+
+
+@pytest.mark.parametrize("exploration, kappa, beta", [("boltzmann", 1, 1.0), ("boltzmann", 1, 0.1), ("lenient_boltzmann", 3, 1.0), ("lenient_boltzmann", 3, 0.1)])
+def test_expected_update_rate_in_closed_form(exploration, kappa, beta):
+    # Every outcome pays 1 and tau = 1e3 keeps play uniform (x_i = 1/2). Action i is played N_i ~ Bin(t, 1/2)
+    # times; each (kappa-th, for the lenient learner) play multiplies 1 - Q_i by 1 - alpha min(beta / x_i, 1)
+    # = 1 - alpha w, w = min(2 beta, 1). So E[1 - Q_i(t)] = sum_n Bin(n; t, 1/2) (1 - alpha w)^floor(n / kappa).
+    # Tolerance: 4 standard errors of the mean over 2 players x 128 runs.
+    alpha, t, runs = 0.02, 300, 128
+    cfg = tl.LearnerConfig(exploration=exploration, num_iterations=t, max_leniency=3)
+    ones = np.ones((2, 2, 2), np.float32)
+    hp = tl.learner_params(learning_rate=alpha, temperature=1e3, temperature_schedule="constant", leniency=kappa, faq_beta=beta)
+    out = _sweep(ones, cfg, tl.stack_params([hp] * runs), np.zeros((runs, 2, 2), np.float32))
+    gap = 1.0 - out.q_values.astype(np.float64).reshape(-1)
+    w = min(2 * beta, 1.0)
+    exact = float(np.sum(_binomial_pmf(t, 0.5) * (1 - alpha * w) ** (np.arange(t + 1) // kappa)))
+    stderr = gap.std(ddof=1) / np.sqrt(gap.size)
+    assert abs(gap.mean() - exact) <= 4 * stderr + 1e-6, (gap.mean(), exact, stderr)

@@ -14,6 +14,21 @@ and the column player with ``B`` [n, m] facing ``x`` (use ``B^T``), with
   Bloembergen et al. 2015, eq. 13): the FAQ field with ``u_i`` replaced by
   the expected maximum of ``kappa`` rewards of action i (`lenient_utility`).
 
+* The expected dynamics of the tabular learners themselves
+  (`jaxgames.learners.tabular`), in Q-value space: action i of a player is
+  updated with probability x_i per iteration (once per kappa plays for the
+  lenient learner), scaled by ``min(beta / x_i, 1)`` for frequency-adjusted
+  Q-learning (FAQ, Kaisers & Tuyls 2010), so
+
+      E[dQ_i] = alpha min(x_i, beta) / kappa * (u_i - Q_i)   (beta = 1: plain Q-learning)
+
+  (`expected_q_update`; Gomes & Kowalczyk, ICML 2009, eq. 5 for the plain
+  rule). The policy is ``softmax(Q / tau)`` or epsilon-greedy in Q. Where
+  every x_i >= beta the rate is the same for all actions and, at constant
+  tau, the induced policy flow is the Boltzmann-Q / lenient field above times
+  beta / kappa; otherwise (plain Q-learning; epsilon-greedy) the policy flow
+  depends on the Q-values, not only on the policy, and is drawn on a slice.
+
 Everything is written for one profile and is jit/vmap-able.
 """
 
@@ -24,7 +39,8 @@ from typing import Callable
 import jax
 import jax.numpy as jnp
 
-FIELDS = ("replicator", "boltzmann_q", "lenient_boltzmann")
+FIELDS = ("replicator", "boltzmann_q", "lenient_boltzmann", "q_learning")
+POLICIES = ("boltzmann", "epsilon_greedy")
 
 
 def lenient_utility(payoff_matrix: jax.Array, opponent: jax.Array, leniency) -> jax.Array:
@@ -72,16 +88,24 @@ def _player_field(kind: str, x, u, temperature, learning_rate):
     return learning_rate * (_replicator_term(x, u) / temperature + _exploration_term(x))
 
 
-def vector_field(kind: str, payoffs: jax.Array, x: jax.Array, y: jax.Array, *, temperature=1.0, leniency=1, learning_rate=1.0):
+def vector_field(
+    kind: str, payoffs: jax.Array, x: jax.Array, y: jax.Array, *, temperature=1.0, leniency=1, learning_rate=1.0, beta=1.0
+):
     """Time derivative ``(x', y')`` of both players' strategies.
 
     Args:
-        kind: one of `FIELDS`.
+        kind: one of `FIELDS`. ``q_learning`` is the expected policy flow of
+            the tabular Boltzmann learner (`expected_q_update`, with
+            ``beta`` and ``leniency``) at constant tau on the slice
+            ``Q = tau ln x`` (the Q-values the experiments start from);
+            off that slice the flow of plain Q-learning differs, since its
+            rates ``min(x_i, beta)`` differ between actions.
         payoffs: float ``[2, n, m]``.
         x: float ``[n]`` row strategy; y: float ``[m]`` column strategy.
         temperature: tau > 0 (Boltzmann fields).
-        leniency: kappa >= 1 (lenient field).
+        leniency: kappa >= 1 (lenient and q_learning fields).
         learning_rate: alpha; scales time (1 = OpenSpiel's ``egt.dynamics``).
+        beta: FAQ beta in (0, 1] (q_learning field; 1 = plain Q-learning).
 
     Returns:
         ``(dx [n], dy [m])`` float32, per learner iteration.
@@ -92,6 +116,14 @@ def vector_field(kind: str, payoffs: jax.Array, x: jax.Array, y: jax.Array, *, t
     if kind not in FIELDS:
         raise ValueError(f"kind must be one of {FIELDS}; got {kind!r}")
     a, b = jnp.asarray(payoffs[0], jnp.float32), jnp.asarray(payoffs[1], jnp.float32)
+    if kind == "q_learning":
+        if a.shape[0] != a.shape[1]:
+            raise ValueError(f"the q_learning field needs a square game; got payoffs {a.shape}")
+        z = jnp.stack([x, y])
+        q = temperature * jnp.log(jnp.clip(z, 1e-30, None))
+        dq = expected_q_update(payoffs, q, temperature=temperature, leniency=leniency, learning_rate=learning_rate, beta=beta)
+        v = boltzmann_policy_velocity(z, dq, temperature)
+        return v[0], v[1]
     if kind == "lenient_boltzmann":
         ux = lenient_utility(a, y, leniency)
         uy = lenient_utility(b.T, x, leniency)
@@ -167,6 +199,75 @@ def _rk4(f, z0, dt: float, num_steps: int, project=lambda z: z):
     return jax.tree.map(lambda a, b: jnp.concatenate([a[None], b]), z0, zs)
 
 
+def policy_of_q(q: jax.Array, *, exploration: str = "boltzmann", temperature=1.0, epsilon=0.0) -> jax.Array:
+    """Both players' policies ``[2, n]`` from Q-values ``[2, n]``.
+
+    ``boltzmann``: softmax(Q / tau); ``epsilon_greedy``: 1 - epsilon on the
+    greedy action(s) (ties split evenly, as the learners) plus epsilon / n.
+    """
+    if exploration == "epsilon_greedy":
+        greedy = (q == jnp.max(q, axis=-1, keepdims=True)).astype(jnp.float32)
+        greedy = greedy / jnp.sum(greedy, axis=-1, keepdims=True)
+        return (1.0 - epsilon) * greedy + epsilon / q.shape[-1]
+    return jax.nn.softmax(q / temperature, axis=-1)
+
+
+def expected_q_update(
+    payoffs: jax.Array,
+    q: jax.Array,
+    *,
+    temperature=1.0,
+    leniency=1,
+    learning_rate=1.0,
+    beta=None,
+    exploration: str = "boltzmann",
+    epsilon=0.0,
+) -> jax.Array:
+    """Expected change per iteration of both players' Q-values ``[2, n]``.
+
+    ``E[dQ_i] = alpha r_i (u_i - Q_i)`` with ``u_i`` the (lenient) utility of
+    action i against the other's policy and the rate
+
+    * ``beta=None``: ``r_i = 1``, the idealised frequency-adjusted (FAQ)
+      dynamics of Tuyls et al. 2006 / Kaisers & Tuyls 2010 / Bloembergen et
+      al. 2015 in units where every action updates once per iteration
+      (no 1/kappa: their lenient learners update at every play).
+    * ``beta`` in (0, 1]: ``r_i = min(x_i, beta) / kappa``, the expected
+      update of `jaxgames.learners.tabular` with ``faq_beta=beta``: action i
+      is played with probability x_i, its Q-value moves once per kappa plays
+      (lenient) by ``alpha min(beta / x_i, 1)`` of the TD error (FAQ; 1 for
+      beta = 1, plain Q-learning). The lenient target is the maximum of
+      kappa rewards drawn while the opponent's policy is (nearly) constant,
+      whose mean is `lenient_utility`.
+
+    Args:
+        payoffs: float ``[2, n, n]`` (square game).
+        q: float ``[2, n]``, both players' Q-values.
+        temperature: tau (Boltzmann); epsilon: in [0, 1] (epsilon-greedy).
+        leniency: kappa >= 1.
+        learning_rate: alpha.
+        beta: None or the FAQ beta (see above).
+        exploration: one of `POLICIES`.
+
+    Returns:
+        float32 ``[2, n]``.
+    """
+    payoffs = jnp.asarray(payoffs, jnp.float32)
+    x, y = policy_of_q(q, exploration=exploration, temperature=temperature, epsilon=epsilon)
+    u = jnp.stack([lenient_utility(payoffs[0], y, leniency), lenient_utility(payoffs[1].T, x, leniency)])
+    if beta is None:
+        rate = 1.0
+    else:
+        rate = jnp.minimum(jnp.stack([x, y]), beta) / leniency
+    return learning_rate * rate * (u - q)
+
+
+def boltzmann_policy_velocity(policy: jax.Array, dq: jax.Array, temperature) -> jax.Array:
+    """``d/dt softmax(Q / tau)`` at constant tau: ``x_i (dQ_i - x . dQ) / tau`` (rows are players)."""
+    mean = jnp.sum(policy * dq, axis=-1, keepdims=True)
+    return policy * (dq - mean) / temperature
+
+
 def integrate_q(
     payoffs: jax.Array,
     q0: jax.Array,
@@ -176,42 +277,58 @@ def integrate_q(
     temperature: Callable[[jax.Array], jax.Array] | float = 1.0,
     leniency=1,
     learning_rate=1.0,
+    beta=None,
+    exploration: str = "boltzmann",
+    epsilon: Callable[[jax.Array], jax.Array] | float = 0.0,
 ) -> tuple[jax.Array, jax.Array]:
-    """Integrates the Boltzmann (FAQ) / lenient dynamics in Q-value space, with a temperature schedule.
+    """Integrates learning dynamics in Q-value space (`expected_q_update`), with schedules.
 
-    ``Q_p' = alpha (u_p - Q_p)`` with ``x_p = softmax(Q_p / tau(t))`` and
-    ``u_p`` the (lenient) utility of player p against the other's policy.
-    For a constant tau, differentiating ``x = softmax(Q / tau)`` gives exactly
-    the x-space field of `vector_field` (Tuyls et al. 2006); with a schedule
-    this form also carries the change of the policy caused by the change of
-    tau, which the x-space field omits, and it is not stiff at small tau
-    (its rate is alpha, not alpha * payoff / tau). RK4, fixed step.
+    ``Q_p' = E[dQ_p]`` with ``x_p = softmax(Q_p / tau(t))`` (or epsilon-greedy
+    in Q_p, the dynamics of Gomes & Kowalczyk 2009, whose right-hand side
+    jumps where the greedy action changes; RK4 then resolves the sliding
+    along the switching line to O(step)). ``beta=None`` is the idealised
+    FAQ / lenient FAQ dynamics: for a constant tau, differentiating
+    ``x = softmax(Q / tau)`` gives exactly the x-space field of
+    `vector_field` (Tuyls et al. 2006); with a schedule this form also
+    carries the change of the policy caused by the change of tau, which the
+    x-space field omits, and it is not stiff at small tau (its rate is alpha,
+    not alpha * payoff / tau). ``beta`` in (0, 1] gives the expected dynamics
+    of the tabular learner with ``faq_beta=beta`` (1 = plain Q-learning),
+    1/kappa included. RK4, fixed step.
 
     Args:
         payoffs: float ``[2, n, n]`` (square games: both players' Q ``[2, n]``).
         q0: float ``[2, n]``, starting Q-values (``tau_0 ln x_0`` starts at x_0).
-        num_iterations, num_steps, temperature, leniency, learning_rate: as `integrate`.
+        num_iterations: the time span, in learner iterations.
+        num_steps: RK4 steps (static).
+        temperature: tau, or a function of the iteration ``t`` (float32 ``[]``).
+        leniency, learning_rate, beta, exploration: as `expected_q_update`.
+        epsilon: epsilon, or a function of ``t`` (epsilon-greedy).
 
     Returns:
-        ``(xs, ys)``, float32 ``[num_steps + 1, n]`` each: the policies.
+        ``(xs, ys)``, float32 ``[num_steps + 1, n]`` each: the policies at
+        ``linspace(0, num_iterations, num_steps + 1)``.
 
     Raises:
-        ValueError: if the game is not square.
+        ValueError: if the game is not square or the exploration is unknown.
     """
     payoffs = jnp.asarray(payoffs, jnp.float32)
     if payoffs.shape[1] != payoffs.shape[2]:
         raise ValueError(f"integrate_q needs a square game; got payoffs {payoffs.shape}")
+    if exploration not in POLICIES:
+        raise ValueError(f"exploration must be one of {POLICIES}; got {exploration!r}")
     tau_fn = temperature if callable(temperature) else (lambda t: temperature)
+    eps_fn = epsilon if callable(epsilon) else (lambda t: epsilon)
     dt = num_iterations / num_steps
-    a, b = payoffs[0], payoffs[1].T
 
     def policies(t, q):
-        return jax.nn.softmax(q / tau_fn(t), axis=-1)
+        return policy_of_q(q, exploration=exploration, temperature=tau_fn(t), epsilon=eps_fn(t))
 
     def f(t, q):
-        x, y = policies(t, q)
-        u = jnp.stack([lenient_utility(a, y, leniency), lenient_utility(b, x, leniency)])
-        return learning_rate * (u - q)
+        return expected_q_update(
+            payoffs, q, temperature=tau_fn(t), leniency=leniency, learning_rate=learning_rate, beta=beta,
+            exploration=exploration, epsilon=eps_fn(t),
+        )
 
     qs = _rk4(f, jnp.asarray(q0, jnp.float32), dt, num_steps)
     pols = jax.vmap(policies)(jnp.arange(num_steps + 1, dtype=jnp.float32) * dt, qs)

@@ -5,9 +5,15 @@ and y = P(first action) of player 2 (seed 000, figure 1). 3-action games are
 drawn on the probability simplex of one player, with the field of the
 symmetric self-play dynamics (both players at the same strategy).
 Trajectories start at a bullet and end at a square, as in the seed.
+
+The field evaluations are compiled once per (field kind, grid size) at
+module level (`_field_2x2_grid`, `_simplex_field`); payoffs and the numeric
+settings are traced arguments, so drawing many panels does not re-jit.
 """
 
 from __future__ import annotations
+
+import functools
 
 import jax
 import jax.numpy as jnp
@@ -25,16 +31,34 @@ def simplex_to_xy(p: np.ndarray) -> np.ndarray:
     return np.asarray(p) @ _CORNERS
 
 
-def _field_2x2(kind, payoffs, grid, **kw):
-    ps = np.linspace(0.02, 0.98, grid, dtype=np.float32)
-    px, py = np.meshgrid(ps, ps)
+@functools.partial(jax.jit, static_argnames=("kind", "grid"))
+def _field_2x2_grid(kind, payoffs, grid, temperature, leniency, learning_rate, beta):
+    ps = jnp.linspace(0.02, 0.98, grid, dtype=jnp.float32)
+    px, py = jnp.meshgrid(ps, ps)
 
     def one(p, q):
-        dx, dy = vector_field(kind, payoffs, jnp.stack([p, 1 - p]), jnp.stack([q, 1 - q]), **kw)
+        dx, dy = vector_field(
+            kind, payoffs, jnp.stack([p, 1 - p]), jnp.stack([q, 1 - q]),
+            temperature=temperature, leniency=leniency, learning_rate=learning_rate, beta=beta,
+        )
         return dx[0], dy[0]
 
-    u, v = jax.jit(jax.vmap(jax.vmap(one)))(jnp.asarray(px), jnp.asarray(py))
-    return px, py, np.asarray(u), np.asarray(v)
+    u, v = jax.vmap(jax.vmap(one))(px, py)
+    return px, py, u, v
+
+
+def _field_2x2(kind, payoffs, grid, *, temperature=1.0, leniency=1, learning_rate=1.0, beta=1.0):
+    px, py, u, v = _field_2x2_grid(
+        kind, jnp.asarray(payoffs, jnp.float32), grid, jnp.float32(temperature), jnp.float32(leniency),
+        jnp.float32(learning_rate), jnp.float32(beta),
+    )
+    return np.asarray(px), np.asarray(py), np.asarray(u), np.asarray(v)
+
+
+@functools.partial(jax.jit, static_argnames=("kind",))
+def _simplex_field(kind, payoffs, points, temperature, leniency, learning_rate, beta):
+    kw = dict(temperature=temperature, leniency=leniency, learning_rate=learning_rate, beta=beta)
+    return jax.vmap(lambda z: vector_field(kind, payoffs, z, z, **kw)[0])(points)
 
 
 def plot_field_2x2(ax, kind: str, payoffs, *, grid: int = 21, action_names=None, **field_kw) -> None:
@@ -46,7 +70,7 @@ def plot_field_2x2(ax, kind: str, payoffs, *, grid: int = 21, action_names=None,
         payoffs: float ``[2, 2, 2]``.
         grid: points per axis.
         action_names: optional ``(row names, column names)`` for the labels.
-        **field_kw: ``temperature``, ``leniency``, ``learning_rate``.
+        **field_kw: ``temperature``, ``leniency``, ``learning_rate``, ``beta``.
 
     Raises:
         ValueError: if the game is not 2x2.
@@ -95,7 +119,9 @@ def plot_simplex(ax, kind: str, payoffs, *, grid: int = 14, action_names=("0", "
             pts.append((i + 0.3, j + 0.3, k + 0.3))
     p = np.asarray(pts, np.float32)
     p /= p.sum(1, keepdims=True)
-    d = jax.jit(jax.vmap(lambda z: vector_field(kind, payoffs, z, z, **field_kw)[0]))(jnp.asarray(p))
+    kw = dict(temperature=1.0, leniency=1, learning_rate=1.0, beta=1.0) | field_kw
+    d = _simplex_field(kind, jnp.asarray(payoffs, jnp.float32), jnp.asarray(p), *(jnp.float32(kw[k]) for k in
+                       ("temperature", "leniency", "learning_rate", "beta")))
     d = np.asarray(d)
     xy = simplex_to_xy(p)
     dxy = d @ _CORNERS  # directions: the corners' linear map (sum of d is 0)
@@ -119,3 +145,20 @@ def plot_trajectories_simplex(ax, trajectories: np.ndarray, *, color=None, label
         ax.plot(xy[:, 0], xy[:, 1], color=c, lw=1.2, label=label if k == 0 else None)
         ax.plot(xy[0, 0], xy[0, 1], "o", color=c, ms=4)
         ax.plot(xy[-1, 0], xy[-1, 1], "s", color=c, ms=4, mec="k", mew=0.6)
+
+
+def plot_arrows_2x2(ax, points: np.ndarray, velocity: np.ndarray, *, color="crimson", label=None, scale=None) -> None:
+    """Arrows of a measured (or any) flow of a 2x2 game on ``ax``.
+
+    Args:
+        ax: a matplotlib Axes (the unit square of `plot_field_2x2`).
+        points: ``[P, 2]``, (P1 first action, P2 first action).
+        velocity: ``[P, 2]``, their time derivatives (any unit); arrows are
+            scaled together so their lengths compare.
+        color, label: matplotlib arguments.
+        scale: ``quiver``'s scale (None: the longest arrow is 0.08 long).
+    """
+    points, velocity = np.asarray(points), np.asarray(velocity)
+    longest = float(np.max(np.hypot(velocity[:, 0], velocity[:, 1]))) or 1.0
+    ax.quiver(points[:, 0], points[:, 1], velocity[:, 0], velocity[:, 1], color=color, label=label,
+              angles="xy", scale_units="xy", scale=scale or longest / 0.08, width=0.005, zorder=4)

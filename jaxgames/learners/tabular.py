@@ -20,6 +20,21 @@ discount is irrelevant). Exploration:
   buffer is emptied (Panait, Tuyls & Luke 2008, JMLR 9, section 3;
   Bloembergen et al. 2015, JAIR 53, section 4.4). kappa = 1 is Boltzmann.
 
+Frequency adjustment (FAQ; Kaisers & Tuyls, AAMAS 2010, eq. 4): with
+``faq_beta`` = beta < 1 every update of action i is scaled by
+``min(beta / x_i, 1)``, x_i the probability with which the updating player's
+current policy picks i (implemented as a weight on the squared TD error,
+which with ``optax.sgd`` is exactly the FAQ rule). beta = 1 is plain
+Q-learning (``min(1 / x_i, 1) = 1``), so one traced parameter covers both.
+The expected update per iteration of action i's Q-value is then
+
+    E[dQ_i] = alpha min(x_i, beta) / kappa * (u_i - Q_i)
+
+(plain: alpha x_i (u_i - Q_i): i is played with probability x_i; lenient:
+one update per kappa plays of i, towards the maximum of kappa rewards, whose
+mean is the lenient utility u_i). `jaxgames.dynamics.fields.integrate_q`
+integrates exactly this mean-field ODE.
+
 Temperature and epsilon follow a `Schedule` over the iterations (constant,
 linear or exponential). All numeric hyperparameters live in `LearnerParams`,
 a traced pytree, so one jitted function sweeps over them with ``vmap``; the
@@ -97,12 +112,15 @@ class LearnerParams:
             ``LearnerConfig.max_leniency`` (`run_sweep` checks; a traced
             ``train`` cannot, and would keep only the first max_leniency of
             each kappa rewards).
+        faq_beta: float32 ``[]``, beta in (0, 1] of frequency-adjusted
+            Q-learning (Kaisers & Tuyls 2010); 1 is plain Q-learning.
     """
 
     learning_rate: jax.Array
     temperature: Schedule
     epsilon: Schedule
     leniency: jax.Array
+    faq_beta: jax.Array
 
 
 def learner_params(
@@ -113,6 +131,7 @@ def learner_params(
     epsilon: float | tuple[float, float] = 0.1,
     epsilon_schedule: str = "constant",
     leniency: int = 5,
+    faq_beta: float = 1.0,
 ) -> LearnerParams:
     """Validated `LearnerParams` for one run (defaults: seed 000 section 3.2.1).
 
@@ -123,6 +142,8 @@ def learner_params(
         epsilon: in [0, 1], or ``(start, end)``.
         epsilon_schedule: as ``temperature_schedule``.
         leniency: kappa >= 1, an integer.
+        faq_beta: beta in (0, 1] of frequency-adjusted Q-learning; 1 (the
+            default) is plain Q-learning.
 
     Raises:
         ValueError: for any value out of range, before anything is traced.
@@ -137,11 +158,14 @@ def learner_params(
         raise ValueError(f"epsilon must be in [0, 1]; got {epsilon!r}")
     if isinstance(leniency, bool) or int(leniency) != leniency or leniency < 1:
         raise ValueError(f"leniency (kappa) must be an integer >= 1; got {leniency!r}")
+    if isinstance(faq_beta, bool) or not (isinstance(faq_beta, (int, float)) and 0 < faq_beta <= 1):
+        raise ValueError(f"faq_beta (FAQ beta) must be in (0, 1]; got {faq_beta!r}")
     return LearnerParams(
         learning_rate=jnp.float32(learning_rate),
         temperature=Schedule.make(t0, t1, temperature_schedule),
         epsilon=Schedule.make(e0, e1, epsilon_schedule),
         leniency=jnp.int32(leniency),
+        faq_beta=jnp.float32(faq_beta),
     )
 
 
@@ -210,6 +234,9 @@ class LearnerConfig:
             the Q-values ``[num_actions]``; `QTable` by default.
         optimizer: ``learning_rate -> optax.GradientTransformation``;
             ``optax.sgd`` (the tabular rule) by default.
+        final_window: iterations at the end of a run over which the policy's
+            range and mean are tracked (`TrainOutput.window_min` etc.); None
+            is the last 10% (at least 1).
     """
 
     exploration: str = "boltzmann"
@@ -218,6 +245,7 @@ class LearnerConfig:
     max_leniency: int = 5
     q_module: Callable[[int], nn.Module] = QTable
     optimizer: Callable[[jax.Array], optax.GradientTransformation] = optax.sgd
+    final_window: int | None = None
 
     def __post_init__(self):
         if self.exploration not in EXPLORATIONS:
@@ -231,6 +259,15 @@ class LearnerConfig:
                 )
         if self.max_leniency < 1:
             raise ValueError(f"max_leniency must be >= 1; got {self.max_leniency}")
+        if self.final_window is not None and not 1 <= self.final_window <= self.num_iterations:
+            raise ValueError(
+                f"final_window must be in [1, num_iterations={self.num_iterations}]; got {self.final_window}"
+            )
+
+    @property
+    def window(self) -> int:
+        """Iterations in the final window (``final_window`` or the last 10%)."""
+        return self.final_window or max(1, self.num_iterations // 10)
 
     @property
     def num_records(self) -> int:
@@ -246,11 +283,21 @@ class TrainOutput(NamedTuple):
         policy: float32 ``[2, A]``: the final exploration policies.
         trajectory: float32 ``[num_records + 1, 2, A]``: the policies at
             iteration 0, record_every, 2 record_every, ..., num_iterations.
+        window_min: float32 ``[2, A]``: the smallest probability of each
+            action over the policies that played the final
+            ``LearnerConfig.window`` iterations (tracked at every iteration,
+            so a run that flips between outcomes shows a wide range).
+        window_max: float32 ``[2, A]``: the largest, likewise.
+        window_mean: float32 ``[2, A]``: the time-averaged policy over the
+            same window.
     """
 
     q_values: jax.Array
     policy: jax.Array
     trajectory: jax.Array
+    window_min: jax.Array
+    window_max: jax.Array
+    window_mean: jax.Array
 
 
 def exploration_policy(config: LearnerConfig, q: jax.Array, legal: jax.Array, temperature, epsilon) -> jax.Array:
@@ -282,6 +329,9 @@ class _Carry(NamedTuple):
     count: jax.Array  # int32 [2, A]
     t: jax.Array  # int32 []
     key: jax.Array
+    window_min: jax.Array  # float32 [2, A]
+    window_max: jax.Array  # float32 [2, A]
+    window_sum: jax.Array  # float32 [2, A]
 
 
 def _as_payoffs(game) -> np.ndarray:
@@ -332,9 +382,10 @@ def make_train(game, config: LearnerConfig) -> Callable[..., TrainOutput]:
             params = jax.tree.map(lambda _: q0, params)  # QTable has the single leaf "q"
         return params
 
-    def update_player(tx, params, opt_state, action, target, do_update):
+    def update_player(tx, params, opt_state, action, target, do_update, weight):
         def loss_fn(p):
-            return 0.5 * jnp.square(target - q_values(p)[action])
+            # weight = min(beta / x_a, 1): the FAQ scaling (1 for plain Q-learning).
+            return 0.5 * weight * jnp.square(target - q_values(p)[action])
 
         grads = jax.grad(loss_fn)(params)
         updates, new_opt_state = tx.update(grads, opt_state, params)
@@ -365,7 +416,11 @@ def make_train(game, config: LearnerConfig) -> Callable[..., TrainOutput]:
             count=jnp.zeros((2, num_actions), jnp.int32),
             t=jnp.int32(0),
             key=key,
+            window_min=jnp.ones((2, num_actions), jnp.float32),
+            window_max=jnp.zeros((2, num_actions), jnp.float32),
+            window_sum=jnp.zeros((2, num_actions), jnp.float32),
         )
+        window_start = horizon - config.window
 
         def one_iteration(c: _Carry, _):
             probs = policies(c.params, c.t, hp)  # [2, A]
@@ -385,10 +440,23 @@ def make_train(game, config: LearnerConfig) -> Callable[..., TrainOutput]:
                 buffer, count = c.buffer, c.count
                 do_update = jnp.ones(2, bool)
                 targets = rewards
-            params, opt_state = jax.vmap(lambda p, s, a, y, d: update_player(tx, p, s, a, y, d))(
-                c.params, c.opt_state, actions, targets, do_update
+            # FAQ: x_a of the policy now (for the lenient learner, at the update, not at each play).
+            x_played = probs[jnp.arange(2), actions]
+            weight = jax.lax.stop_gradient(jnp.minimum(hp.faq_beta / x_played, 1.0))
+            params, opt_state = jax.vmap(lambda p, s, a, y, d, w: update_player(tx, p, s, a, y, d, w))(
+                c.params, c.opt_state, actions, targets, do_update, weight
             )
-            return c._replace(params=params, opt_state=opt_state, buffer=buffer, count=count, t=c.t + 1), None
+            in_window = c.t >= window_start
+            return c._replace(
+                params=params,
+                opt_state=opt_state,
+                buffer=buffer,
+                count=count,
+                t=c.t + 1,
+                window_min=jnp.where(in_window, jnp.minimum(c.window_min, probs), c.window_min),
+                window_max=jnp.where(in_window, jnp.maximum(c.window_max, probs), c.window_max),
+                window_sum=jnp.where(in_window, c.window_sum + probs, c.window_sum),
+            ), None
 
         def one_record(c: _Carry, _):
             c, _ = jax.lax.scan(one_iteration, c, None, length=steps_per_record)
@@ -397,7 +465,14 @@ def make_train(game, config: LearnerConfig) -> Callable[..., TrainOutput]:
         start = policies(carry.params, carry.t, hp)
         carry, records = jax.lax.scan(one_record, carry, None, length=config.num_records)
         trajectory = jnp.concatenate([start[None], records], axis=0)
-        return TrainOutput(jax.vmap(q_values)(carry.params), records[-1], trajectory)
+        return TrainOutput(
+            q_values=jax.vmap(q_values)(carry.params),
+            policy=records[-1],
+            trajectory=trajectory,
+            window_min=carry.window_min,
+            window_max=carry.window_max,
+            window_mean=carry.window_sum / config.window,
+        )
 
     return train
 
