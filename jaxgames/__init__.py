@@ -6,8 +6,8 @@
     >>> state = env.step(state, jax.numpy.array([1, 1]))
 """
 
-from jaxgames.core import SIMULTANEOUS, Env, State
+from jaxgames.core import SIMULTANEOUS, Env, EnvParams, State
 from jaxgames.registry import make, register, registered_games
 
-__all__ = ["Env", "State", "SIMULTANEOUS", "make", "register", "registered_games"]
+__all__ = ["Env", "EnvParams", "State", "SIMULTANEOUS", "make", "register", "registered_games"]
 __version__ = "0.1.0"

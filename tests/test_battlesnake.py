@@ -434,33 +434,33 @@ H2H = """
 def test_env_draw_rewards_zero_and_win_loss():
     env, s = _env_from(from_ascii(H2H))
     step = jax.jit(env.step)
-    n = step(s, jnp.array([RIGHT, LEFT]))  # heads meet at (2,3), equal lengths: draw
+    n = step(s, jnp.array([RIGHT, LEFT]), jax.random.key(436))  # heads meet at (2,3), equal lengths: draw
     assert bool(n.terminated) and n.rewards.tolist() == [0.0, 0.0]
-    n = step(s, jnp.array([UP, LEFT]))  # B keeps going, A survives: nothing yet
+    n = step(s, jnp.array([UP, LEFT]), jax.random.key(438))  # B keeps going, A survives: nothing yet
     assert not bool(n.terminated) and n.rewards.tolist() == [0.0, 0.0]
-    n = step(s, jnp.array([LEFT, DOWN]))  # A backs into its neck, B alive
+    n = step(s, jnp.array([LEFT, DOWN]), jax.random.key(440))  # A backs into its neck, B alive
     assert bool(n.terminated) and n.rewards.tolist() == [-1.0, 1.0]
     env3, s3 = _env_from(from_ascii(H2H), draw_reward=-0.5)
-    assert jax.jit(env3.step)(s3, jnp.array([RIGHT, LEFT])).rewards.tolist() == [-0.5, -0.5]
+    assert jax.jit(env3.step)(s3, jnp.array([RIGHT, LEFT]), jax.random.key(0)).rewards.tolist() == [-0.5, -0.5]
 
 
 def test_env_neck_move_is_played_by_the_rules_out_of_range_by_the_core():
     env, s = _env_from(from_ascii(H2H))
     step = jax.jit(env.step)
     assert not bool(s.legal_action_mask[0, LEFT])
-    n = step(s, jnp.array([LEFT, UP]))  # A backs into its neck: self collision
+    n = step(s, jnp.array([LEFT, UP]), jax.random.key(450))  # A backs into its neck: self collision
     assert cause(n.board, 0) == "snake-self-collision" and n.rewards.tolist() == [-1.0, 1.0]
-    n = step(s, jnp.array([7, UP]))  # outside 0..3: the core's illegal-action rule
+    n = step(s, jnp.array([7, UP]), jax.random.key(452))  # outside 0..3: the core's illegal-action rule
     assert bool(n.terminated) and n.rewards.tolist() == [-1.0, 1.0] and int(n.board.turn) == 0
 
 
 def test_env_truncates_at_the_turn_limit():
     env, s = _env_from(from_ascii(H2H), max_turns=2)
     step = jax.jit(env.step)
-    s = step(s, jnp.array([UP, UP]))
+    s = step(s, jnp.array([UP, UP]), jax.random.key(459))
     assert not bool(s.truncated)
-    s = step(s, jnp.array([UP, UP]))
-    assert bool(s.truncated) and not bool(s.terminated) and not s.legal_action_mask.any()
+    s = step(s, jnp.array([UP, UP]), jax.random.key(461))
+    assert bool(s.truncated) and not bool(s.terminated) and s.legal_action_mask.all()
     assert s.rewards.tolist() == [0.0, 0.0]
 
 
@@ -472,9 +472,9 @@ def test_learn_to_walk_health_loss():
     step = jax.jit(env.step)
     cycle = [RIGHT, DOWN, LEFT, UP]
     for t in range(11):
-        s = step(s, jnp.array([cycle[t % 4]] * 2))
+        s = step(s, jnp.array([cycle[t % 4]] * 2), jax.random.key(t))
     assert s.board.health.tolist() == [1, 1] and bool(s.board.alive.all())
-    s = step(s, jnp.array([cycle[11 % 4]] * 2))
+    s = step(s, jnp.array([cycle[11 % 4]] * 2), jax.random.key(11))
     assert [cause(s.board, 0), cause(s.board, 1)] == ["out-of-health"] * 2 and bool(s.terminated)
 
 

@@ -92,7 +92,7 @@ def test_views_commute_with_the_board_symmetries():
     s = env.init(jax.random.key(3))
     step = jax.jit(env.step)
     for t in range(3):
-        s = step(s, jnp.array([RIGHT if t else UP, LEFT if t else DOWN]))
+        s = step(s, jnp.array([RIGHT if t else UP, LEFT if t else DOWN]), jax.random.key(t))
     b = s.board
     obs = jax.jit(observe.egocentric)(b)
     ego = jax.jit(observe.egocentric)

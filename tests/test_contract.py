@@ -21,3 +21,18 @@ def test_contract(name):
 def test_unknown_game_lists_known_ones():
     with pytest.raises(ValueError, match="prisoners_dilemma"):
         jaxgames.make("no_such_game")
+
+
+@pytest.mark.parametrize("name", jaxgames.registered_games())
+def test_envs_are_values(name):
+    """Two envs built with the same settings are equal and hash alike; other settings differ."""
+    params = GAME_PARAMS.get(name, {})
+    a, b = jaxgames.make(name, **params), jaxgames.make(name, **params)
+    assert a is not b and a == b and hash(a) == hash(b)
+    assert len({a, b}) == 1
+
+
+def test_env_value_tells_settings_apart():
+    assert jaxgames.make("dots_and_boxes", num_rows=2, num_cols=3) != jaxgames.make("dots_and_boxes", num_rows=3, num_cols=2)
+    assert jaxgames.make("battlesnake", health_loss=9) != jaxgames.make("battlesnake", health_loss=1)
+    assert jaxgames.make("prisoners_dilemma") != jaxgames.make("stag_hunt")

@@ -83,9 +83,23 @@ def test_custom_game_from_stacked_payoffs():
     assert env.name == "my_game" and env.shape == (2, 2) and env.num_actions == 2
 
 
-@pytest.mark.parametrize("action, match", [([0, 2], "outside"), ([0], "shape"), ([0.0, 1.0], "integers"), ([-1, 0], "outside")])
-def test_concrete_bad_actions_raise_at_the_python_boundary(action, match):
+@pytest.mark.parametrize(
+    "action, error, match",
+    [([0, 2], ValueError, "outside"), ([0], ValueError, "shape"), ([0.0, 1.0], TypeError, "integers"),
+     ([True, False], TypeError, "integers"), ([-1, 0], ValueError, "outside")],
+)
+def test_concrete_bad_actions_raise_at_the_python_boundary(action, error, match):
     env = jaxgames.make("stag_hunt")
     state = env.init(jax.random.key(0))
-    with pytest.raises(ValueError, match=match):
+    with pytest.raises(error, match=match):
         env.step(state, np.asarray(action))
+
+
+@pytest.mark.parametrize("action, error", [(np.array([np.nan, 0.0], np.float32), TypeError), (np.array([2.9, 0.0]), TypeError),
+                                           (np.array([True, False]), TypeError), (np.array([[0, 1]]), ValueError)])
+def test_traced_bad_actions_raise_at_trace_time(action, error):
+    """dtype and shape are static: a float, bool or misshaped action fails when jit traces step."""
+    env = jaxgames.make("stag_hunt")
+    state = env.init(jax.random.key(0))
+    with pytest.raises(error):
+        jax.jit(env.step)(state, jnp.asarray(action))

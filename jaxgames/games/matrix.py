@@ -29,7 +29,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
-from jaxgames.core import SIMULTANEOUS, Env, State
+from jaxgames.core import SIMULTANEOUS, Env, EnvParams, State
 
 
 @struct.dataclass
@@ -47,6 +47,17 @@ class MatrixGameState(State):
     """
 
     last_actions: jax.Array = struct.field(default=None)
+
+
+@struct.dataclass
+class MatrixGameParams(EnvParams):
+    """Traced settings of a matrix game: vmap over stacked payoffs to sweep games of one shape.
+
+    Attributes:
+        payoffs: float32 ``[2, n, m]``, ``payoffs[p, i, j]`` (module docstring).
+    """
+
+    payoffs: jax.Array
 
 
 def payoff(payoffs: jax.Array, actions: jax.Array) -> jax.Array:
@@ -165,8 +176,17 @@ class MatrixGame(Env):
         a = jnp.arange(self.num_actions)
         return jnp.stack([a < n, a < m])
 
-    def _init(self, key: jax.Array) -> MatrixGameState:
-        del key
+    @property
+    def default_params(self) -> MatrixGameParams:
+        """`MatrixGameParams` with the constructor's payoffs."""
+        return MatrixGameParams(payoffs=self.payoffs)
+
+    def observe(self, state: MatrixGameState, player: jax.Array) -> jax.Array:
+        """float32 ``[2 * num_actions]``: row ``player`` of ``state.observation``."""
+        return state.observation[player]
+
+    def _init(self, key: jax.Array, params: MatrixGameParams) -> MatrixGameState:
+        del key, params
         return MatrixGameState(
             current_player=jnp.int32(SIMULTANEOUS),
             observation=jnp.zeros(self.observation_shape, jnp.float32),
@@ -178,15 +198,14 @@ class MatrixGame(Env):
             last_actions=jnp.full(2, -1, jnp.int32),
         )
 
-    def _step(self, state: MatrixGameState, action: jax.Array, key: jax.Array) -> MatrixGameState:
+    def _step(self, state: MatrixGameState, action: jax.Array, key: jax.Array, params: MatrixGameParams) -> MatrixGameState:
         del key
         own = jax.nn.one_hot(action, self.num_actions)
         obs = jnp.concatenate([own, own[::-1]], axis=-1)
         return state.replace(
             observation=obs,
-            rewards=payoff(self.payoffs, action),
+            rewards=payoff(jnp.asarray(params.payoffs, jnp.float32), action),
             terminated=jnp.bool_(True),
-            legal_action_mask=jnp.zeros_like(state.legal_action_mask),
             last_actions=action,
         )
 

@@ -29,6 +29,11 @@ def random_legal_action(key: jax.Array, state: State) -> jax.Array:
     return jax.random.categorical(key, logits, axis=-1).astype(jnp.int32)
 
 
+def _leaves_equal(a, b, msg: str = "") -> None:
+    for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b), strict=True):
+        np.testing.assert_array_equal(np.asarray(x), np.asarray(y), err_msg=msg)
+
+
 def _check_state(env: Env, state: State, batch: tuple[int, ...]) -> None:
     n = env.num_players
     a = env.num_actions
@@ -53,9 +58,8 @@ def _check_state(env: Env, state: State, batch: tuple[int, ...]) -> None:
     # A live state has a legal action (every player, if simultaneous); a terminal one none.
     live_ok = mask.any(axis=-1).all(axis=-1) if env.simultaneous else mask.any(axis=-1)
     assert np.all(live_ok | done), "a non-terminal state without legal actions"
-    assert not np.any(mask.any(axis=reduce_axes) & np.asarray(state.terminated)), (
-        "a terminated state with legal actions"
-    )
+    # The terminal-mask convention (jaxgames.core): all True once the game is over.
+    assert np.all(mask.all(axis=reduce_axes) | ~done), "a finished state whose legal_action_mask is not all True"
     cp = np.asarray(state.current_player)
     if env.simultaneous:
         assert np.all(cp == SIMULTANEOUS), cp
@@ -63,13 +67,119 @@ def _check_state(env: Env, state: State, batch: tuple[int, ...]) -> None:
         assert np.all((cp >= 0) & (cp < n) | done), cp
 
 
+def _check_value_semantics(env: Env) -> None:
+    """An Env is a frozen, hashable value (so compiled functions can be cached on it)."""
+    assert env == env and hash(env) == hash(env)
+    import copy
+
+    twin = copy.copy(env)
+    assert twin == env and hash(twin) == hash(env), "a copy of an env must equal it"
+    try:
+        env.some_new_setting = 1
+    except AttributeError:
+        pass
+    else:
+        raise AssertionError("an Env must be frozen: setting an attribute did not raise")
+
+
+def _check_actions_refused(env: Env, state: State) -> None:
+    """Float, bool and wrongly shaped actions raise at the Python boundary, also under jit."""
+    shape = (env.num_players,) if env.simultaneous else ()
+    bad = [
+        (jnp.zeros(shape, jnp.float32), TypeError),
+        (jnp.zeros(shape, jnp.bool_), TypeError),
+        (jnp.zeros(shape + (2,), jnp.int32), ValueError),
+    ]
+    key = jax.random.key(0)
+    for action, error in bad:
+        for fn in (env.step, jax.jit(env.step)):
+            try:
+                fn(state, action, key)
+            except error:
+                continue
+            raise AssertionError(f"step accepted a bad action {action.dtype}{list(action.shape)} (expected {error.__name__})")
+
+
+def _check_keys(env: Env, state: State, action: jax.Array) -> None:
+    """Stochastic games refuse a missing key; different keys give different trajectories."""
+    if not env.stochastic:
+        env.step(state, action)  # a deterministic game steps without a key
+        return
+    try:
+        env.step(state, action)
+    except ValueError:
+        pass
+    else:
+        raise AssertionError(f"{env.name} is stochastic but step without a key did not raise ValueError")
+    # Two batches of games from the same start, stepped with the same actions and
+    # different keys, must not be identical everywhere (chance events differ).
+    step = jax.jit(jax.vmap(env.step))
+    choose = jax.jit(jax.vmap(random_legal_action))
+    n = 16
+    a = b = jax.tree.map(lambda x: jnp.stack([x] * n), state)
+    differs = False
+    for t in range(30):
+        acts = choose(jax.random.split(jax.random.key(1000 + t), n), a)
+        a = step(a, acts, jax.random.split(jax.random.key(2 * t), n))
+        b = step(b, acts, jax.random.split(jax.random.key(2 * t + 1), n))
+        differs = any(not np.array_equal(np.asarray(x), np.asarray(y)) for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b)))
+        if differs:
+            break
+    assert differs, f"{env.name} is stochastic but different keys gave identical trajectories"
+
+
+def _check_params(env: Env, state: State, action: jax.Array, key: jax.Array, single_step) -> None:
+    """Params are a pytree that step takes explicitly, traced, and vmapped."""
+    from jaxgames.core import EnvParams
+
+    params = env.default_params
+    assert isinstance(params, EnvParams), type(params)
+    default = single_step(state, action, key)
+    traces = []
+
+    def traced(s, a, k, p):
+        traces.append(1)
+        return env.step(s, a, k, p)
+
+    jitted = jax.jit(traced)
+    _leaves_equal(jitted(state, action, key, params), default, "explicit default params differ from the default")
+    # A second call with params of the same structure must not retrace.
+    jitted(state, action, key, jax.tree.map(lambda x: jnp.asarray(x), params))
+    assert len(traces) == 1, "step retraced for new params values: params must be traced leaves"
+    # vmap over a stacked params batch (a sweep is one vmap).
+    if not jax.tree.leaves(params):
+        return
+    stacked = jax.tree.map(lambda x: jnp.stack([jnp.asarray(x)] * 2), params)
+    both = jax.jit(jax.vmap(env.step, in_axes=(None, None, None, 0)))(state, action, key, stacked)
+    _leaves_equal(jax.tree.map(lambda x: x[1], both), default, "step vmapped over params")
+
+
+def _check_observe(env: Env, state: State) -> None:
+    """``observe(state, player)`` matches the observation field, under jit and vmap over players."""
+    n = env.num_players
+    players = jnp.arange(n, dtype=jnp.int32)
+    views = jax.jit(jax.vmap(env.observe, in_axes=(None, 0)))(state, players)
+    if env.simultaneous:
+        assert views.shape == (n,) + env.observation_shape[1:], views.shape
+        np.testing.assert_array_equal(np.asarray(views), np.asarray(state.observation))
+    else:
+        assert views.shape == (n,) + env.observation_shape, views.shape
+        mover = int(state.current_player)
+        if 0 <= mover < n:
+            np.testing.assert_array_equal(np.asarray(views[mover]), np.asarray(state.observation))
+
+
 def api_test(env: Env, *, batch_size: int = 8, max_steps: int = 200, seed: int = 0) -> None:
     """Checks ``env`` against the state contract under ``jit`` and ``vmap``.
 
     Plays ``batch_size`` random games for up to ``max_steps`` steps and checks
-    dtypes and shapes, legal-action masks, the terminal no-op with zero rewards,
-    agreement of the batched and the single-game kernels, and that repeated
-    calls do not retrace.
+    dtypes and shapes, legal-action masks (all True once the game is over),
+    the terminal no-op with zero rewards, agreement of the batched and the
+    single-game kernels, that repeated calls do not retrace, ``observe``
+    against the observation field, keys (a stochastic game refuses a missing
+    key and different keys give different trajectories), traced and vmapped
+    params, refusal of float/bool/misshaped actions, and that the env is a
+    frozen hashable value.
 
     Raises:
         AssertionError: on the first broken clause.
@@ -78,6 +188,7 @@ def api_test(env: Env, *, batch_size: int = 8, max_steps: int = 200, seed: int =
     assert isinstance(env.num_actions, int) and env.num_actions >= 1
     assert isinstance(env.observation_shape, tuple)
     assert isinstance(env.name, str)
+    _check_value_semantics(env)
 
     key = jax.random.key(seed)
     keys = jax.random.split(key, batch_size)
@@ -96,11 +207,16 @@ def api_test(env: Env, *, batch_size: int = 8, max_steps: int = 200, seed: int =
     step = jax.jit(_batched_step)
     init = jax.jit(jax.vmap(env.init))
     choose = jax.jit(jax.vmap(random_legal_action))
-    single_step = jax.jit(env.step)
 
     state = init(keys)
     _check_state(env, state, (batch_size,))
     np.testing.assert_array_equal(np.asarray(state.observation[0]), np.asarray(single.observation))
+    first_action = random_legal_action(jax.random.key(seed + 1), single)
+    _check_actions_refused(env, single)
+    _check_keys(env, single, first_action)
+    single_step = jax.jit(env.step)
+    _check_params(env, single, first_action, jax.random.key(seed + 2), single_step)
+    _check_observe(env, single)
 
     finished = 0
     for t in range(max_steps):
@@ -122,6 +238,8 @@ def api_test(env: Env, *, batch_size: int = 8, max_steps: int = 200, seed: int =
                 a, b = np.asarray(a), np.asarray(b)
                 np.testing.assert_array_equal(a[was_done], b[was_done], err_msg="terminal state changed")
         state = nxt
+        if t % 5 == 0:
+            _check_observe(env, jax.tree.map(lambda x: x[0], state))
         finished = int(np.sum(np.asarray(state.terminated | state.truncated)))
         if finished == batch_size:
             break

@@ -10,7 +10,8 @@ is a self collision. This Env plays it by the rules (the snake is
 eliminated, cause ``snake-self-collision``, reward ``loss_reward``; the
 others play on) instead of the core's illegal-action rule, so that games
 replay the engine exactly. Moves of eliminated snakes are ignored (their mask
-is all True so that every player always has a legal action). Only an action
+row is all True, and so is every row once the game is over: the core's
+terminal-mask convention). Only an action
 outside ``0..3`` is treated as a programming error with the core's rule
 (`jaxgames.core.Env._illegal_action_outcome`: offender -1, game terminated).
 
@@ -20,6 +21,12 @@ game ends; when the last snakes are all eliminated in the same step (a draw)
 they get ``draw_reward`` (0) instead. ``terminated`` once at most one snake
 is alive (none in a one-snake game); ``truncated`` when ``turn`` reaches
 ``max_turns`` with the game still on.
+
+Keys: food spawns at random, so the game is ``stochastic`` and ``step``
+refuses a missing key. Parameters: `BattlesnakeParams` (health loss, hazard
+damage, food settings and the three rewards) may be traced, so the seed's
+"learn to walk" curriculum (health loss 9, then 1) is a change of params,
+not a recompile.
 """
 
 from __future__ import annotations
@@ -29,7 +36,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
-from jaxgames.core import SIMULTANEOUS, Env, State
+from jaxgames.core import SIMULTANEOUS, Env, EnvParams, State
 from jaxgames.games.battlesnake import observe, rules, spawn
 from jaxgames.games.battlesnake.rules import Board, Params
 
@@ -52,6 +59,22 @@ class BattlesnakeState(State):
     board: Board = struct.field(default=None)
 
 
+@struct.dataclass
+class BattlesnakeParams(EnvParams):
+    """Traced settings of a Battlesnake game (vmap over stacked params to sweep them).
+
+    Attributes:
+        rules: `rules.Params`: ``food_spawn_chance`` (percent), ``hazard_damage``
+            and ``health_loss`` (health per turn), ``minimum_food``.
+        win_reward, loss_reward, draw_reward: float32 ``[]`` (module docstring).
+    """
+
+    rules: Params
+    win_reward: jax.Array = 1.0
+    loss_reward: jax.Array = -1.0
+    draw_reward: jax.Array = 0.0
+
+
 def _int(name, v, lo, hi):
     if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
         raise TypeError(f"{name} must be an int; got {v!r}")
@@ -68,6 +91,10 @@ class Battlesnake(Env):
         num_snakes: 1..8 (static).
         max_turns: turn limit (truncation).
         minimum_food: food kept on the board (``minimumFood``, default 1).
+        max_minimum_food: the largest ``minimum_food`` that traced params
+            may ask for (static: it bounds the food spawned in one turn);
+            default ``minimum_food``. A params ``minimum_food`` above it
+            spawns at most ``max(max_minimum_food, 1)`` food per turn.
         food_spawn_chance: percent, 0..100 (``foodSpawnChance``, default 15).
         hazard_damage: health per hazard per turn (``damagePerTurn``; the
             standard map has no hazards, so 0 by default).
@@ -82,6 +109,7 @@ class Battlesnake(Env):
     """
 
     simultaneous = True
+    stochastic = True
 
     def __init__(
         self,
@@ -90,6 +118,7 @@ class Battlesnake(Env):
         num_snakes: int = 4,
         max_turns: int = 1000,
         minimum_food: int = 1,
+        max_minimum_food: int | None = None,
         food_spawn_chance: int = 15,
         hazard_damage: int = 0,
         health_loss: int = 1,
@@ -103,6 +132,10 @@ class Battlesnake(Env):
         self._num_snakes = int(num_snakes)
         self.max_turns = _int("max_turns", max_turns, 1, 2**30)
         _int("minimum_food", minimum_food, 0, board_size * board_size)
+        if max_minimum_food is None:
+            max_minimum_food = minimum_food
+        _int("max_minimum_food", max_minimum_food, minimum_food, board_size * board_size)
+        self.food_slots = max(int(max_minimum_food), 1)
         _int("food_spawn_chance", food_spawn_chance, 0, 100)
         _int("hazard_damage", hazard_damage, -100, 100)
         if health_loss not in rules.HEALTH_LOSS_CHOICES or isinstance(health_loss, bool):
@@ -133,22 +166,35 @@ class Battlesnake(Env):
     def num_actions(self) -> int:
         return 4
 
-    def observe(self, board: Board) -> jax.Array:
-        """The observation of a board (see the ``observation`` argument)."""
+    @property
+    def default_params(self) -> BattlesnakeParams:
+        """`BattlesnakeParams` with the constructor's settings."""
+        return BattlesnakeParams(
+            rules=self.params,
+            win_reward=self.win_reward,
+            loss_reward=self.loss_reward,
+            draw_reward=self.draw_reward,
+        )
+
+    def observe(self, state: BattlesnakeState, player: jax.Array) -> jax.Array:
+        """Snake ``player``'s row of ``state.observation``: float32 ``[2H-1, 2W-1, 3]`` (or ``[0]``)."""
+        return state.observation[player]
+
+    def observe_board(self, board: Board) -> jax.Array:
+        """The observations of every snake on a board (see the ``observation`` argument)."""
         if self.observation == "none":
             return jnp.zeros((board.num_snakes, 0), jnp.float32)
         return observe.observe(board, rotated=self.observation == "rotated")
 
     def _mask(self, board: Board, over: jax.Array) -> jax.Array:
-        mask = rules.legal_moves(board) | ~board.alive[:, None]
-        return mask & ~over
+        return rules.legal_moves(board) | ~board.alive[:, None] | over
 
-    def _init(self, key: jax.Array) -> BattlesnakeState:
-        board = spawn.init_board(key, self._num_snakes, self.board_size, self.params)
+    def _init(self, key: jax.Array, params: BattlesnakeParams) -> BattlesnakeState:
+        board = spawn.init_board(key, self._num_snakes, self.board_size, params.rules)
         over = rules.is_game_over(board)
         return BattlesnakeState(
             current_player=jnp.int32(SIMULTANEOUS),
-            observation=self.observe(board),
+            observation=self.observe_board(board),
             rewards=jnp.zeros(self._num_snakes, jnp.float32),
             terminated=over,
             truncated=jnp.bool_(False),
@@ -157,18 +203,20 @@ class Battlesnake(Env):
             board=board,
         )
 
-    def _step(self, state: BattlesnakeState, action: jax.Array, key: jax.Array) -> BattlesnakeState:
+    def _step(
+        self, state: BattlesnakeState, action: jax.Array, key: jax.Array, params: BattlesnakeParams
+    ) -> BattlesnakeState:
         before = state.board
-        board = spawn.step(before, action, key, self.params)
+        board = spawn.step(before, action, key, params.rules, food_slots=self.food_slots)
         newly = before.alive & ~board.alive
         over = rules.is_game_over(board)
         nobody = ~jnp.any(board.alive)
         draw = over & nobody & (self._num_snakes > 1)
-        rewards = jnp.where(newly, jnp.where(draw, self.draw_reward, self.loss_reward), 0.0)
-        rewards = jnp.where(over & board.alive, self.win_reward, rewards).astype(jnp.float32)
+        rewards = jnp.where(newly, jnp.where(draw, params.draw_reward, params.loss_reward), 0.0)
+        rewards = jnp.where(over & board.alive, params.win_reward, rewards).astype(jnp.float32)
         truncated = ~over & (board.turn >= self.max_turns)
         return state.replace(
-            observation=self.observe(board),
+            observation=self.observe_board(board),
             rewards=rewards,
             terminated=over,
             truncated=truncated,

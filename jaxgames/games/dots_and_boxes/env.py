@@ -32,7 +32,8 @@ class DotsAndBoxesState(State):
         rewards: float32 ``[2]``: zero until the last move, then the returns
             (+1/-1/0, or the box margin with ``utility_margin``); -1 for the
             offender and +1 for the other after an illegal action.
-        legal_action_mask: bool ``[num_edges]``: the undrawn edges.
+        legal_action_mask: bool ``[num_edges]``: the undrawn edges (all True
+            once the game is over: `jaxgames.core`'s terminal-mask convention).
         board: the rules state, `rules.Board`: ``edges`` bool ``[num_edges]``
             (dbn order), ``box_sides`` int8 ``[num_boxes]``, ``box_owner`` int8
             ``[num_boxes]`` (-1 none/unknown), ``scores`` int32 ``[2]``,
@@ -111,7 +112,20 @@ class DotsAndBoxes(Env):
         return (self.num_rows + 1, self.num_cols + 1, NUM_PLANES)
 
     # ----------------------------------------------------------------- kernels
-    def observe(self, board: Board, player: jax.Array) -> jax.Array:
+    def observe(self, state: DotsAndBoxesState, player: jax.Array) -> jax.Array:
+        """The observation of one state for ``player`` (layout in the class docstring).
+
+        Args:
+            state: one unbatched state.
+            player: int ``[]``, 0 or 1 (may be traced).
+
+        Returns:
+            float32 ``[num_rows + 1, num_cols + 1, 5]``; equal to
+            ``state.observation`` for ``player == state.current_player``.
+        """
+        return self.observe_board(state.board, jnp.asarray(player, jnp.int32))
+
+    def observe_board(self, board: Board, player: jax.Array) -> jax.Array:
         """The observation of ``board`` for ``player`` (layout in the class docstring).
 
         Args:
@@ -137,22 +151,22 @@ class DotsAndBoxes(Env):
         over = rules.is_over(self.geometry, board)
         return DotsAndBoxesState(
             current_player=board.player.astype(jnp.int32),
-            observation=self.observe(board, board.player),
+            observation=self.observe_board(board, board.player),
             rewards=rewards,
             terminated=over,
             truncated=jnp.bool_(False),
-            legal_action_mask=~board.edges & ~over,
+            legal_action_mask=~board.edges | over,
             step_count=step_count,
             board=board,
         )
 
-    def _init(self, key: jax.Array) -> DotsAndBoxesState:
-        del key
+    def _init(self, key: jax.Array, params) -> DotsAndBoxesState:
+        del key, params
         board = rules.empty_board(self.num_rows, self.num_cols)
         return self._state_from_board(board, jnp.zeros(2, jnp.float32), jnp.int32(0))
 
-    def _step(self, state: DotsAndBoxesState, action: jax.Array, key: jax.Array) -> DotsAndBoxesState:
-        del key
+    def _step(self, state: DotsAndBoxesState, action: jax.Array, key: jax.Array, params) -> DotsAndBoxesState:
+        del key, params
         board = rules.apply_edge(self.geometry, state.board, action)
         over = rules.is_over(self.geometry, board)
         rewards = jnp.where(over, rules.outcome(board, utility_margin=self.utility_margin), 0.0)

@@ -179,7 +179,7 @@ def transform_state(env, state, g):
     return state.replace(
         board=board,
         legal_action_mask=transform_edges(sym, state.legal_action_mask, g),
-        observation=env.observe(board, state.current_player),
+        observation=env.observe_board(board, state.current_player),
     )
 
 
