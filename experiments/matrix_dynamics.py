@@ -1,43 +1,66 @@
 """Independent learners in the seed's matrix games: sweeps, learning dynamics, convergence tables.
 
 Reproduces section 3 of the course report (``shared/seeds/000``, tables 1-2
-and figure 1) and goes further: every learner (epsilon-greedy, Boltzmann,
-lenient Boltzmann Q-learning) runs from a grid of starting policies with
-several seeds and parameter settings, all runs of a (game, learner) pair in
-one jitted, vmapped call. It writes
+and figure 1) and goes further. Five learners (epsilon-greedy, Boltzmann and
+lenient Boltzmann Q-learning, as in the seed, plus frequency-adjusted (FAQ;
+Kaisers & Tuyls 2010) Boltzmann and lenient Boltzmann, the learners whose
+dynamics the lenient-dynamics papers describe) run from a grid of starting
+policies with several seeds and every parameter setting, all runs of a
+(game, learner) pair in one jitted, vmapped call. It writes, into ``out``:
 
-* ``convergence.csv`` / ``convergence.md``: for every Nash equilibrium and
-  Pareto-optimal outcome of each game (computed from the payoffs), the
-  fraction of runs whose final policies are within ``tolerance`` (max-abs
-  over all probabilities) of it, per learner and parameter setting, next to
-  the seed's Yes/No claims;
-* ``dynamics_<learner>.png``: the learner's directional field for each game
-  (replicator field for epsilon-greedy, Boltzmann Q (FAQ) field for
-  Boltzmann, lenient field for lenient Boltzmann, drawn at the starting
-  temperature), with empirical learner trajectories (solid; start = bullet,
-  end = square) and the integrated dynamics from the same starts (dashed);
-* ``runs_<game>_<learner>.npz`` (final policies, settings, starts; lets an
-  interrupted run resume) and ``config.json``.
+* ``README.md``: the report to open first: settings, the seed-layout tables,
+  what reproduced and what did not, a discussion of every disagreement.
+* ``convergence.csv`` / ``convergence.md``: one row per (game, learner,
+  setting, target). A run has converged to a target (a Nash equilibrium or
+  Pareto-optimal outcome, computed from the payoffs; for epsilon-greedy
+  learners the target as played with exploration, (1 - eps) target + eps
+  uniform) only if its policy stays within ``tolerance`` (max-abs over all
+  probabilities) of it over the whole final window (the last 10% of the
+  iterations, checked at every iteration); other runs are ``not_converged``,
+  and among them ``cycling`` counts those that keep swinging back and forth
+  over the window. Fractions add up to 1 per (game, learner, setting).
+  ``verdict`` is Yes where at least ``verdict_share`` of the runs converge
+  there; ``seed_claim`` and ``agrees`` compare it with the seed's tables.
+  ``time_avg_fraction`` classifies the time-averaged policy of the window.
+* ``dynamics_<learner>_<setting>.png`` for every setting: the field of the
+  learner that ran (expected dynamics of the plain Q-learner on the slice
+  Q = tau ln x; the FAQ field for FAQ learners; none for epsilon-greedy,
+  whose policy is a discontinuous function of Q), learner trajectories
+  (solid) and the integrated expected dynamics of that learner from the same
+  starts (dashed; `jaxgames.dynamics.fields.integrate_q`).
+* ``basins_<learner>.png``: the start grid coloured by where each start ends.
+* ``empirical_fields.png``: the learners' measured mean flow (many short
+  runs from each grid point) over their theoretical fields.
+* ``runs_<game>_<learner>_<hash>.npz`` (cached runs, keyed by the settings
+  that made them, so a resume never mixes settings) and ``config.json``.
 
 Run ``python experiments/matrix_dynamics.py`` for the small default (the
 seed's settings: alpha = 0.001, 100,000 iterations, tau linear 0.5 -> 0.01,
-kappa = 5; a 5x5 grid of starts x 4 seeds), or add ``full=true`` for the
-full sweep (9x9 starts x 10 seeds, four temperatures, three leniencies).
-Any field of `Config` can be overridden as ``key=value``.
+kappa = 5, epsilon constant 0.25 / 0.5 / 0.75; a 5x5 grid of starts x 4
+seeds), or add ``full=true`` for the full sweep (9x9 starts x 10 seeds, four
+temperatures, three leniencies). Any field of `Config` can be overridden as
+``key=value`` (``epsilon_schedule=linear`` anneals epsilon to ``epsilon_end``).
 
 Seed errata, followed here as computed (see also ``jaxgames.games.matrix``):
 the biased RPS equilibrium is (1/16, 10/16, 5/16) for (R, P, S), not the
 printed (10/16, 5/16, 1/16); the subsidy game uses the payoffs that match
 the seed's own equilibrium table; in the prisoner's dilemma (C, D) and
-(D, C) are Pareto optimal too (the seed lists only (C, C)); and in the
+(D, C) are Pareto optimal too (the seed lists only (C, C)); in the
 zero-sum biased RPS every pure outcome is Pareto optimal (the seed lists the
-mixed equilibrium, which is not an outcome).
+mixed equilibrium, which is not an outcome); and the "1/4 chance of
+obtaining the highest reward" of section 3.2.1 is 1 - (1/2)^kappa.
 """
 
 from __future__ import annotations
 
+import contextlib
+import csv
 import dataclasses
+import fcntl
+import functools
+import io
 import json
+import os
 import pathlib
 import sys
 import time
@@ -49,13 +72,28 @@ import numpy as np
 
 import jaxgames
 from jaxgames.analysis import equilibria
-from jaxgames.dynamics import fields
+from jaxgames.dynamics import empirical, fields
 from jaxgames.experiment import output_dir, parse_config
 from jaxgames.games import matrix
 from jaxgames.learners import tabular
 
-FIELD_OF = {"epsilon_greedy": "replicator", "boltzmann": "boltzmann_q", "lenient_boltzmann": "lenient_boltzmann"}
-SHORT = {"epsilon_greedy": "eps-greedy", "boltzmann": "Boltzmann", "lenient_boltzmann": "lenient Boltzmann"}
+# Learner name -> (tabular exploration, frequency-adjusted?).
+LEARNERS = {
+    "epsilon_greedy": ("epsilon_greedy", False),
+    "boltzmann": ("boltzmann", False),
+    "lenient_boltzmann": ("lenient_boltzmann", False),
+    "faq_boltzmann": ("boltzmann", True),
+    "faq_lenient_boltzmann": ("lenient_boltzmann", True),
+}
+SHORT = {
+    "epsilon_greedy": "eps-greedy",
+    "boltzmann": "Boltzmann",
+    "lenient_boltzmann": "lenient Boltzmann",
+    "faq_boltzmann": "FAQ Boltzmann",
+    "faq_lenient_boltzmann": "FAQ lenient Boltzmann",
+}
+# The seed's learners, in the order of its tables' columns.
+SEED_LEARNERS = ("epsilon_greedy", "boltzmann", "lenient_boltzmann")
 
 # The seed's tables 1-2 (section 3.1): target point -> (eps-greedy, Boltzmann, lenient) convergence claims.
 # Points in the seed's notation (P(first action) of each player). The BRPS point is the seed's
@@ -70,6 +108,7 @@ SEED_CLAIMS = {
     ("battle_of_the_sexes", "pareto"): {(1.0, 1.0): "No/Yes/Yes", (0.0, 0.0): "Yes/Yes/Yes"},
 }
 DEMO_STARTS_2X2 = ((0.2, 0.3), (0.35, 0.85), (0.75, 0.15), (0.6, 0.65))
+NOT_CONVERGED = "not_converged"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -77,7 +116,7 @@ class Config:
     """Settings of the experiment (every field is a ``key=value`` override)."""
 
     games: tuple[str, ...] = matrix.SEED_GAMES
-    learners: tuple[str, ...] = tabular.EXPLORATIONS
+    learners: tuple[str, ...] = tuple(LEARNERS)
     num_iterations: int = 100_000
     learning_rate: float = 0.001
     temperature_starts: tuple[float, ...] = (0.5,)
@@ -85,13 +124,19 @@ class Config:
     temperature_schedule: str = "linear"
     epsilons: tuple[float, ...] = (0.25, 0.5, 0.75)
     epsilon_end: float = 0.01
-    epsilon_schedule: str = "linear"
+    epsilon_schedule: str = "constant"
     leniencies: tuple[int, ...] = (5,)
+    faq_beta: float = 0.1
     start_grid: int = 5
     seeds: int = 4
     tolerance: float = 0.05
+    verdict_share: float = 0.1
+    cycling_range: float = 0.1
     record_every: int = 1000
     chunk_size: int = 4096
+    empirical_grid: int = 7
+    empirical_runs: int = 64
+    empirical_horizon: int = 2000
     full: bool = False
     out: str = "results/matrix_dynamics"
     resume: bool = True
@@ -109,15 +154,20 @@ class Config:
             if g not in matrix.SEED_GAMES + ("matching_pennies", "rock_paper_scissors", "stag_hunt"):
                 raise ValueError(f"unknown matrix game {g!r}")
         for name in self.learners:
-            if name not in tabular.EXPLORATIONS:
-                raise ValueError(f"unknown learner {name!r}; choose from {tabular.EXPLORATIONS}")
+            if name not in LEARNERS:
+                raise ValueError(f"unknown learner {name!r}; choose from {tuple(LEARNERS)}")
         if self.start_grid < 1 or self.seeds < 1:
             raise ValueError("start_grid and seeds must be >= 1")
         if not 0 < self.tolerance < 1:
             raise ValueError(f"tolerance must be in (0, 1); got {self.tolerance}")
+        if not 0 < self.verdict_share <= 1:
+            raise ValueError(f"verdict_share must be in (0, 1]; got {self.verdict_share}")
+        if self.empirical_grid < 0 or self.empirical_runs < 2 or self.empirical_horizon < 1:
+            raise ValueError("empirical_grid must be >= 0 (0: no empirical fields), empirical_runs >= 2, empirical_horizon >= 1")
         # Validates every hyperparameter before anything is traced.
-        for setting in self.settings("lenient_boltzmann") + self.settings("epsilon_greedy"):
-            tabular.learner_params(**setting[1])
+        for learner in LEARNERS:
+            for _, kwargs in self.settings(learner):
+                tabular.learner_params(**kwargs)
         tabular.LearnerConfig(num_iterations=self.num_iterations, record_every=self.record_every)
 
     def settings(self, learner: str) -> list[tuple[str, dict]]:
@@ -127,16 +177,31 @@ class Config:
             temperature_schedule=self.temperature_schedule,
             epsilon_schedule=self.epsilon_schedule,
         )
+        if LEARNERS[learner][1]:
+            base["faq_beta"] = self.faq_beta
         if learner == "epsilon_greedy":
-            return [(f"eps={e}", dict(base, epsilon=(e, self.epsilon_end))) for e in self.epsilons]
+            end = lambda e: e if self.epsilon_schedule == "constant" else self.epsilon_end
+            return [(f"eps={e}", dict(base, epsilon=(e, end(e)))) for e in self.epsilons]
         taus = [(f"tau={t}", dict(base, temperature=(t, self.temperature_end))) for t in self.temperature_starts]
-        if learner == "boltzmann":
+        if LEARNERS[learner][0] == "boltzmann":
             return taus
         return [(f"{lab},kappa={k}", dict(kw, leniency=k)) for lab, kw in taus for k in self.leniencies]
 
+    def learner_config(self, learner: str) -> tabular.LearnerConfig:
+        return tabular.LearnerConfig(
+            exploration=LEARNERS[learner][0],
+            num_iterations=self.num_iterations,
+            record_every=self.record_every,
+            max_leniency=max(self.leniencies),
+        )
+
 
 def starting_policies(game: matrix.MatrixGame, grid: int, rng: np.random.Generator) -> np.ndarray:
-    """Starting policies ``[S, 2, A]``: a grid over (x, y) for 2x2 games, random interior points otherwise."""
+    """Starting policies ``[S, 2, A]``: a grid over (x, y) for 2x2 games, random interior points otherwise.
+
+    For 3-action games both players start at the same (random) policy, so the
+    symmetric field drawn on the simplex is the one that applies.
+    """
     n, m = game.shape
     if (n, m) == (2, 2):
         ps = np.linspace(0.1, 0.9, grid)
@@ -146,28 +211,35 @@ def starting_policies(game: matrix.MatrixGame, grid: int, rng: np.random.Generat
         return np.stack([x, y], 1)
     a = max(n, m)
     count = grid * grid
-    out = np.zeros((count, 2, a))
-    for p, k in enumerate((n, m)):
-        draw = rng.dirichlet(np.ones(k), size=count)
-        draw = np.clip(draw, 0.03, None)
-        out[:, p, :k] = draw / draw.sum(1, keepdims=True)
-    return out
+    draw = np.clip(rng.dirichlet(np.ones(a), size=count), 0.03, None)
+    draw /= draw.sum(1, keepdims=True)
+    return np.stack([draw, draw], 1)
 
 
 def demo_starts(game: matrix.MatrixGame) -> np.ndarray:
-    """The four demonstration starts drawn in the figures ``[4, 2, A]``."""
+    """The four demonstration starts drawn in the figures ``[4, 2, A]`` (symmetric for 3-action games)."""
     if game.shape == (2, 2):
         return np.array([[[x, 1 - x], [y, 1 - y]] for x, y in DEMO_STARTS_2X2])
     n = game.shape[0]
     base = np.array([[0.7, 0.2, 0.1], [0.1, 0.7, 0.2], [0.2, 0.1, 0.7], [0.45, 0.45, 0.1]])[:, :n]
     base /= base.sum(1, keepdims=True)
-    return np.stack([base, np.roll(base, 1, axis=1)], 1)
+    return np.stack([base, base], 1)
 
 
 def targets(game: matrix.MatrixGame) -> list[tuple[str, equilibria.Profile]]:
-    """The Nash equilibria and Pareto-optimal pure outcomes, as (kind, profile)."""
-    out = [("nash", q) for q in equilibria.nash_equilibria(game)]
-    out += [("pareto", equilibria.pure_profile(game, i, j)) for i, j in equilibria.pareto_optimal_outcomes(game)]
+    """The distinct target points: Nash equilibria and Pareto-optimal pure outcomes, as (kind, profile).
+
+    A point that is both is listed once with kind ``nash+pareto``.
+    """
+    out: list[tuple[str, equilibria.Profile]] = [("nash", q) for q in equilibria.nash_equilibria(game)]
+    for i, j in equilibria.pareto_optimal_outcomes(game):
+        prof = equilibria.pure_profile(game, i, j)
+        for k, (kind, other) in enumerate(out):
+            if np.allclose(other.x, prof.x) and np.allclose(other.y, prof.y):
+                out[k] = ("nash+pareto", other)
+                break
+        else:
+            out.append(("pareto", prof))
     return out
 
 
@@ -181,33 +253,64 @@ def target_label(game: matrix.MatrixGame, prof: equilibria.Profile) -> str:
     return f"x={fmt(prof.x)} y={fmt(prof.y)}"
 
 
-def seed_claim(game_name: str, kind: str, profile: equilibria.Profile) -> str:
-    claims = SEED_CLAIMS.get((game_name, kind), {})
-    for point, claim in claims.items():
-        if point == "mixed" and not profile.is_pure():
-            return claim + " (seed's point is wrong)"
-        if point != "mixed" and np.max(np.abs(np.asarray(point) - np.asarray(profile.point()))) < 0.02:
-            return claim
+def seed_claim(game_name: str, kind: str, profile: equilibria.Profile, learner: str) -> str:
+    """The seed's Yes/No for this target and learner ('-' where the seed makes no claim)."""
+    if learner not in SEED_LEARNERS:
+        return "-"
+    col = SEED_LEARNERS.index(learner)
+    for k in kind.split("+"):
+        for point, claim in SEED_CLAIMS.get((game_name, k), {}).items():
+            if point == "mixed" and not profile.is_pure():
+                return claim.split("/")[col]
+            if point != "mixed" and np.max(np.abs(np.asarray(point) - np.asarray(profile.point()))) < 0.02:
+                return claim.split("/")[col]
     return "-"
 
 
+def _config_hash(*parts) -> str:
+    return f"{zlib.crc32(json.dumps(parts, sort_keys=True, default=str).encode()):08x}"
+
+
+def _save_npz(path: pathlib.Path, **arrays) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "wb") as f:
+        np.savez_compressed(f, **arrays)
+    os.replace(tmp, path)
+
+
+def _write_text(path: pathlib.Path, text: str) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
+def _save_figure(fig, path: pathlib.Path) -> None:
+    tmp = path.with_name(path.stem + ".tmp" + path.suffix)
+    fig.savefig(tmp, dpi=110)
+    os.replace(tmp, path)
+
+
 def run_game_learner(cfg: Config, game: matrix.MatrixGame, learner: str, out: pathlib.Path, key) -> dict:
-    """All runs of one (game, learner) pair; cached in ``runs_<game>_<learner>.npz``."""
-    path = out / f"runs_{game.name}_{learner}.npz"
+    """All runs of one (game, learner) pair; cached in ``runs_<game>_<learner>_<hash>.npz``.
+
+    The hash covers every setting that changes the runs, so a resume with
+    other settings recomputes instead of mixing.
+    """
+    lcfg = cfg.learner_config(learner)
+    settings = cfg.settings(learner)
+    digest = _config_hash(game.payoffs_np.tolist(), dataclasses.asdict(lcfg) | {"q_module": None, "optimizer": None},
+                          settings, cfg.start_grid, cfg.seeds)
+    path = out / f"runs_{game.name}_{learner}_{digest}.npz"
+    for stale in out.glob(f"runs_{game.name}_{learner}_*.npz"):
+        if stale != path:
+            stale.unlink()
     if cfg.resume and path.exists():
         data = np.load(path, allow_pickle=False)
         return {k: data[k] for k in data.files}
     rng = np.random.default_rng(zlib.crc32(f"{game.name}/{learner}".encode()))
     starts = starting_policies(game, cfg.start_grid, rng)
     demos = demo_starts(game)
-    settings = cfg.settings(learner)
-    lcfg = tabular.LearnerConfig(
-        exploration=learner,
-        num_iterations=cfg.num_iterations,
-        record_every=cfg.record_every,
-        max_leniency=max(cfg.leniencies),
-    )
-    params, init_policy, setting_idx, is_demo = [], [], [], []
+    params, init_policy, setting_idx, is_demo, start_idx = [], [], [], [], []
     for s, (_, kwargs) in enumerate(settings):
         p = tabular.learner_params(**kwargs)
         block = [starts] * cfg.seeds + [demos]
@@ -216,129 +319,316 @@ def run_game_learner(cfg: Config, game: matrix.MatrixGame, learner: str, out: pa
             init_policy.append(pol)
             setting_idx += [s] * len(pol)
             is_demo += [b == cfg.seeds] * len(pol)
+            start_idx += list(range(len(pol)))
     stacked = tabular.stack_params(params)
     init_policy = np.concatenate(init_policy)
     initial_q = tabular.initial_q_from_policy(lcfg, init_policy, stacked)
     keys = jax.random.split(key, len(params))
-    res = tabular.run_sweep(
-        game,
-        lcfg,
-        keys,
-        stacked,
-        initial_q,
-        chunk_size=cfg.chunk_size,
-        progress=cfg.progress,
-        description=f"{game.name}/{learner}",
-    )
+    res = tabular.run_sweep(game, lcfg, keys, stacked, initial_q, chunk_size=cfg.chunk_size,
+                            progress=cfg.progress, description=f"{game.name}/{learner}")
     is_demo = np.asarray(is_demo)
+    window_records = int(np.ceil(lcfg.window / cfg.record_every)) + 1
     data = dict(
         final_policy=res.policy,
+        window_min=res.window_min,
+        window_max=res.window_max,
+        window_mean=res.window_mean,
+        window_trajectory=res.trajectory[:, -window_records:],
         setting=np.asarray(setting_idx),
+        start_index=np.asarray(start_idx),
         is_demo=is_demo,
         initial_policy=init_policy,
         demo_trajectory=res.trajectory[is_demo],
         demo_setting=np.asarray(setting_idx)[is_demo],
     )
-    np.savez_compressed(path, **data)
+    _save_npz(path, **data)
     return data
 
 
-def convergence_rows(cfg: Config, game: matrix.MatrixGame, learner: str, data: dict) -> list[dict]:
+def played_target(cfg: Config, learner: str, setting: dict, game: matrix.MatrixGame, prof) -> np.ndarray:
+    """The target ``[2, A]`` as the learner plays it: epsilon-greedy explores, (1 - eps) target + eps uniform."""
+    n, m = game.shape
+    target = np.zeros((2, max(n, m)))
+    target[0, :n], target[1, :m] = prof.x, prof.y
+    if learner == "epsilon_greedy":
+        e0, e1 = setting["epsilon"]
+        eps = e0 if cfg.epsilon_schedule == "constant" else e1
+        target[0, :n] = (1 - eps) * target[0, :n] + eps / n
+        target[1, :m] = (1 - eps) * target[1, :m] + eps / m
+    return target
+
+
+def _reversals(window_trajectory: np.ndarray, threshold: float) -> np.ndarray:
+    """Per run, the largest number of direction changes of any probability over the recorded window points."""
+    steps = np.diff(window_trajectory, axis=1)  # [R, K-1, 2, A]
+    sign = np.where(steps > threshold, 1, np.where(steps < -threshold, -1, 0))
+    count = np.zeros(sign.shape[:1] + sign.shape[2:], int)
+    last = np.zeros_like(count)
+    for k in range(sign.shape[1]):
+        s = sign[:, k]
+        count += (s != 0) & (last != 0) & (s != last)
+        last = np.where(s != 0, s, last)
+    return count.reshape(count.shape[0], -1).max(axis=1)
+
+
+def classify_runs(cfg: Config, game: matrix.MatrixGame, learner: str, data: dict) -> dict:
+    """Outcome of every sweep run: index into `targets` (or -1 = not converged), cycling flag, time-average outcome."""
+    sweep = ~data["is_demo"]
+    wmin, wmax, wmean = data["window_min"][sweep], data["window_max"][sweep], data["window_mean"][sweep]
+    setting = data["setting"][sweep]
+    settings = cfg.settings(learner)
+    tlist = targets(game)
+    outcome = np.full(len(setting), -1)
+    avg_outcome = np.full(len(setting), -1)
+    for s, (_, kw) in enumerate(settings):
+        sel = setting == s
+        for k, (_, prof) in enumerate(tlist):
+            t = played_target(cfg, learner, kw, game, prof)
+            worst = np.maximum(np.abs(wmin[sel] - t), np.abs(wmax[sel] - t)).max(axis=(1, 2))
+            idx = np.flatnonzero(sel)
+            outcome[idx[(worst <= cfg.tolerance) & (outcome[idx] < 0)]] = k
+            close_avg = np.abs(wmean[sel] - t).max(axis=(1, 2)) <= cfg.tolerance
+            avg_outcome[idx[close_avg & (avg_outcome[idx] < 0)]] = k
+    spread = (wmax - wmin).max(axis=(1, 2))
+    reversals = _reversals(data["window_trajectory"][sweep], cfg.tolerance / 2)
+    cycling = (outcome < 0) & (spread > cfg.cycling_range) & (reversals >= 2)
+    return dict(outcome=outcome, avg_outcome=avg_outcome, cycling=cycling, setting=setting,
+                start=data["start_index"][sweep], window_mean=wmean)
+
+
+def convergence_rows(cfg: Config, game: matrix.MatrixGame, learner: str, data: dict, cls: dict) -> list[dict]:
     n, m = game.shape
     rows = []
-    sweep = ~data["is_demo"]
-    final = data["final_policy"][sweep]
-    setting = data["setting"][sweep]
-    for kind, prof in targets(game):
-        target = np.zeros(final.shape[1:])
-        target[0, :n] = prof.x
-        target[1, :m] = prof.y
-        close = np.max(np.abs(final - target), axis=(1, 2)) <= cfg.tolerance
-        for s, (label, _) in enumerate(cfg.settings(learner)):
-            sel = setting == s
-            rows.append(
-                dict(
-                    game=game.name,
-                    learner=learner,
-                    setting=label,
-                    target_kind=kind,
-                    target=target_label(game, prof),
-                    x=" ".join(f"{v:.4f}" for v in prof.x),
-                    y=" ".join(f"{v:.4f}" for v in prof.y),
-                    fraction=float(close[sel].mean()),
-                    num_runs=int(sel.sum()),
-                    seed_claim=seed_claim(game.name, kind, prof),
-                )
-            )
+    fmt = lambda v: " ".join(f"{p:.4f}" for p in v)
+    for s, (label, kw) in enumerate(cfg.settings(learner)):
+        sel = cls["setting"] == s
+        num = int(sel.sum())
+        for k, (kind, prof) in enumerate(targets(game)):
+            frac = float((cls["outcome"][sel] == k).mean())
+            verdict = "Yes" if frac >= cfg.verdict_share else "No"
+            claim = seed_claim(game.name, kind, prof, learner)
+            played = played_target(cfg, learner, kw, game, prof)
+            rows.append(dict(
+                game=game.name, learner=learner, setting=label, target_kind=kind, target=target_label(game, prof),
+                x=fmt(prof.x), y=fmt(prof.y), played_x=fmt(played[0, :n]), played_y=fmt(played[1, :m]),
+                fraction=frac, time_avg_fraction=float((cls["avg_outcome"][sel] == k).mean()), cycling="",
+                mean_time_avg_x="", mean_time_avg_y="", num_runs=num, verdict=verdict, seed_claim=claim,
+                agrees="-" if claim == "-" else ("yes" if claim == verdict else "no"),
+            ))
+        nc = sel & (cls["outcome"] < 0)
+        avg = cls["window_mean"][nc].mean(axis=0) if nc.any() else np.full((2, max(n, m)), np.nan)
+        rows.append(dict(
+            game=game.name, learner=learner, setting=label, target_kind="none", target=NOT_CONVERGED, x="", y="",
+            played_x="", played_y="", fraction=float(nc.sum() / num),
+            time_avg_fraction=float((cls["avg_outcome"][sel] < 0).mean()),
+            cycling=float((cls["cycling"] & sel).sum() / num), mean_time_avg_x=fmt(avg[0, :n]),
+            mean_time_avg_y=fmt(avg[1, :m]), num_runs=num, verdict="-", seed_claim="-", agrees="-",
+        ))
     return rows
 
 
-def write_tables(cfg: Config, rows: list[dict], out: pathlib.Path) -> None:
-    import csv
+# ----------------------------------------------------------------------------- tables
 
-    with open(out / "convergence.csv", "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=list(rows[0]))
-        w.writeheader()
-        w.writerows(rows)
+
+def write_tables(cfg: Config, rows: list[dict], out: pathlib.Path) -> None:
+    """``convergence.csv`` (every row) and ``convergence.md`` (seed layout, then every setting)."""
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=list(rows[0]))
+    w.writeheader()
+    w.writerows(rows)
+    _write_text(out / "convergence.csv", buf.getvalue())
+    _write_text(out / "convergence.md", "\n".join(
+        ["# Convergence of independent learners in the seed's matrix games", "", settings_text(cfg), ""]
+        + seed_layout_tables(cfg, rows) + ["", "## Every setting", ""] + setting_tables(cfg, rows)
+    ))
+
+
+def settings_text(cfg: Config) -> str:
+    eps = (f"epsilon constant {list(cfg.epsilons)}" if cfg.epsilon_schedule == "constant"
+           else f"epsilon {cfg.epsilon_schedule} {list(cfg.epsilons)} -> {cfg.epsilon_end}")
+    return (
+        f"Runs: {cfg.start_grid}x{cfg.start_grid} starting policies (a grid over (P1, P2) = P(first action) in "
+        f"[0.1, 0.9] for 2x2 games; random symmetric interior points for biased RPS) x {cfg.seeds} seeds per "
+        f"setting; {cfg.num_iterations:,} iterations, alpha = {cfg.learning_rate}, tau {cfg.temperature_schedule} "
+        f"{list(cfg.temperature_starts)} -> {cfg.temperature_end}, kappa {list(cfg.leniencies)}, {eps}, "
+        f"FAQ beta = {cfg.faq_beta}. A run converged to a target if its policy stayed within {cfg.tolerance} "
+        f"(max-abs) of it over the last {max(1, cfg.num_iterations // 10):,} iterations (checked at every "
+        f"iteration; epsilon-greedy targets include the exploration). Verdict Yes: at least "
+        f"{100 * cfg.verdict_share:.0f}% of the runs converged there. Cycling: not converged and still swinging "
+        f"(range > {cfg.cycling_range}, at least two reversals) over the final window."
+    )
+
+
+def _cell(rs: list[dict]) -> str:
+    return "/".join(f"{100 * r['fraction']:.0f}%" for r in rs)
+
+
+def seed_layout_tables(cfg: Config, rows: list[dict]) -> list[str]:
+    """Tables 1-2 of the seed, one per game and kind: ours (verdict per setting), the seed's claim, agreement."""
     lines = [
-        "# Convergence of independent learners in the seed's matrix games",
+        "## The seed's tables 1-2, with ours",
         "",
-        f"Fraction of runs whose final policies lie within {cfg.tolerance} (max-abs) of each target, "
-        f"over a {cfg.start_grid}x{cfg.start_grid} grid of starting policies x {cfg.seeds} seeds; "
-        f"{cfg.num_iterations:,} iterations, alpha = {cfg.learning_rate}, tau {cfg.temperature_schedule} "
-        f"{list(cfg.temperature_starts)} -> {cfg.temperature_end}, epsilon {cfg.epsilon_schedule} "
-        f"{list(cfg.epsilons)} -> {cfg.epsilon_end}. Targets are computed from the payoffs; the "
-        "'seed' column is the course report's claim (eps-greedy/Boltzmann/lenient).",
+        "Each cell: our verdict per setting (settings in the order of the learner's sweep, e.g. eps = "
+        f"{', '.join(map(str, cfg.epsilons))}), the fractions of runs that converged there, the seed's claim, "
+        "and agreement (all settings agree: yes; none: **no**; some: partly).",
         "",
     ]
+    learners = [lr for lr in cfg.learners]
+    for game in cfg.games:
+        g_rows = [r for r in rows if r["game"] == game]
+        for kind, title in (("nash", "Nash equilibria"), ("pareto", "Pareto optima")):
+            tgts = []
+            for r in g_rows:
+                if kind in r["target_kind"].split("+") and r["target"] not in tgts:
+                    tgts.append(r["target"])
+            if not tgts:
+                continue
+            lines += [f"### {game}: {title}", "", "| target | " + " | ".join(SHORT[lr] for lr in learners) + " |",
+                      "|---|" + "---|" * len(learners)]
+            for t in tgts:
+                cells = []
+                for lr in learners:
+                    rs = [r for r in g_rows if r["learner"] == lr and r["target"] == t]
+                    if not rs:
+                        cells.append("-")
+                        continue
+                    verdicts = "/".join(r["verdict"] for r in rs)
+                    claim = rs[0]["seed_claim"]
+                    agree = [r["agrees"] for r in rs]
+                    mark = "" if claim == "-" else (
+                        " · agrees: yes" if all(a == "yes" for a in agree)
+                        else " · agrees: **no**" if all(a == "no" for a in agree) else " · agrees: partly")
+                    cells.append(f"{verdicts} ({_cell(rs)}) · seed {claim}{mark}")
+                lines.append(f"| {t} | " + " | ".join(cells) + " |")
+            nc = []
+            for lr in learners:
+                rs = [r for r in g_rows if r["learner"] == lr and r["target"] == NOT_CONVERGED]
+                cyc = "/".join(f"{100 * r['cycling']:.0f}%" for r in rs)
+                nc.append(f"{_cell(rs)} (cycling {cyc})" if rs else "-")
+            lines += ["| not converged | " + " | ".join(nc) + " |", ""]
+    return lines
+
+
+def setting_tables(cfg: Config, rows: list[dict]) -> list[str]:
+    lines = []
     columns = [(lr, lab) for lr in cfg.learners for lab, _ in cfg.settings(lr)]
     for game in cfg.games:
-        lines += [f"## {game}", ""]
-        head = "| target | kind | seed | " + " | ".join(f"{SHORT[lr]} {lab}" for lr, lab in columns) + " |"
-        lines += [head, "|" + "---|" * (3 + len(columns))]
-        game_rows = [r for r in rows if r["game"] == game]
-        seen = []
-        for r in game_rows:
-            if (r["target_kind"], r["target"]) in seen:
-                continue
-            seen.append((r["target_kind"], r["target"]))
+        g_rows = [r for r in rows if r["game"] == game]
+        lines += [f"### {game}", "", "| target | kind | " + " | ".join(f"{SHORT[lr]} {lab}" for lr, lab in columns) + " |",
+                  "|---|---|" + "---|" * len(columns)]
+        order = []
+        for r in g_rows:
+            if (r["target_kind"], r["target"]) not in order:
+                order.append((r["target_kind"], r["target"]))
+        order.sort(key=lambda kt: kt[1] == NOT_CONVERGED)
+        for kind, t in order:
             cells = []
             for lr, lab in columns:
-                match = [
-                    q for q in game_rows
-                    if q["learner"] == lr and q["setting"] == lab and q["target_kind"] == r["target_kind"] and q["target"] == r["target"]
-                ]
-                cells.append(f"{100 * match[0]['fraction']:.0f}%" if match else "-")
-            lines.append(f"| {r['target']} | {r['target_kind']} | {r['seed_claim']} | " + " | ".join(cells) + " |")
+                m = [q for q in g_rows if q["learner"] == lr and q["setting"] == lab and q["target"] == t]
+                if not m:
+                    cells.append("-")
+                elif t == NOT_CONVERGED:
+                    cells.append(f"{100 * m[0]['fraction']:.0f}% (cyc. {100 * m[0]['cycling']:.0f}%)")
+                else:
+                    cells.append(f"{100 * m[0]['fraction']:.0f}% {m[0]['verdict']}"
+                                 + ("" if m[0]["agrees"] == "-" else " ✓" if m[0]["agrees"] == "yes" else " ✗"))
+            lines.append(f"| {t} | {kind} | " + " | ".join(cells) + " |")
         lines.append("")
-    (out / "convergence.md").write_text("\n".join(lines))
+    return lines
 
 
-def integrated_dynamics(cfg: Config, learner: str, game, starts, tau0, schedule, kappa):
-    """The learning dynamics from the learners' starts ``[K, 2, A]``: (xs, ys), each ``[K, steps + 1, n]``.
+def discussion(cfg: Config, rows: list[dict]) -> list[str]:
+    """One paragraph per disagreement with the seed, with its cause."""
+    lines = []
+    keyed: dict = {}
+    for r in rows:
+        if r["agrees"] == "no":
+            keyed.setdefault((r["game"], r["learner"], r["target"]), []).append(r)
+    for (game, learner, target), rs in keyed.items():
+        nc = {q["setting"]: q for q in rows if q["game"] == game and q["learner"] == learner and q["target"] == NOT_CONVERGED}
+        settings = ", ".join(f"{r['setting']} ({100 * r['fraction']:.0f}%)" for r in rs)
+        ours, claim = rs[0]["verdict"], rs[0]["seed_claim"]
+        head = f"- **{game}, {SHORT[learner]}, {target}**: seed {claim}, ours {ours} at {settings}. "
+        mixed = not target.startswith("(") or any(c.isdigit() for c in target)
+        cyc = max(nc[r["setting"]]["cycling"] for r in rs)
+        notc = max(nc[r["setting"]]["fraction"] for r in rs)
+        if mixed and claim == "Yes":
+            cause = ("Cause: the mixed equilibrium of a 2x2 coordination game is a saddle of every learning "
+                     "dynamics here (repelling off its stable manifold, which has measure zero), so no run stays "
+                     "there; an epsilon-greedy policy cannot even take the value (its probabilities are eps/2, 1/2 or "
+                     "1 - eps/2). The seed's Yes is not reproducible; the time-averaged policies of cycling runs "
+                     f"(time_avg_fraction in convergence.csv: up to {100 * max(r['time_avg_fraction'] for r in rs):.0f}%) "
+                     "is the closest reading of it.")
+        elif claim == "Yes" and cyc >= cfg.verdict_share:
+            cause = (f"Cause: cycling. Up to {100 * cyc:.0f}% of the runs still swing between outcomes over the final "
+                     "window and are counted as not converged; a last-iterate check would count some of them here.")
+        elif claim == "Yes" and notc >= 0.5:
+            cause = (f"Cause: up to {100 * notc:.0f}% of the runs have not settled by the end of the run (an open "
+                     "parameter: the seed fixes the iterations but not the criterion or the starts).")
+        elif claim == "Yes":
+            cause = ("Cause: the basin of this outcome holds fewer than the verdict share of our starts (see "
+                     "basins_*.png); the seed does not state its starting policies (an open parameter), and from "
+                     "starts inside the basin its Yes reproduces.")
+        else:
+            cause = ("Cause: starting policies, an open parameter. The seed does not state its starts; from our grid, "
+                     "which covers the whole square, this outcome has a basin of attraction (see basins_*.png), so "
+                     "runs started there end there. A 'No' claim can only hold for starts outside it.")
+        if game == "subsidy_game":
+            cause += " (The seed's subsidy payoff table is an erratum; we use the game its equilibria describe.)"
+        lines.append(head + cause)
+    return lines or ["- None: every verdict agrees with the seed."]
 
-    Boltzmann learners: the FAQ / lenient dynamics in Q-space with the
-    learner's temperature schedule (`fields.integrate_q`); epsilon-greedy:
-    the replicator dynamics, with steps small enough to be stable.
+
+# ----------------------------------------------------------------------------- dynamics and figures
+
+
+@functools.partial(jax.jit, static_argnames=("exploration", "num_iterations", "num_steps"))
+def _expected_dynamics(payoffs, q0s, temperature, epsilon, leniency, learning_rate, beta, *, exploration,
+                       num_iterations, num_steps):
+    """`fields.integrate_q` from each of ``q0s`` ``[K, 2, n]``, compiled once per static setting."""
+
+    def one(q0):
+        return fields.integrate_q(
+            payoffs, q0, num_iterations=num_iterations, num_steps=num_steps,
+            temperature=lambda t: temperature(t, num_iterations), epsilon=lambda t: epsilon(t, num_iterations),
+            leniency=leniency, learning_rate=learning_rate, beta=beta, exploration=exploration,
+        )
+
+    return jax.vmap(one)(q0s)
+
+
+def integrated_dynamics(cfg: Config, learner: str, game: matrix.MatrixGame, kwargs: dict, starts: np.ndarray):
+    """The expected dynamics of the learner that ran, from its starts ``[K, 2, A]``: (xs, ys), each ``[K, steps + 1, n]``.
+
+    Plain learners: rate alpha x_i / kappa (beta = 1); FAQ learners: alpha
+    min(x_i, beta) / kappa; epsilon-greedy: the same Q-dynamics with the
+    epsilon-greedy policy (Gomes & Kowalczyk 2009). Starting Q-values are
+    the learners' own (`tabular.initial_q_from_policy`).
     """
     n = game.shape[0]
-    starts = jnp.asarray(starts[:, :, :n])
-    if learner == "epsilon_greedy":
-        one = lambda s: fields.integrate(
-            "replicator", game.payoffs, s[0], s[1], num_iterations=cfg.num_iterations,
-            num_steps=4000, learning_rate=cfg.learning_rate,
-        )
-    else:
-        one = lambda s: fields.integrate_q(
-            game.payoffs, tau0 * jnp.log(jnp.clip(s, 1e-12, None)), num_iterations=cfg.num_iterations,
-            num_steps=2000, temperature=lambda t: schedule(t, cfg.num_iterations), leniency=kappa,
-            learning_rate=cfg.learning_rate,
-        )
-    xs, ys = jax.jit(jax.vmap(one))(starts)
+    lcfg = cfg.learner_config(learner)
+    hp = tabular.learner_params(**kwargs)
+    q0 = tabular.initial_q_from_policy(lcfg, starts, hp)[:, :, :n]
+    xs, ys = _expected_dynamics(
+        game.payoffs, jnp.asarray(q0), hp.temperature, hp.epsilon, hp.leniency.astype(jnp.float32), hp.learning_rate,
+        hp.faq_beta, exploration="epsilon_greedy" if learner == "epsilon_greedy" else "boltzmann",
+        num_iterations=cfg.num_iterations, num_steps=2000,
+    )
     return np.asarray(xs), np.asarray(ys)
 
 
-def plot_learner(cfg: Config, learner: str, results: dict, out: pathlib.Path) -> None:
+def _field_kw(kwargs: dict) -> dict:
+    tau0 = kwargs.get("temperature", (1.0, 1.0))[0]
+    return dict(temperature=tau0, leniency=kwargs.get("leniency", 1), learning_rate=kwargs["learning_rate"],
+                beta=kwargs.get("faq_beta", 1.0))
+
+
+def _slug(label: str) -> str:
+    return label.replace("=", "").replace(",", "_")
+
+
+def plot_dynamics(cfg: Config, learner: str, results: dict, out: pathlib.Path) -> list[str]:
+    """``dynamics_<learner>_<setting>.png`` for every setting; returns the file names."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -346,78 +636,311 @@ def plot_learner(cfg: Config, learner: str, results: dict, out: pathlib.Path) ->
 
     from jaxgames.dynamics import plots
 
-    label, kwargs = cfg.settings(learner)[0]
-    tau0, tau1 = kwargs.get("temperature", (cfg.temperature_starts[0], cfg.temperature_end))
-    kappa = kwargs.get("leniency", 1)
-    field_kind = FIELD_OF[learner]
+    names = []
     games = [g for g in cfg.games if (g, learner) in results]
-    fig, axes = plt.subplots(1, len(games), figsize=(4.2 * len(games), 4.4), squeeze=False)
-    schedule = tabular.Schedule.make(tau0, tau1, cfg.temperature_schedule)
-    for ax, name in zip(axes[0], games):
-        game = jaxgames.make(name)
-        data = results[(name, learner)]
-        demo = data["demo_trajectory"][data["demo_setting"] == 0]  # [K, R+1, 2, A]
-        n = game.shape[0]
-        field_kw = dict(temperature=tau0, leniency=kappa, learning_rate=cfg.learning_rate)
-        ode = list(zip(*integrated_dynamics(cfg, learner, game, demo[:, 0], tau0, schedule, kappa)))
-        if game.shape == (2, 2):
-            plots.plot_field_2x2(ax, field_kind, game.payoffs_np, action_names=game.action_names, **field_kw)
-            plots.plot_trajectories_2x2(ax, demo[:, :, :, 0])
-            cmap = matplotlib.colormaps["tab10"]
-            for k, (xs, ys) in enumerate(ode):
-                ax.plot(np.asarray(xs)[:, 0], np.asarray(ys)[:, 0], "--", color=cmap(k), lw=1, alpha=0.8)
-            for kind, prof in targets(game):
-                marker = dict(nash="*", pareto="D")[kind]
-                ax.plot(prof.x[0], prof.y[0], marker, color="crimson" if kind == "nash" else "gold",
-                        ms=13 if kind == "nash" else 7, mec="k", mew=0.5, zorder=5, clip_on=False)
+    cmap = matplotlib.colormaps["tab10"]
+    for s, (label, kwargs) in enumerate(cfg.settings(learner)):
+        fig, axes = plt.subplots(1, len(games), figsize=(4.2 * len(games), 4.6), squeeze=False)
+        field_kw = _field_kw(kwargs)
+        for ax, name in zip(axes[0], games):
+            game = jaxgames.make(name)
+            data = results[(name, learner)]
+            demo = data["demo_trajectory"][data["demo_setting"] == s]  # [K, R+1, 2, A]
+            n = game.shape[0]
+            xs, ys = integrated_dynamics(cfg, learner, game, kwargs, demo_starts(game))
+            if game.shape == (2, 2):
+                if learner != "epsilon_greedy":
+                    plots.plot_field_2x2(ax, "q_learning", game.payoffs_np, action_names=game.action_names, **field_kw)
+                else:
+                    ax.set_xlim(0, 1), ax.set_ylim(0, 1), ax.set_aspect("equal")
+                    ax.set_xlabel(f"player 1: P({game.action_names[0][0]})")
+                    ax.set_ylabel(f"player 2: P({game.action_names[1][0]})")
+                plots.plot_trajectories_2x2(ax, demo[:, :, :, 0])
+                for k in range(len(xs)):
+                    ax.plot(xs[k, :, 0], ys[k, :, 0], "--", color=cmap(k), lw=1.1, alpha=0.85)
+                for kind, prof in targets(game):
+                    ax.plot(prof.x[0], prof.y[0], "*" if "nash" in kind else "D",
+                            color="crimson" if "nash" in kind else "gold", ms=13 if "nash" in kind else 7,
+                            mec="k", mew=0.5, zorder=5, clip_on=False)
+            else:
+                if learner != "epsilon_greedy":
+                    plots.plot_simplex(ax, "q_learning", game.payoffs_np, action_names=game.action_names[0], **field_kw)
+                else:
+                    plots.plot_simplex(ax, "q_learning", game.payoffs_np, grid=0, action_names=game.action_names[0])
+                plots.plot_trajectories_simplex(ax, demo[:, :, 0, :n])
+                for k in range(len(xs)):
+                    xy = plots.simplex_to_xy(xs[k])
+                    ax.plot(xy[:, 0], xy[:, 1], "--", color=cmap(k), lw=1.1, alpha=0.85)
+                for kind, prof in targets(game):
+                    if "nash" in kind:
+                        xy = plots.simplex_to_xy(prof.x)
+                        ax.plot(xy[0], xy[1], "*", color="crimson", ms=13, mec="k", mew=0.5, zorder=5)
+            ax.set_title(name.replace("_", " "), fontsize=10)
+        if learner == "epsilon_greedy":
+            field = "no field drawn (the policy jumps with the greedy action; the dynamics live in Q-space)"
+        elif LEARNERS[learner][1]:
+            field = f"FAQ field (beta={cfg.faq_beta}) at tau={field_kw['temperature']}"
         else:
-            plots.plot_simplex(ax, field_kind, game.payoffs_np, action_names=game.action_names[0], **field_kw)
-            plots.plot_trajectories_simplex(ax, demo[:, :, 0, :n])
-            cmap = matplotlib.colormaps["tab10"]
-            for k, (xs, _) in enumerate(ode):
-                xy = plots.simplex_to_xy(np.asarray(xs))
-                ax.plot(xy[:, 0], xy[:, 1], "--", color=cmap(k), lw=1, alpha=0.8)
-            for kind, prof in targets(game):
-                if kind == "nash":
-                    xy = plots.simplex_to_xy(prof.x)
-                    ax.plot(xy[0], xy[1], "*", color="crimson", ms=13, mec="k", mew=0.5, zorder=5)
-        ax.set_title(name.replace("_", " "))
-    fig.suptitle(
-        f"{SHORT[learner]} Q-learning ({label}): {field_kind.replace('_', ' ')} field"
-        f"{'' if learner == 'epsilon_greedy' else f' at tau={tau0}'}, "
-        f"learner trajectories (solid), integrated dynamics (dashed); * Nash, \u25c6 Pareto",
-        fontsize=10,
-    )
+            field = f"expected plain Q-learning field on the slice Q = tau ln x at tau={field_kw['temperature']}"
+        fig.suptitle(
+            f"{SHORT[learner]} Q-learning ({label}): {field}\nlearner trajectories (solid, bullet = start, square = end), "
+            f"integrated expected dynamics of this learner (dashed); * Nash, \u25c6 Pareto",
+            fontsize=9,
+        )
+        fig.tight_layout()
+        fname = f"dynamics_{learner}_{_slug(label)}.png"
+        _save_figure(fig, out / fname)
+        plt.close(fig)
+        names.append(fname)
+    return names
+
+
+def plot_basins(cfg: Config, learner: str, results: dict, classes: dict, out: pathlib.Path) -> str | None:
+    """``basins_<learner>.png``: each start of the 2x2 grid coloured by the outcome most of its seeds reached."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Patch
+
+    games = [g for g in cfg.games if (g, learner) in results and jaxgames.make(g).shape == (2, 2)]
+    if not games:
+        return None
+    settings = cfg.settings(learner)
+    fig, axes = plt.subplots(len(settings), len(games), figsize=(3.4 * len(games), 3.2 * len(settings) + 0.8),
+                             squeeze=False)
+    palette = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b"]
+    edges = np.linspace(0.1, 0.9, cfg.start_grid)
+    half = (edges[1] - edges[0]) / 2 if cfg.start_grid > 1 else 0.4
+    for col, name in enumerate(games):
+        game = jaxgames.make(name)
+        cls = classes[(name, learner)]
+        tl_ = targets(game)
+        colours = {k: palette[k % len(palette)] for k in range(len(tl_))}
+        colours[-1], colours[-2] = "#bbbbbb", "#222222"  # not converged, cycling
+        for s, (label, _) in enumerate(settings):
+            ax = axes[s, col]
+            sel = cls["setting"] == s
+            code = np.where(cls["cycling"], -2, cls["outcome"])
+            for i in range(cfg.start_grid * cfg.start_grid):
+                vals = code[sel & (cls["start"] == i)]
+                if not len(vals):
+                    continue
+                uniq, counts = np.unique(vals, return_counts=True)
+                top = uniq[np.argmax(counts)]
+                share = counts.max() / len(vals)
+                px, py = edges[i // cfg.start_grid], edges[i % cfg.start_grid]
+                ax.add_patch(plt.Rectangle((px - half, py - half), 2 * half, 2 * half, color=colours[int(top)],
+                                           alpha=0.35 + 0.65 * share, lw=0))
+            ax.set_xlim(0.1 - half, 0.9 + half), ax.set_ylim(0.1 - half, 0.9 + half), ax.set_aspect("equal")
+            ax.set_title(f"{name.replace('_', ' ')}\n{label}", fontsize=8)
+            ax.set_xlabel(f"P1 start P({game.action_names[0][0]})", fontsize=8)
+            ax.set_ylabel(f"P2 start P({game.action_names[1][0]})", fontsize=8)
+        handles = [Patch(color=colours[k], label=f"{target_label(game, p)}") for k, (_, p) in enumerate(tl_)]
+        handles += [Patch(color=colours[-1], label="not converged"), Patch(color=colours[-2], label="cycling")]
+        axes[-1, col].legend(handles=handles, fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.25), ncol=2)
+    fig.suptitle(f"{SHORT[learner]}: basins of attraction (colour = outcome of most seeds from that start; "
+                 "paler = seeds disagree)", fontsize=9)
     fig.tight_layout()
-    fig.savefig(out / f"dynamics_{learner}.png", dpi=130)
+    fname = f"basins_{learner}.png"
+    _save_figure(fig, out / fname)
     plt.close(fig)
+    return fname
+
+
+def plot_empirical_fields(cfg: Config, out: pathlib.Path, key) -> str | None:
+    """``empirical_fields.png``: measured mean flow (red) and the theoretical field at the same points (blue).
+
+    Boltzmann-family learners at constant tau = the first temperature start
+    and the first kappa, from Q = tau ln x; 2x2 games only.
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from jaxgames.dynamics import plots
+
+    learners = [lr for lr in cfg.learners if lr != "epsilon_greedy"]
+    games = [g for g in cfg.games if jaxgames.make(g).shape == (2, 2)]
+    if not learners or not games or cfg.empirical_grid < 1:
+        return None
+    ps = np.linspace(0.1, 0.9, cfg.empirical_grid)
+    px, py = np.meshgrid(ps, ps, indexing="ij")
+    points = np.stack([np.stack([px.ravel(), 1 - px.ravel()], -1), np.stack([py.ravel(), 1 - py.ravel()], -1)], 1)
+    fig, axes = plt.subplots(len(learners), len(games), figsize=(3.8 * len(games), 3.9 * len(learners)), squeeze=False)
+    for r, learner in enumerate(learners):
+        label, kwargs = cfg.settings(learner)[0]
+        kwargs = dict(kwargs, temperature_schedule="constant", temperature=kwargs["temperature"][0])
+        hp = tabular.learner_params(**kwargs)
+        fkw = dict(temperature=kwargs["temperature"], leniency=kwargs.get("leniency", 1),
+                   learning_rate=kwargs["learning_rate"], beta=kwargs.get("faq_beta", 1.0))
+        for c, name in enumerate(games):
+            game = jaxgames.make(name)
+            ax = axes[r, c]
+            emp = empirical.empirical_field(game, LEARNERS[learner][0], hp, points,
+                                            jax.random.fold_in(key, 100 * r + c), horizon=cfg.empirical_horizon,
+                                            runs_per_point=cfg.empirical_runs, max_leniency=max(cfg.leniencies))
+            theory = _theory_at(game, points, fkw)
+            plots.plot_field_2x2(ax, "q_learning", game.payoffs_np, action_names=game.action_names, **fkw)
+            scale = float(np.max(np.hypot(theory[:, 0], theory[:, 1]))) / 0.08 or 1.0
+            plots.plot_arrows_2x2(ax, points[:, :, 0], theory, color="tab:blue", scale=scale, label="theory")
+            plots.plot_arrows_2x2(ax, points[:, :, 0], emp.velocity[:, :, 0], color="crimson", scale=scale,
+                                  label="measured")
+            ax.set_title(f"{SHORT[learner]} ({label.split(',')[-1] if 'kappa' in label else 'tau'}={fkw['temperature']} "
+                         f"const)\n{name.replace('_', ' ')}", fontsize=8)
+            if r == 0 and c == 0:
+                ax.legend(fontsize=7, loc="lower left")
+    fig.suptitle(f"Measured mean flow ({cfg.empirical_runs} runs x {cfg.empirical_horizon} iterations per point, red) "
+                 "against the expected dynamics (blue; streamlines: the same field)", fontsize=9)
+    fig.tight_layout()
+    fname = "empirical_fields.png"
+    _save_figure(fig, out / fname)
+    plt.close(fig)
+    return fname
+
+
+@jax.jit
+def _theory_points(payoffs, xs, ys, temperature, leniency, learning_rate, beta):
+    def one(x, y):
+        dx, dy = fields.vector_field("q_learning", payoffs, x, y, temperature=temperature, leniency=leniency,
+                                     learning_rate=learning_rate, beta=beta)
+        return jnp.stack([dx[0], dy[0]])
+
+    return jax.vmap(one)(xs, ys)
+
+
+def _theory_at(game, points: np.ndarray, fkw: dict) -> np.ndarray:
+    return np.asarray(_theory_points(game.payoffs, jnp.asarray(points[:, 0, :2], jnp.float32),
+                                     jnp.asarray(points[:, 1, :2], jnp.float32), *(jnp.float32(fkw[k]) for k in
+                                     ("temperature", "leniency", "learning_rate", "beta"))))
+
+
+# ----------------------------------------------------------------------------- report and main
+
+
+def write_report(cfg: Config, rows: list[dict], figures: dict, out: pathlib.Path, seconds: float) -> None:
+    """``README.md`` of the results folder: what to open first."""
+    seed_rows = [r for r in rows if r["agrees"] != "-"]
+    agree = sum(r["agrees"] == "yes" for r in seed_rows)
+    kappas = sorted(set(cfg.leniencies) | {5})
+    pd_eps = [r for r in rows if r["game"] == "prisoners_dilemma" and r["learner"] == "epsilon_greedy"
+              and r["target"] == NOT_CONVERGED]
+    lines = [
+        "# Independent learners in the seed's matrix games (seed 000, section 3)",
+        "",
+        f"Made by `python experiments/matrix_dynamics.py` with `config.json` ({'full' if cfg.full else 'small default'} "
+        f"sweep; {seconds:.0f} s). Read in this order:",
+        "",
+        "1. this page: settings, what reproduced, the disagreements and their causes;",
+        "2. [`convergence.md`](convergence.md): the seed's tables 1-2 with our fractions and verdicts, then every "
+        "setting ([`convergence.csv`](convergence.csv): one row per game, learner, setting and target);",
+        "3. the dynamics figures, one per learner and setting: "
+        + ", ".join(f"[`{f}`]({f})" for f in figures["dynamics"]) + ";",
+        "4. basins of attraction: " + ", ".join(f"[`{f}`]({f})" for f in figures["basins"]) + ";",
+    ]
+    if figures.get("empirical"):
+        lines.append(f"5. [`{figures['empirical']}`]({figures['empirical']}): the learners' measured flow against "
+                     "their expected dynamics.")
+    lines += [
+        "",
+        "## Settings",
+        "",
+        settings_text(cfg),
+        "",
+        "Learners (`jaxgames.learners.tabular`): stateless independent Q-learning, Q(a) <- Q(a) + alpha (r - Q(a)), "
+        "with epsilon-greedy or Boltzmann exploration; the lenient learner updates once per kappa plays of an action, "
+        "towards the maximum of the kappa rewards; the FAQ learners scale each update by min(beta / x_a, 1) "
+        "(Kaisers & Tuyls 2010). Targets are computed from the payoffs (`jaxgames.analysis.equilibria`).",
+        "",
+        "Dashed curves are the expected dynamics of the learner that ran, E[dQ_i] = alpha min(x_i, beta) / kappa "
+        "(u_i - Q_i) (beta = 1 for plain learners, u_i the lenient utility for lenient ones), integrated in Q-space "
+        "with the learner's own temperature schedule (`jaxgames.dynamics.fields.integrate_q`; tested against the mean "
+        "of 256 learner runs in `tests/test_dynamics.py`). The background field of plain learners is drawn on the "
+        "slice Q = tau ln x (the Q-values the runs start from): with unequal rates the policy flow of plain "
+        "Q-learning depends on the Q-values, not only on the policy. Epsilon-greedy panels draw no field: the policy "
+        "is a step function of Q (Gomes & Kowalczyk 2009), so a policy-space field does not exist; their dashed "
+        "curves integrate the same Q-dynamics with the epsilon-greedy policy.",
+        "",
+        "## What reproduced",
+        "",
+        f"{agree} of {len(seed_rows)} (game, seed learner, setting, target) verdicts agree with the seed's tables 1-2. "
+        "See `convergence.md` for each one.",
+        "",
+    ]
+    if pd_eps:
+        lines.append("Prisoner's dilemma, epsilon-greedy: " + "; ".join(
+            f"{r['setting']}: {100 * r['fraction']:.0f}% not converged, {100 * r['cycling']:.0f}% cycling"
+            for r in pd_eps) + " (runs that flip between outcomes in the final window are not counted as converged).")
+        lines.append("")
+    lines += [
+        "## Disagreements and their causes",
+        "",
+        *discussion(cfg, rows),
+        "",
+        "## The seed's '1/4 chance' (section 3.2.1)",
+        "",
+        "The seed says that with two actions per agent there is a 1/4 chance of obtaining the highest reward for each "
+        "action if the other agent plays uniformly. Each reward an action receives is one draw from two equally likely "
+        "outcomes, so one draw has chance 1/2 of being the highest; the lenient learner keeps the best of kappa draws, "
+        "which is the highest with chance 1 - (1/2)^kappa: "
+        + ", ".join(f"kappa = {k}: {1 - 0.5 ** k:.4g}" for k in kappas)
+        + ". 1/4 is the chance that BOTH players' single draws are their best (1/2 x 1/2), not a per-action chance.",
+        "",
+        "## Seed errata followed as computed",
+        "",
+        "- Subsidy game: the printed table contradicts the seed's own equilibria; we use [[12, 0], [11, 10]] (row), "
+        "whose equilibria are (S1, S1), (S2, S2) and (10/11, 10/11).",
+        "- Biased RPS: the equilibrium is (1/16, 10/16, 5/16) for (R, P, S), not (10/16, 5/16, 1/16); every pure "
+        "outcome of a zero-sum game is Pareto optimal, the seed's Pareto row lists the mixed equilibrium.",
+        "- Prisoner's dilemma: (C, D) and (D, C) are Pareto optimal too.",
+        "",
+    ]
+    _write_text(out / "README.md", "\n".join(lines))
+
+
+@contextlib.contextmanager
+def _lock(out: pathlib.Path):
+    """Refuses a second concurrent run writing into the same folder."""
+    with open(out / ".lock", "w") as f:
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            raise RuntimeError(f"another matrix_dynamics run is writing into {out}") from None
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
 
 
 def main(argv: list[str]) -> pathlib.Path:
     cfg = parse_config(Config, argv)
     out = output_dir(cfg, cfg.out)
-    config_hash = json.dumps(dataclasses.asdict(cfg), sort_keys=True, default=str)
-    marker = out / ".config_for_cached_runs.json"
-    if marker.exists() and marker.read_text() != config_hash:
-        # Cached runs belong to another configuration: do not mix them in.
-        for stale in out.glob("runs_*.npz"):
-            stale.unlink()
-    marker.write_text(config_hash)
-    key = jax.random.key(0)
-    results, rows = {}, []
-    t0 = time.time()
-    from tqdm.auto import tqdm
+    with _lock(out):
+        key = jax.random.key(0)
+        results, classes, rows = {}, {}, []
+        t0 = time.time()
+        from tqdm.auto import tqdm
 
-    pairs = [(g, lr) for g in cfg.games for lr in cfg.learners]
-    for i, (name, learner) in enumerate(tqdm(pairs, desc="game x learner", disable=not cfg.progress)):
-        game = jaxgames.make(name)
-        data = run_game_learner(cfg, game, learner, out, jax.random.fold_in(key, i))
-        results[(name, learner)] = data
-        rows += convergence_rows(cfg, game, learner, data)
-    write_tables(cfg, rows, out)
-    for learner in cfg.learners:
-        plot_learner(cfg, learner, results, out)
-    print(f"done in {time.time() - t0:.0f} s; results in {out}/ (convergence.md, convergence.csv, dynamics_*.png)")
+        pairs = [(g, lr) for g in cfg.games for lr in cfg.learners]
+        for name, learner in tqdm(pairs, desc="game x learner", disable=not cfg.progress):
+            game = jaxgames.make(name)
+            pair_key = jax.random.fold_in(key, zlib.crc32(f"{name}/{learner}".encode()) & 0x7FFFFFFF)
+            data = run_game_learner(cfg, game, learner, out, pair_key)
+            results[(name, learner)] = data
+            classes[(name, learner)] = classify_runs(cfg, game, learner, data)
+            rows += convergence_rows(cfg, game, learner, data, classes[(name, learner)])
+        write_tables(cfg, rows, out)
+        figures = {"dynamics": [], "basins": []}
+        for learner in cfg.learners:
+            figures["dynamics"] += plot_dynamics(cfg, learner, results, out)
+            b = plot_basins(cfg, learner, results, classes, out)
+            if b:
+                figures["basins"].append(b)
+        figures["empirical"] = plot_empirical_fields(cfg, out, jax.random.fold_in(key, 999))
+        write_report(cfg, rows, figures, out, time.time() - t0)
+    print(f"done in {time.time() - t0:.0f} s; results in {out}/ (README.md, convergence.md/.csv, dynamics_*.png, "
+          "basins_*.png, empirical_fields.png)")
     return out
 
 

@@ -1,9 +1,10 @@
-"""The main job, end to end on a tiny setting: files, tables, resume, CLI errors."""
+"""The main job, end to end on a tiny setting: files, tables, resume, CLI errors; convergence by hand."""
 
 import csv
 import json
 import pathlib
 import sys
+from collections import defaultdict
 
 import numpy as np
 import pytest
@@ -11,34 +12,72 @@ import pytest
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "experiments"))
 import matrix_dynamics  # noqa: E402
 
-TINY = ["num_iterations=400", "record_every=100", "start_grid=2", "seeds=1", "progress=false"]
+TINY = ["num_iterations=400", "record_every=100", "start_grid=2", "seeds=1", "progress=false",
+        "empirical_grid=2", "empirical_runs=4", "empirical_horizon=20"]
 
 
 def test_main_job_writes_tables_figures_and_config(tmp_path):
-    out = matrix_dynamics.main(TINY + [f"out={tmp_path}", "games=subsidy_game,biased_rock_paper_scissors"])
-    for name in ("convergence.csv", "convergence.md", "config.json", "dynamics_epsilon_greedy.png",
-                 "dynamics_boltzmann.png", "dynamics_lenient_boltzmann.png"):
+    learners = "epsilon_greedy,lenient_boltzmann,faq_boltzmann"
+    out = matrix_dynamics.main(TINY + [f"out={tmp_path}", "games=subsidy_game,biased_rock_paper_scissors", f"learners={learners}"])
+    figures = ["dynamics_epsilon_greedy_eps0.25.png", "dynamics_epsilon_greedy_eps0.5.png", "dynamics_epsilon_greedy_eps0.75.png",
+               "dynamics_lenient_boltzmann_tau0.5_kappa5.png", "dynamics_faq_boltzmann_tau0.5.png",
+               "basins_epsilon_greedy.png", "basins_lenient_boltzmann.png", "empirical_fields.png"]
+    for name in ["README.md", "convergence.csv", "convergence.md", "config.json"] + figures:
         assert (out / name).stat().st_size > 0, name
     assert json.loads((out / "config.json").read_text())["num_iterations"] == 400
     rows = list(csv.DictReader(open(out / "convergence.csv")))
-    # subsidy: 3 Nash + 1 Pareto target; BRPS: 1 Nash + 9 Pareto; settings: 3 eps + 1 tau + 1 (tau, kappa).
-    assert len(rows) == (4 + 10) * 5
-    assert all(0.0 <= float(r["fraction"]) <= 1.0 and int(r["num_runs"]) == 4 for r in rows)
-    assert {r["seed_claim"] for r in rows if r["game"] == "subsidy_game" and r["target"] == "(S2, S2)"} == {"Yes/Yes/Yes"}
+    # subsidy: (S1,S1) Nash and Pareto, (S2,S2), the mixed Nash, not_converged = 4; BRPS: 1 Nash + 9 Pareto + 1 = 11.
+    # Settings: 3 eps + 1 (tau, kappa) + 1 tau = 5.
+    assert len(rows) == (4 + 11) * 5
+    totals = defaultdict(float)
+    for r in rows:
+        totals[(r["game"], r["learner"], r["setting"])] += float(r["fraction"])
+        assert int(r["num_runs"]) == 4 and {"verdict", "seed_claim", "agrees"} <= set(r)
+    assert all(abs(t - 1) < 1e-9 for t in totals.values()), totals
+    claim = {(r["learner"], r["target"]): r["seed_claim"] for r in rows if r["game"] == "subsidy_game"}
+    # The seed's subsidy table: (0, 0) = (S2, S2) Yes/Yes/Yes, (1, 1) = (S1, S1) No/No/Yes; FAQ is not in the seed.
+    assert claim[("epsilon_greedy", "(S2, S2)")] == "Yes" and claim[("lenient_boltzmann", "(S1, S1)")] == "Yes"
+    assert claim[("faq_boltzmann", "(S2, S2)")] == "-"
     md = (out / "convergence.md").read_text()
-    assert "## subsidy_game" in md and "(0.909091, 0.909091)" in md
+    assert "## The seed's tables 1-2, with ours" in md and "(0.909091, 0.909091)" in md
+    readme = (out / "README.md").read_text()
+    assert "1 - (1/2)^kappa" in readme and "convergence.md" in readme and "dynamics_faq_boltzmann_tau0.5.png" in readme
+
+
+def test_cycling_runs_are_not_converged():
+    # Prisoner's dilemma, epsilon-greedy eps = 0.25: (D, D) as played is P(C) = eps / 2 = 0.125 for both.
+    cfg = matrix_dynamics.Config(games=("prisoners_dilemma",), learners=("epsilon_greedy",), epsilons=(0.25,))
+    game = matrix_dynamics.jaxgames.make("prisoners_dilemma")
+    dd = np.array([[0.125, 0.875], [0.125, 0.875]])
+    cc = dd[:, ::-1]
+    flipping = np.stack([dd, cc] * 5 + [dd])  # recorded window: back and forth between (D, D) and (C, C)
+    settled = np.stack([dd] * 11)
+    data = dict(
+        is_demo=np.array([False, False]), setting=np.array([0, 0]), start_index=np.array([0, 1]),
+        window_min=np.stack([np.minimum(dd, cc), dd]), window_max=np.stack([np.maximum(dd, cc), dd]),
+        window_mean=np.stack([(dd + cc) / 2, dd]), window_trajectory=np.stack([flipping, settled]),
+    )
+    cls = matrix_dynamics.classify_runs(cfg, game, "epsilon_greedy", data)
+    labels = [matrix_dynamics.target_label(game, p) for _, p in matrix_dynamics.targets(game)]
+    assert cls["outcome"][0] == -1 and cls["cycling"][0]
+    assert labels[cls["outcome"][1]] == "(D, D)" and not cls["cycling"][1]
+    rows = matrix_dynamics.convergence_rows(cfg, game, "epsilon_greedy", data, cls)
+    nc = [r for r in rows if r["target"] == "not_converged"][0]
+    assert nc["fraction"] == 0.5 and nc["cycling"] == 0.5
+    assert sum(r["fraction"] for r in rows) == 1.0
 
 
 def test_resume_reuses_runs_and_a_new_config_discards_them(tmp_path):
-    args = TINY + [f"out={tmp_path}", "games=stag_hunt", "learners=boltzmann"]
+    args = TINY + [f"out={tmp_path}", "games=stag_hunt", "learners=boltzmann", "empirical_grid=0"]
     out = matrix_dynamics.main(args)
-    cached = out / "runs_stag_hunt_boltzmann.npz"
+    (cached,) = out.glob("runs_stag_hunt_boltzmann_*.npz")
     stamp = cached.stat().st_mtime_ns
     matrix_dynamics.main(args)
     assert cached.stat().st_mtime_ns == stamp  # resumed, not recomputed
     matrix_dynamics.main(args + ["learning_rate=0.01"])
-    assert cached.stat().st_mtime_ns != stamp
-    data = np.load(cached)
+    (fresh,) = out.glob("runs_stag_hunt_boltzmann_*.npz")  # the old settings' runs are gone, not mixed in
+    assert fresh != cached
+    data = np.load(fresh)
     assert data["final_policy"].shape[1:] == (2, 2)
 
 
@@ -46,7 +85,8 @@ def test_resume_reuses_runs_and_a_new_config_discards_them(tmp_path):
     "arg, match",
     [("num_iterations", "key=value"), ("nope=1", "unknown key"), ("seeds=x", "int"),
      ("games=chess", "unknown matrix game"), ("leniencies=0", "kappa"), ("epsilons=2", "epsilon"),
-     ("temperature_starts=-1", "tau"), ("learning_rate=3", "alpha")],
+     ("temperature_starts=-1", "tau"), ("learning_rate=3", "alpha"), ("faq_beta=0", "faq_beta"),
+     ("learners=sarsa", "unknown learner")],
 )
 def test_bad_command_line_raises(arg, match, tmp_path):
     with pytest.raises(ValueError, match=match):
