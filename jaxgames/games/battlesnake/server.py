@@ -1,20 +1,24 @@
-"""A Battlesnake HTTP server (the official snake API) for any policy of this library.
+"""A Battlesnake HTTP server (the official snake API) for any agent of `jaxgames.agents`.
 
 Endpoints (docs.battlesnake.com/api): ``GET /`` (snake info), ``POST /start``,
 ``POST /move`` (answers ``{"move": ..., "shout": ...}``), ``POST /end``. A
-malformed request is answered ``400`` with ``{"error": reason}``; the server
-never crashes on input. Standard library only (``http.server``).
+malformed request (bad JSON, a missing or mistyped field, a board the rules
+reject) is answered ``400`` with ``{"error": reason}``; the server never
+crashes on input. Standard library only (``http.server``).
 
-A *policy* is ``policy(board, you, key) -> move code`` (int32 ``[]``), pure
-and jittable, where ``board`` is a `rules.Board` padded to ``num_snakes``
-(default 8, so that one compile serves every request of a board size) and
-``you`` the index of the snake to move. `random_policy`, `safe_policy`,
-`q_policy` (a Q-function of the rotated egocentric view, seed 003) and
-`agent_policy` (any ``JaxAgent`` of `jaxgames.agents`) are provided. The policy is compiled for the ``warmup_sizes`` when the server
-starts, so that ``/move`` answers in milliseconds, well inside the 500 ms
-timeout.
+Any agent is served (`jaxgames.agents.base`): the request becomes an
+unbatched `BattlesnakeState` of a `Battlesnake` Env of the board's size,
+padded to ``num_snakes`` (default 8, so that one compile serves every request
+of a board size), and the agent acts for seat ``you``. A ``JaxAgent``'s
+``policy(env, state, key, player)`` is jitted once per board size, together
+with the state's construction, when the server starts (``warmup_sizes``) so
+that ``/move`` answers in milliseconds, well inside the 500 ms timeout; a
+``HostAgent``'s ``act(env, state, rng, player)`` is called on the state's
+numpy leaves. The Battlesnake agents are in `jaxgames.agents.battlesnake`
+(random, random-safe, the flood-fill heuristic, a greedy Q-function).
 
-    python -m jaxgames.games.battlesnake.server --port 8000 --policy safe
+    python -m jaxgames.games.battlesnake.server --port 8000 --agent heuristic
+    python -m jaxgames.games.battlesnake.server --host 0.0.0.0 --agent random_safe   # reachable from outside
 """
 
 from __future__ import annotations
@@ -23,121 +27,65 @@ import argparse
 import json
 import threading
 import time
-from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
-from jaxgames.games.battlesnake import api, observe, rules, spawn
+from jaxgames.agents.base import Agent, HostAgent, JaxAgent
+from jaxgames.core import SIMULTANEOUS
+from jaxgames.games.battlesnake import api, rules, spawn
+from jaxgames.games.battlesnake.env import Battlesnake, BattlesnakeState
 from jaxgames.games.battlesnake.rules import Board
 
-Policy = Callable[[Board, jax.Array, jax.Array], jax.Array]
 
+def state_of(env: Battlesnake, board: Board) -> BattlesnakeState:
+    """The unbatched `BattlesnakeState` of a board in the middle of a game (pure, jittable).
 
-def _pick(key: jax.Array, ok: jax.Array) -> jax.Array:
-    return jax.random.categorical(key, jnp.where(ok, 0.0, jnp.finfo(jnp.float32).min)).astype(jnp.int32)
-
-
-def random_policy(board: Board, you: jax.Array, key: jax.Array) -> jax.Array:
-    """Uniform among the moves that do not reverse into the neck."""
-    return _pick(key, rules.legal_moves(board)[you])
-
-
-def safe_moves(board: Board, you: jax.Array) -> jax.Array:
-    """bool ``[4]``: moves of snake ``you`` onto the board and off every living body cell that stays next turn.
-
-    A cell stays occupied if its value is at least 2 (module `rules`); tails
-    that move away are safe. Head-to-head risks are not considered.
-    """
-    head = board.head[you]
-    target = head[None, :] + jnp.asarray(rules.DELTAS)  # [4, 2]
-    size = board.size
-    on = jnp.all((target >= 0) & (target < size), axis=-1)
-    flat = jnp.clip(target[:, 0], 0, size - 1) * size + jnp.clip(target[:, 1], 0, size - 1)
-    occupied = jnp.any((board.body[:, flat] >= 2) & board.alive[:, None], axis=0)
-    return on & ~occupied
-
-
-def safe_policy(board: Board, you: jax.Array, key: jax.Array) -> jax.Array:
-    """Uniform among `safe_moves` (among the legal moves if none is safe)."""
-    safe = safe_moves(board, you)
-    return _pick(key, jnp.where(jnp.any(safe), safe, rules.legal_moves(board)[you]))
-
-
-def q_policy(q_function: Callable[[jax.Array], jax.Array]) -> Policy:
-    """A greedy policy of a Q-function over relative actions (seed 003, section 3).
+    ``observation`` and ``legal_action_mask`` are computed as the Env does
+    (``legal_action_mask`` all True for eliminated snakes); ``rewards`` are
+    zero, the game is not terminated or truncated, ``step_count`` is the
+    board's turn.
 
     Args:
-        q_function: maps the rotated egocentric view float32 ``[2H-1, 2W-1,
-            3]`` to float32 ``[3]`` (turn left, straight, turn right).
-
-    Returns:
-        A `Policy` playing the absolute move of the best relative action.
+        env: a `Battlesnake` Env of the board's size and number of snakes.
+        board: one `rules.Board`.
     """
-
-    def policy(board: Board, you: jax.Array, key: jax.Array) -> jax.Array:
-        del key
-        facing = rules.facing(board)[you]
-        view = observe.rotate_to_facing(observe.egocentric(board)[you], facing)
-        return observe.relative_to_absolute(jnp.argmax(q_function(view)), facing)
-
-    return policy
-
-
-def agent_policy(agent, *, observation: str = "egocentric") -> Policy:
-    """Adapts an agent of `jaxgames.agents` (a ``JaxAgent``) to a server `Policy`.
-
-    The agent sees the game from its snake's side: a `env.BattlesnakeState`
-    whose ``observation`` and ``legal_action_mask`` are the rows of ``you``
-    (``[2H-1, 2W-1, 3]`` and ``[4]``) and whose ``current_player`` is
-    ``you``, with the Env of the board's shape, so the single-player agents
-    (e.g. ``RandomAgent``, ``FirstLegalAgent``) play as they are.
-
-    Args:
-        agent: an object with ``policy(env, state, key) -> int32 []``.
-        observation: the Env's observation kind (``"egocentric"``, ``"rotated"``, ``"none"``).
-    """
-    from jaxgames.games.battlesnake.env import Battlesnake, BattlesnakeState
-
-    def policy(board: Board, you: jax.Array, key: jax.Array) -> jax.Array:
-        env = Battlesnake(board_size=board.size, num_snakes=board.num_snakes, observation=observation)
-        state = BattlesnakeState(
-            current_player=jnp.asarray(you, jnp.int32),
-            observation=env.observe(board)[you],
-            rewards=jnp.zeros(board.num_snakes, jnp.float32),
-            terminated=jnp.bool_(False),
-            truncated=jnp.bool_(False),
-            legal_action_mask=env._mask(board, jnp.bool_(False))[you],
-            step_count=board.turn,
-            board=board,
-        )
-        return jnp.asarray(agent.policy(env, state, key), jnp.int32)
-
-    return policy
-
-
-POLICIES = {"random": random_policy, "safe": safe_policy}
+    return BattlesnakeState(
+        current_player=jnp.int32(SIMULTANEOUS),
+        observation=env.observe_board(board),
+        rewards=jnp.zeros(board.num_snakes, jnp.float32),
+        terminated=jnp.bool_(False),
+        truncated=jnp.bool_(False),
+        legal_action_mask=rules.legal_moves(board) | ~board.alive[:, None],
+        step_count=jnp.asarray(board.turn, jnp.int32),
+        board=board,
+    )
 
 
 class BattlesnakeServer:
-    """Serves a policy over HTTP; use as a context manager or `start`/`stop`.
+    """Serves an agent over HTTP; use as a context manager or `start`/`stop`.
 
     Args:
-        policy: a `Policy`.
+        agent: a `jaxgames.agents.base.JaxAgent` or `HostAgent` (default:
+            `jaxgames.agents.battlesnake.RandomSafeAgent`).
         host, port: where to listen (port 0: any free port, see `port`).
         info: the ``GET /`` answer (``apiversion`` "1" is added).
         num_snakes: boards are padded to this many snakes (1..8).
         warmup_sizes: board sizes to compile for at start-up.
-        seed: seed of the policy's PRNG keys.
+        seed: seed of the agent's PRNG keys (and of a host agent's generator).
+        observation: the served Env's observation kind (``"egocentric"``,
+            ``"rotated"``, ``"none"``), for agents that read ``state.observation``.
 
     Raises:
-        ValueError: bad ``num_snakes`` or warm-up size.
+        TypeError: ``agent`` is not a `JaxAgent` or `HostAgent`.
+        ValueError: bad ``num_snakes``, warm-up size or observation kind.
     """
 
     def __init__(
         self,
-        policy: Policy = safe_policy,
+        agent: Agent | None = None,
         *,
         host: str = "127.0.0.1",
         port: int = 8000,
@@ -145,15 +93,26 @@ class BattlesnakeServer:
         num_snakes: int = rules.MAX_SNAKES,
         warmup_sizes=(7, 11, 19),
         seed: int = 0,
+        observation: str = "egocentric",
     ):
+        if agent is None:
+            from jaxgames.agents.battlesnake import RandomSafeAgent
+
+            agent = RandomSafeAgent()
+        if not isinstance(agent, (JaxAgent, HostAgent)):
+            raise TypeError(f"agent must be a JaxAgent or a HostAgent of jaxgames.agents; got {type(agent).__name__}")
         for size in warmup_sizes:
             rules.validate_size(size, num_snakes)
+        self.agent = agent
         self.num_snakes = num_snakes
+        self.observation = observation
+        Battlesnake(board_size=11, num_snakes=num_snakes, observation=observation)  # validates the kind
         self.info = {"apiversion": "1", "author": "jaxgames", "color": "#3b7dd8", "head": "default", "tail": "default", "version": "0.1.0"}
         self.info.update(info or {})
-        self._policy = jax.jit(policy)
         self._key = jax.random.key(seed)
+        self._rng = np.random.default_rng(seed)
         self._lock = threading.Lock()
+        self._per_size = {}
         self._turns = 0
         for size in warmup_sizes:
             board = spawn.init_board(jax.random.key(0), num_snakes, size)
@@ -167,6 +126,33 @@ class BattlesnakeServer:
         """The port actually listened on."""
         return self.httpd.server_address[1]
 
+    def _for_size(self, size: int):
+        """``(env, decide)`` for a board size, built once: ``decide(board, key, you) -> int``."""
+        with self._lock:
+            cached = self._per_size.get(size)
+            if cached is not None:
+                return cached
+            env = Battlesnake(board_size=size, num_snakes=self.num_snakes, observation=self.observation)
+            agent = self.agent
+            if isinstance(agent, JaxAgent):
+                policy = jax.jit(lambda board, key, you: agent.policy(env, state_of(env, board), key, you))
+
+                def decide(board, key, you):
+                    return int(policy(board, key, jnp.int32(you)))
+
+            else:
+                build = jax.jit(lambda board: state_of(env, board))
+
+                def decide(board, key, you):
+                    del key
+                    state = jax.device_get(build(board))
+                    with self._lock:
+                        rng = np.random.default_rng(self._rng.integers(2**63))
+                    return int(agent.act(env, state, rng, you))
+
+            self._per_size[size] = (env, decide)
+            return env, decide
+
     def move(self, request) -> dict:
         """The ``/move`` answer for a request body (dict or JSON text).
 
@@ -177,10 +163,13 @@ class BattlesnakeServer:
         parsed = api.parse_request(request, num_snakes=self.num_snakes)
         if parsed.you < 0:
             raise ValueError("'you' is not among the living snakes of the board")
+        _, decide = self._for_size(parsed.board.size)
         with self._lock:
             self._key, key = jax.random.split(self._key)
             self._turns += 1
-        code = int(self._policy(parsed.board, jnp.int32(parsed.you), key))
+        code = decide(parsed.board, key, parsed.you)
+        if not 0 <= code < 4:
+            raise RuntimeError(f"agent {self.agent!r} answered move code {code}, not one of 0..3")
         return {"move": rules.MOVE_NAMES[code], "shout": ""}
 
     def start(self) -> BattlesnakeServer:
@@ -248,16 +237,40 @@ def _handler(server: BattlesnakeServer):
     return Handler
 
 
-def main(argv=None) -> None:
-    """Command line: serve a built-in policy until interrupted."""
+def server_from_args(argv=None) -> tuple[BattlesnakeServer, str]:
+    """The server the command line asks for (not started) and its description.
+
+    Options: ``--host`` (default 127.0.0.1; 0.0.0.0 accepts outside
+    connections), ``--port`` (8000), ``--agent`` (a name of
+    `jaxgames.agents.battlesnake.AGENTS`, default ``random_safe``),
+    ``--seed``, ``--warmup-sizes`` (comma-separated board sizes compiled at
+    start-up, default ``7,11,19``).
+
+    Raises:
+        SystemExit: bad options (argparse's usage message).
+        ValueError: a bad warm-up size.
+    """
+    from jaxgames.agents.battlesnake import AGENTS
+
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--host", default="0.0.0.0")
+    p.add_argument("--host", default="127.0.0.1", help="interface to listen on (0.0.0.0 to accept outside connections)")
     p.add_argument("--port", type=int, default=8000)
-    p.add_argument("--policy", choices=sorted(POLICIES), default="safe")
+    p.add_argument("--agent", choices=sorted(AGENTS), default="random_safe")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--warmup-sizes", default="7,11,19", help="board sizes compiled at start-up, comma-separated")
     a = p.parse_args(argv)
-    srv = BattlesnakeServer(POLICIES[a.policy], host=a.host, port=a.port, seed=a.seed)
-    print(f"Battlesnake server ({a.policy}) on http://{a.host}:{srv.port}", flush=True)
+    try:
+        sizes = tuple(int(v) for v in a.warmup_sizes.split(",") if v.strip())
+    except ValueError:
+        p.error(f"--warmup-sizes must be comma-separated integers; got {a.warmup_sizes!r}")
+    srv = BattlesnakeServer(AGENTS[a.agent](), host=a.host, port=a.port, seed=a.seed, warmup_sizes=sizes, observation="none")
+    return srv, f"Battlesnake server ({a.agent}) on http://{a.host}:{srv.port}"
+
+
+def main(argv=None) -> None:
+    """Command line: serve a built-in agent until interrupted (`server_from_args`)."""
+    srv, line = server_from_args(argv)
+    print(line, flush=True)
     try:
         srv.httpd.serve_forever()
     except KeyboardInterrupt:
