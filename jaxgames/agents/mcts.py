@@ -30,13 +30,22 @@ class MCTSAgent(JaxAgent):
             raise ValueError(f"num_simulations must be a positive int; got {num_simulations!r}")
         self.num_simulations, self.pb_c_init, self.name = num_simulations, float(pb_c_init), name
 
-    def policy(self, env, state, key):
-        """int32 ``[]``: the move for one state (a batch of one through `batched_policy`)."""
+    def policy(self, env, state, key, player):
+        """int32 ``[]``: the move for one state (a batch of one through `batched_policy`).
+
+        ``player`` is the seat to act for; in a two-player sequential game it
+        is ``state.current_player``, so the search does not need it.
+        """
         batched = jax.tree.map(lambda x: x[None], state)
-        return self.batched_policy(env)(batched, key[None])[0]
+        return self.batched_policy(env)(batched, key[None], jnp.asarray(player, jnp.int32)[None])[0]
 
     def batched_policy(self, env):
-        """``(states [B], keys [B]) -> actions [B]``: one mctx search over the batch.
+        """``(states [B], keys [B], players [B]) -> actions [B]``: one mctx search over the batch.
+
+        Each game's key is split into a search key and a tie-breaking key;
+        the search of the batch uses the first game's search key (mctx
+        searches a batch with one key). ``players`` is unused (sequential
+        games: the seat to act for is the player to move).
 
         Raises:
             ValueError: a simultaneous or non-two-player game.
@@ -44,10 +53,13 @@ class MCTSAgent(JaxAgent):
         if getattr(env, "simultaneous", False) or getattr(env, "num_players", 2) != 2:
             raise ValueError(f"MCTS here searches two-player sequential games; got {env!r}")
 
-        def run(states, keys):
-            out = mcts.search(env, states, keys[0], num_simulations=self.num_simulations, pb_c_init=self.pb_c_init)
+        def run(states, keys, players):
+            del players
+            subkeys = jax.vmap(jax.random.split)(keys)  # [B, 2]: search, tie-breaking
+            search_keys, tie_keys = subkeys[:, 0], subkeys[:, 1]
+            out = mcts.search(env, states, search_keys[0], num_simulations=self.num_simulations, pb_c_init=self.pb_c_init)
             w = out.action_weights
-            noise = jax.random.uniform(keys[-1], w.shape, maxval=1e-6)
+            noise = jax.vmap(lambda k: jax.random.uniform(k, w.shape[-1:], maxval=1e-6))(tie_keys)
             w = jnp.where(states.legal_action_mask, w + noise, -1.0)
             return jnp.argmax(w, axis=-1).astype(jnp.int32)
 

@@ -16,6 +16,14 @@ move. Legal-action masks (True = legal) become mctx's ``invalid_actions``
 (True = illegal) only at the ``mctx.muzero_policy`` call; inside the tree
 illegal actions get the prior logit ``finfo(float32).min`` (and, if ever
 selected, the environment's illegal-move rule scores them as a loss).
+
+Keys are split explicitly: every ``env.step`` gets its own subkey (games
+with chance events refuse a missing key), apart from the keys of the
+playout's action choices and of mctx's own search. A root whose mask has no
+True entry (a terminal state under an old all-False convention, or a game
+that gives none) is searched as if every action were legal, so mctx never
+normalises over an empty set (NaN weights); jaxgames' terminal states have
+an all-True mask anyway (`jaxgames.core`, Pgx's convention).
 """
 
 from __future__ import annotations
@@ -40,7 +48,7 @@ def random_rollout(env, state, key: jax.Array, *, max_steps: int) -> jax.Array:
     Args:
         env: two-player sequential `Env`.
         state: one unbatched state.
-        key: PRNG key.
+        key: PRNG key (split into one subkey per action choice and per step).
         max_steps: static bound on the playout length.
     """
     player = state.current_player
@@ -51,9 +59,9 @@ def random_rollout(env, state, key: jax.Array, *, max_steps: int) -> jax.Array:
 
     def body(c):
         s, total, t, key = c
-        key, sub = jax.random.split(key)
-        action = jax.random.categorical(sub, _logits(s.legal_action_mask)).astype(jnp.int32)
-        s = env.step(s, action)
+        key, action_key, step_key = jax.random.split(key, 3)
+        action = jax.random.categorical(action_key, _logits(s.legal_action_mask)).astype(jnp.int32)
+        s = env.step(s, action, step_key)
         return s, total + sign.mover_reward(s.rewards, player), t + 1, key
 
     _, total, _, _ = jax.lax.while_loop(cond, body, (state, jnp.float32(0.0), jnp.int32(0), key))
@@ -74,8 +82,10 @@ def search(
 
     Args:
         env: two-player zero-sum sequential `Env` (rewards from each player's side).
-        states: batched states ``[B, ...]`` (not terminal).
-        key: PRNG key.
+        states: batched states ``[B, ...]``; a terminal root (or one with
+            no legal action) gives finite but meaningless weights.
+        key: PRNG key (split explicitly: root playouts, mctx's search, and
+            inside the tree one subkey per step and per playout).
         num_simulations: simulations per root (static).
         max_depth: maximum tree depth (mctx), None = unbounded.
         pb_c_init: exploration constant of mctx's PUCT rule.
@@ -89,18 +99,22 @@ def search(
     B = states.current_player.shape[0]
     steps = int(max_rollout_steps or env.num_actions + 1)
     rollout = jax.vmap(lambda s, k: random_rollout(env, s, k, max_steps=steps))
-    key, root_key, search_key = jax.random.split(key, 3)
+    root_key, search_key = jax.random.split(key)
+    # A root without any legal action would make mctx normalise over nothing (NaN): all valid there.
+    mask = states.legal_action_mask
+    root_mask = mask | ~jnp.any(mask, axis=-1, keepdims=True)
     root = mctx.RootFnOutput(
-        prior_logits=_logits(states.legal_action_mask),
+        prior_logits=_logits(root_mask),
         value=rollout(states, jax.random.split(root_key, B)),
         embedding=states,
     )
 
     def recurrent_fn(params, rng_key, action, embedding):
         del params
-        nxt = jax.vmap(env.step)(embedding, action)
+        step_key, rollout_key = jax.random.split(rng_key)
+        nxt = jax.vmap(env.step)(embedding, action, jax.random.split(step_key, action.shape[0]))
         done = nxt.terminated | nxt.truncated
-        value = jnp.where(done, 0.0, rollout(nxt, jax.random.split(rng_key, action.shape[0])))
+        value = jnp.where(done, 0.0, rollout(nxt, jax.random.split(rollout_key, action.shape[0])))
         out = mctx.RecurrentFnOutput(
             reward=sign.mover_reward(nxt.rewards, embedding.current_player),
             discount=sign.discount(embedding.current_player, nxt.current_player, done),
@@ -115,7 +129,7 @@ def search(
         root=root,
         recurrent_fn=recurrent_fn,
         num_simulations=num_simulations,
-        invalid_actions=~states.legal_action_mask,  # mctx polarity: True = illegal
+        invalid_actions=~root_mask,  # mctx polarity: True = illegal
         max_depth=max_depth,
         dirichlet_fraction=0.0,
         pb_c_init=pb_c_init,
