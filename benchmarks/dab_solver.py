@@ -140,7 +140,7 @@ def main(argv=None):
         while not bool(state.terminated) and positions < cfg.agent_positions:
             host = jax.device_get(state)
             start = time.perf_counter()
-            action = agent.act(env, host, rng)
+            action = agent.act(env, host, rng, int(host.current_player))
             dt = time.perf_counter() - start
             nodes += agent.last_nodes
             secs += dt

@@ -122,11 +122,11 @@ def run(config: Config) -> elo.Tournament:
 
         started = []
 
-        def progress(i, j):  # called before each pair: count the previous one as done
+        def progress(lineup):  # called before each pair: count the previous one as done
             if started:
                 bar.update(1)
-            started.append((i, j))
-            bar.set_postfix_str(f"{names[i]} vs {names[j]}")
+            started.append(lineup)
+            bar.set_postfix_str(" vs ".join(names[i] for i in lineup))
 
         t = elo.round_robin(
             env, agents, config.num_rounds, jax.random.key(config.seed), k=config.k,

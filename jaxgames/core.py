@@ -244,6 +244,24 @@ class Env(abc.ABC):
             of ``state.observation``).
         """
 
+    def placement_tiebreak(self, state: State) -> jax.Array:
+        """float32 ``[num_players]``: how the arena ranks players with equal returns (higher is better).
+
+        Default: zeros (equal returns share a place). Games override it where
+        their rules rank players beyond the rewards (Battlesnake: the later a
+        snake was eliminated, the better).
+        """
+        del state
+        return jnp.zeros((self.num_players,), jnp.float32)
+
+    def game_statistics(self, state: State) -> dict:
+        """Per-game statistics of one final state that the arena reports (name -> array).
+
+        Default: none. Games override it (Battlesnake: elimination causes and turns).
+        """
+        del state
+        return {}
+
     # ------------------------------------------------------------ the public kernels
     def init(self, key: jax.Array, params: EnvParams | None = None) -> State:
         """Returns the initial state of one game.

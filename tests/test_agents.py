@@ -34,12 +34,12 @@ def batch_of(state, n):
 def test_greedy_takes_box_then_safe_edge():
     env = jaxgames.make("dots_and_boxes", num_rows=1, num_cols=2)
     state = env.from_dbn(CAPTURE_1X2)
-    acts, _ = GreedyAgent().act_batch(env, batch_of(state, 8), jax.random.key(0), np.ones(8, bool))
+    acts, _ = GreedyAgent().act_batch(env, batch_of(state, 8), jax.random.key(0), np.zeros(8, np.int32), np.ones(8, bool))
     assert set(acts.tolist()) == {5}
     # Empty 2x2: every edge is safe; greedy picks legal edges.
     env22 = jaxgames.make("dots_and_boxes", num_rows=2, num_cols=2)
     s = env22.step(env22.init(jax.random.key(0)), 0)  # box 0 has one side
-    acts, _ = GreedyAgent().act_batch(env22, batch_of(s, 64), jax.random.key(1), np.ones(64, bool))
+    acts, _ = GreedyAgent().act_batch(env22, batch_of(s, 64), jax.random.key(1), np.zeros(64, np.int32), np.ones(64, bool))
     assert 0 not in acts.tolist()
     # An edge of box 0 would give it a second side: still safe (<= 2 sides, not capturable).
     assert len(set(acts.tolist())) > 3
@@ -53,7 +53,7 @@ def test_perfect_player_selfplay_2x2():
     np.testing.assert_array_equal(res.outcome, [1, -1, 1, -1, 1, -1])
     np.testing.assert_array_equal(np.abs(res.returns[:, 0]), 2.0)
     env12 = jaxgames.make("dots_and_boxes", num_rows=1, num_cols=2)
-    acts, _ = PerfectAgent(1, 2).act_batch(env12, batch_of(env12.from_dbn(CAPTURE_1X2), 4), jax.random.key(0), np.ones(4, bool))
+    acts, _ = PerfectAgent(1, 2).act_batch(env12, batch_of(env12.from_dbn(CAPTURE_1X2), 4), jax.random.key(0), np.zeros(4, np.int32), np.ones(4, bool))
     assert set(acts.tolist()) == {5}
     with pytest.raises(ValueError, match="TiB"):
         PerfectAgent(4, 4)
@@ -67,7 +67,7 @@ def test_alphabeta_exact_on_2x2_and_scenario():
     np.testing.assert_array_equal(res.outcome, [1, -1, 1, -1])
     env12 = jaxgames.make("dots_and_boxes", num_rows=1, num_cols=2)
     state = jax.device_get(env12.from_dbn(CAPTURE_1X2))
-    assert AlphaBetaAgent(depth=3).act(env12, state, np.random.default_rng(0)) == 5
+    assert AlphaBetaAgent(depth=3).act(env12, state, np.random.default_rng(0), 0) == 5
     with pytest.raises(ValueError):
         AlphaBetaAgent(depth=0)
 
@@ -89,7 +89,7 @@ def test_alphabeta_respects_its_time_budget_on_5x5():
     worst = 0.0
     for action in [0, 30, 12, 45, 7, 50, 22, 3, 36, 58, 17, 40, 25, 1, 33]:
         start = time.perf_counter()
-        move = ab.act(env, jax.device_get(state), rng)
+        move = ab.act(env, jax.device_get(state), rng, int(state.current_player))
         worst = max(worst, time.perf_counter() - start)
         assert bool(np.asarray(state.legal_action_mask)[move])
         state = env.step(state, action)
@@ -101,7 +101,7 @@ def test_mcts_finds_the_capture():
 
     env = jaxgames.make("dots_and_boxes", num_rows=1, num_cols=2)
     state = env.from_dbn(CAPTURE_1X2)
-    acts, _ = MCTSAgent(num_simulations=64).act_batch(env, batch_of(state, 4), jax.random.key(0), np.ones(4, bool))
+    acts, _ = MCTSAgent(num_simulations=64).act_batch(env, batch_of(state, 4), jax.random.key(0), np.zeros(4, np.int32), np.ones(4, bool))
     assert set(acts.tolist()) == {5}
     with pytest.raises(ValueError):
         MCTSAgent(num_simulations=0)
@@ -120,12 +120,12 @@ def test_mcts_extra_turn_sign():
 
     env = jaxgames.make("dots_and_boxes", num_rows=1, num_cols=3)
     state = env.from_dbn("1111111000")
-    acts, _ = MCTSAgent(num_simulations=32).act_batch(env, batch_of(state, 16), jax.random.key(1), np.ones(16, bool))
+    acts, _ = MCTSAgent(num_simulations=32).act_batch(env, batch_of(state, 16), jax.random.key(1), np.zeros(16, np.int32), np.ones(16, bool))
     assert set(acts.tolist()) == {7}
 
 
 def test_agents_refuse_other_games():
     env = jaxgames.make("dots_and_boxes", num_rows=2, num_cols=2)
     with pytest.raises(ValueError, match="built for a 1x2"):
-        PerfectAgent(1, 2).policy(env, env.init(jax.random.key(0)), jax.random.key(0))
+        PerfectAgent(1, 2).policy(env, env.init(jax.random.key(0)), jax.random.key(0), 0)
     assert RandomAgent().name == "random"

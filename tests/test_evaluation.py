@@ -25,7 +25,7 @@ class HostFirst(HostAgent):
 
     name = "host_first"
 
-    def act(self, env, state, rng):
+    def act(self, env, state, rng, player):
         return int(np.argmax(state.legal_action_mask))
 
 
@@ -34,7 +34,7 @@ class AlwaysZero(HostAgent):
 
     name = "zero"
 
-    def act(self, env, state, rng):
+    def act(self, env, state, rng, player):
         return 0
 
 
@@ -85,8 +85,14 @@ def test_timeouts_and_illegal_moves(env11):
 
 
 def test_arena_bad_input(env11):
-    with pytest.raises(ValueError, match="simultaneous"):
-        arena.play_match(jaxgames.make("matching_pennies"), RandomAgent(), RandomAgent(), 2, jax.random.key(0))
+    with pytest.raises(ValueError, match="two-player"):
+        arena.play_match(jaxgames.make("battlesnake"), RandomAgent(), RandomAgent(), 2, jax.random.key(0))
+    with pytest.raises(ValueError, match="lineup"):
+        arena.play(jaxgames.make("battlesnake"), [RandomAgent(), RandomAgent()], 2, jax.random.key(0))
+    with pytest.raises(ValueError, match="lineup"):
+        arena.play(jaxgames.make("battlesnake"), [RandomAgent(), RandomAgent()], 2, jax.random.key(0), lineup=(0, 1, 2, 0))
+    with pytest.raises(ValueError, match="seating"):
+        arena.play(env11, [RandomAgent()], 2, jax.random.key(0), seating="shuffle")
     with pytest.raises(ValueError, match="num_games"):
         arena.play_match(env11, RandomAgent(), RandomAgent(), 0, jax.random.key(0))
     with pytest.raises(TypeError, match="Agent"):

@@ -1,16 +1,24 @@
-"""The common agent interface that the arena plays (shared by every game).
+"""The one agent protocol that the arena, the server and the learners use, for every game.
 
-An agent answers, for a batch of states, one action per state. Two kinds:
+An agent acts for the *seats it holds*: asked for seat ``player`` of a
+state, it answers that seat's action. In a turn-taking game the arena asks
+the agent holding ``state.current_player``; in a simultaneous game (matrix
+games, Battlesnake) it asks, for every seat, the agent holding that seat
+and assembles the joint action ``[num_players]``. One agent may hold several
+seats (self-play, 2v2). Two kinds:
 
-* `JaxAgent`: a pure JAX policy of ONE state, ``policy(state, key) -> action``;
-  the arena vmaps and jits it once and may run a whole match inside one
-  ``lax.while_loop`` when both players are JAX agents (house style rule 1:
-  write for one example, vmap at one boundary).
-* `HostAgent`: a Python policy of one state (numpy leaves), for algorithms
-  that do not vectorise (alpha-beta with a transposition table). The arena
-  calls it only for the games where it is to move, and times each call.
+* `JaxAgent`: a pure JAX policy of ONE state and ONE seat,
+  ``policy(env, state, key, player) -> int32 []``; the arena vmaps it over
+  games (and seats) and may run a whole match inside one compiled loop
+  when every agent is a JAX agent (house style rule 1: write for one
+  example, vmap at one boundary).
+* `HostAgent`: a Python policy of one state (numpy leaves) and one seat,
+  ``act(env, state, rng, player) -> int``, for algorithms that do not
+  vectorise (alpha-beta with a transposition table). The arena calls it
+  only for the games where its seat is to move, and times each call.
 
-Both implement `Agent.act_batch`, so the arena needs nothing else.
+Both implement `Agent.act_batch`, so the arena needs nothing else. Keys:
+every call gets its own key and splits it explicitly (one subkey per game).
 """
 
 from __future__ import annotations
@@ -32,14 +40,18 @@ class Agent:
 
     name: str = "agent"
 
-    def act_batch(self, env, states, key: jax.Array, active: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Actions for a batch of states.
+    def act_batch(
+        self, env, states, key: jax.Array, players: np.ndarray, active: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Actions of one seat per game for a batch of states.
 
         Args:
             env: the game (`jaxgames.core.Env`).
             states: a batched state, leading axis ``B``.
             key: a PRNG key for this call.
-            active: bool numpy ``[B]``: the games where this agent is to move
+            players: int32 numpy ``[B]``: the seat to act for in each game
+                (``states.current_player`` in a turn-taking game).
+            active: bool numpy ``[B]``: the games where this agent must act
                 (other rows may be answered with anything).
 
         Returns:
@@ -53,30 +65,33 @@ class Agent:
 
 
 class JaxAgent(Agent):
-    """An agent whose policy is a pure JAX function of one state.
+    """An agent whose policy is a pure JAX function of one state and one seat.
 
-    Subclasses implement `policy`. The arena uses `batched_policy`.
+    Subclasses implement `policy`; agents that search a whole batch at once
+    (MCTS) override `batched_policy` instead. The arena uses `batched_policy`.
     """
 
-    def policy(self, env, state, key: jax.Array) -> jax.Array:
-        """int32 ``[]``: the action for one unbatched state (pure, jittable)."""
+    def policy(self, env, state, key: jax.Array, player: jax.Array) -> jax.Array:
+        """int32 ``[]``: the action of seat ``player`` (int32 ``[]``) in one unbatched state (pure, jittable)."""
         raise NotImplementedError
 
-    def batched_policy(self, env) -> Callable[[Any, jax.Array], jax.Array]:
-        """``(states [B, ...], keys [B]) -> actions int32 [B]``, the vmapped policy (not jitted)."""
-        return jax.vmap(lambda s, k: self.policy(env, s, k).astype(jnp.int32))
+    def batched_policy(self, env) -> Callable[[Any, jax.Array, jax.Array], jax.Array]:
+        """``(states [B, ...], keys [B], players int32 [B]) -> actions int32 [B]``, vmapped (not jitted)."""
+        return jax.vmap(lambda s, k, p: self.policy(env, s, k, p).astype(jnp.int32))
 
     def _compiled(self, env):
+        """The jitted `batched_policy`, built once per game value (Envs hash by their settings)."""
         cache = self.__dict__.setdefault("_jit_cache", {})
-        fn = cache.get(id(env))
+        fn = cache.get(env)
         if fn is None:
-            fn = cache[id(env)] = (env, jax.jit(self.batched_policy(env)))
-        return fn[1]
+            fn = cache[env] = jax.jit(self.batched_policy(env))
+        return fn
 
-    def act_batch(self, env, states, key, active):
+    def act_batch(self, env, states, key, players, active):
         """See `Agent.act_batch`; the whole batch is computed in one jitted call."""
         batch = int(np.shape(active)[0])
-        actions = self._compiled(env)(states, jax.random.split(key, batch))
+        players = jnp.asarray(np.asarray(players, np.int32))
+        actions = self._compiled(env)(states, jax.random.split(key, batch), players)
         return np.asarray(actions, np.int32), np.zeros(batch)
 
 
@@ -86,11 +101,11 @@ class HostAgent(Agent):
     Subclasses implement `act` on one unbatched state whose leaves are numpy arrays.
     """
 
-    def act(self, env, state, rng: np.random.Generator) -> int:
-        """The action (an int) for one unbatched state with numpy leaves."""
+    def act(self, env, state, rng: np.random.Generator, player: int) -> int:
+        """The action (an int) of seat ``player`` in one unbatched state with numpy leaves."""
         raise NotImplementedError
 
-    def act_batch(self, env, states, key, active):
+    def act_batch(self, env, states, key, players, active):
         """See `Agent.act_batch`; loops over the active games, timing each decision."""
         host = jax.device_get(states)
         batch = int(np.shape(active)[0])
@@ -101,7 +116,7 @@ class HostAgent(Agent):
         for i in np.flatnonzero(active):
             one = jax.tree.map(lambda x: x[i], host)
             start = time.perf_counter()
-            actions[i] = self.act(env, one, rng)
+            actions[i] = self.act(env, one, rng, int(players[i]))
             seconds[i] = time.perf_counter() - start
         return actions, seconds
 
@@ -111,3 +126,14 @@ def masked_uniform_choice(key: jax.Array, mask: jax.Array) -> jax.Array:
     logits = jnp.where(mask, 0.0, jnp.finfo(jnp.float32).min)
     choice = jax.random.categorical(key, logits)
     return jnp.where(jnp.any(mask), choice, 0).astype(jnp.int32)
+
+
+def seat_mask(env, state, player: jax.Array) -> jax.Array:
+    """bool ``[num_actions]``: the legal actions of seat ``player`` in one state.
+
+    The row ``player`` of the mask in a simultaneous game, the mask itself in
+    a turn-taking game (where only the player to move acts).
+    """
+    if getattr(env, "simultaneous", False):
+        return state.legal_action_mask[player]
+    return state.legal_action_mask

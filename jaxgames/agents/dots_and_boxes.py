@@ -38,8 +38,8 @@ class GreedyAgent(JaxAgent):
 
     name = "greedy"
 
-    def policy(self, env, state, key):
-        """int32 ``[]``: the greedy move for one `DotsAndBoxesState`.
+    def policy(self, env, state, key, player=None):
+        """int32 ``[]``: the greedy move for one `DotsAndBoxesState` (``player`` is the mover; unused).
 
         Raises:
             ValueError: ``env`` is not Dots-and-Boxes (checked at trace time).
@@ -86,8 +86,8 @@ class PerfectAgent(JaxAgent):
         s = edge_set_index(jnp.asarray(state.board.edges))
         return solver.child_values(self._masks, self._values, s[None])[0]
 
-    def policy(self, env, state, key):
-        """int32 ``[]``: a uniformly random optimal move of one state."""
+    def policy(self, env, state, key, player=None):
+        """int32 ``[]``: a uniformly random optimal move of one state (``player`` is the mover; unused)."""
         _check_env(env, self.size)
         av = self.action_values(state)
         best = (av == jnp.max(av)) & state.legal_action_mask
@@ -129,8 +129,8 @@ class AlphaBetaAgent(HostAgent):
         self.last_depth = 0
         self.last_nodes = 0
 
-    def act(self, env, state, rng):
-        """The move for one state (numpy leaves); see the class docstring."""
+    def act(self, env, state, rng, player=None):
+        """The move for one state (numpy leaves; ``player`` is the mover, unused); see the class docstring."""
         _check_env(env)
         bb = bitboard(env.num_rows, env.num_cols)
         edges = edge_set_index(np.asarray(state.board.edges))

@@ -1,4 +1,4 @@
-"""Baseline agents for any sequential game: uniform random and first legal action.
+"""Baseline agents for any game: uniform random and first legal action.
 
 Source: seed 000 section 5.7 (the "random" and "first open edge" opponents).
 For Dots-and-Boxes the first legal action is the first open edge in
@@ -10,7 +10,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from jaxgames.agents.base import JaxAgent, masked_uniform_choice
+from jaxgames.agents.base import JaxAgent, masked_uniform_choice, seat_mask
 
 
 class RandomAgent(JaxAgent):
@@ -18,9 +18,9 @@ class RandomAgent(JaxAgent):
 
     name = "random"
 
-    def policy(self, env, state, key: jax.Array) -> jax.Array:
-        """int32 ``[]``: a uniform legal action (0 on a terminal state)."""
-        return masked_uniform_choice(key, state.legal_action_mask)
+    def policy(self, env, state, key: jax.Array, player: jax.Array) -> jax.Array:
+        """int32 ``[]``: a uniform legal action of seat ``player`` (any action on a finished game)."""
+        return masked_uniform_choice(key, seat_mask(env, state, player))
 
 
 class FirstLegalAgent(JaxAgent):
@@ -33,7 +33,7 @@ class FirstLegalAgent(JaxAgent):
     def __init__(self, name: str = "first_open_edge"):
         self.name = name
 
-    def policy(self, env, state, key: jax.Array) -> jax.Array:
-        """int32 ``[]``: ``argmax(legal_action_mask)`` (0 on a terminal state)."""
+    def policy(self, env, state, key: jax.Array, player: jax.Array) -> jax.Array:
+        """int32 ``[]``: the lowest legal action of seat ``player`` (0 on a finished game)."""
         del key
-        return jnp.argmax(state.legal_action_mask).astype(jnp.int32)
+        return jnp.argmax(seat_mask(env, state, player)).astype(jnp.int32)

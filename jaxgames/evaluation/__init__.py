@@ -1,11 +1,24 @@
-"""Evaluation shared by every game: the arena, Elo and Bradley-Terry ratings, plots.
+"""Evaluation shared by every game: the arena, ratings, plots.
 
-Modules: `arena` (batched head-to-head matches), `elo` (Elo round robins,
-Bradley-Terry MLE), `plots` (heatmaps, Elo curves). `plots` imports
-matplotlib, so it is not imported here.
+Modules: `arena` (batched games of any game, 1-8 seats, rotated seating,
+placements), `elo` (Elo and Bradley-Terry from pairwise outcomes of
+placements, bootstrap confidence intervals, round robins), `plots`
+(heatmaps, Elo curves). `plots` imports matplotlib, so it is not imported here.
 """
 
-from jaxgames.evaluation.arena import MatchResult, play_match
-from jaxgames.evaluation.elo import Tournament, bradley_terry, elo_history, elo_update, round_robin
+from jaxgames.evaluation.arena import ArenaResult, MatchResult, play, play_match
+from jaxgames.evaluation.elo import (
+    Ratings,
+    Tournament,
+    bootstrap_ratings,
+    bradley_terry,
+    elo_history,
+    elo_update,
+    pairwise_outcomes,
+    round_robin,
+)
 
-__all__ = ["MatchResult", "play_match", "Tournament", "bradley_terry", "elo_history", "elo_update", "round_robin"]
+__all__ = [
+    "ArenaResult", "MatchResult", "play", "play_match", "Ratings", "Tournament", "bootstrap_ratings",
+    "bradley_terry", "elo_history", "elo_update", "pairwise_outcomes", "round_robin",
+]

@@ -1,39 +1,118 @@
-"""Batched head-to-head matches between two agents, for any sequential game.
+"""The arena: batched games of any registered game between agents, 1 to 8 seats, rated by placement.
 
-Source: seed 000 section 5.7 (wins, losses, draws and timeouts of an agent
-against each opponent over 500 games) and seed 001 section 6.3 (the games
-of a round robin). Game ``i`` of a match has agent A move first when ``i``
-is even and agent B when it is odd (alternating first player).
+`play` plays ``G`` games of a *lineup* (which agent fills each of the game's
+``N`` seats) with the seats rotated or permuted over the games, so that no
+agent keeps the first-mover or spawn advantage, and returns per game and
+seat ``[G, N]`` returns, placements, the game length and the per-game
+statistics the game reports (`jaxgames.core.Env.game_statistics`, e.g.
+Battlesnake's elimination causes). Turn-taking and simultaneous games alike:
+in a turn-taking game the agent holding ``current_player`` acts; in a
+simultaneous game every seat's agent acts and the joint action is stepped.
 
-The outcome of a game is read from the rewards that the `Env` hands out
-(accumulated over the steps, so games with intermediate rewards work too):
-the seat with the larger total wins, equal totals are a draw. An illegal
-action ends the game with the offender at -1 (`jaxgames.core`), so it counts
-as a loss. A game still running after ``max_steps`` steps, or in which a host
-agent overran ``move_time_limit`` seconds on one move, is a *timeout*.
+When every agent is a `JaxAgent` the whole match is ONE compiled
+``lax.while_loop`` (built once per game value, agents and sizes, then
+cached); an agent computes only in the steps where it is to move somewhere
+in the batch (``lax.cond``). With a `HostAgent` the loop runs on the host
+and the host agent decides only for the games where its seat is to move,
+each decision timed.
+
+Outcomes. A seat's *return* is the sum of its rewards. Its *placement* is 1
++ the number of seats ranked strictly above it (standard competition
+ranking, "1224"): ranked by return, then by the game's tie-break
+(`jaxgames.core.Env.placement_tiebreak`: in Battlesnake, the later a snake
+was eliminated, the better). A game still running after ``max_steps``
+steps, or in which a host agent overran ``move_time_limit`` seconds on one
+move, is *timed out*; every seat of it is placed 1 (a draw: the seed 001
+Onitama rule that a game reaching the turn limit is a draw).
+
+`play_match` is the two-agent view of `play` (results from agent A's side),
+kept for two-player games: game ``i`` has A in seat 0, moving first, when
+``i`` is even and in seat 1 when odd. Source: seed 000 section 5.7 (wins,
+losses, draws and timeouts against each opponent), seed 001 section 6.3.
 """
 
 from __future__ import annotations
 
-from typing import NamedTuple
+import functools
+from typing import NamedTuple, Sequence
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from jaxgames.agents.base import Agent, JaxAgent
+from jaxgames.core import Env
 
 WIN, LOSS, DRAW, TIMEOUT = 1, -1, 0, 2
-"""Per-game outcome codes, from agent A's side."""
+"""Per-game outcome codes of `MatchResult`, from agent A's side."""
+
+SEATINGS = ("rotate", "permute", "fixed")
+"""How seats are assigned over the games of `play` (see `seating_plan`)."""
+
+
+class ArenaResult(NamedTuple):
+    """The games of one `play` call; arrays by game ``[G]`` and by seat (player id) ``[G, N]``.
+
+    Attributes:
+        names: the agents' names, by agent index ``k`` (``len(agents)``).
+        agent_of_seat: int32 ``[G, N]``: the agent index in each seat.
+        returns: float32 ``[G, N]``: summed rewards of each seat.
+        placement: int32 ``[G, N]``: 1 = best; ties share a place (module docstring).
+        length: int32 ``[G]``: steps played.
+        finished: bool ``[G]``: the game ended by its own rules (terminated, or
+            truncated by the game's own turn limit).
+        truncated: bool ``[G]``: the game was truncated by its own turn limit.
+        timed_out: bool ``[G]``: the arena stopped it (``max_steps``, or a host
+            agent over ``move_time_limit``); placements are then all 1.
+        max_move_seconds: float64 ``[G, N]``: slowest decision of each seat's
+            host agent (0 for JAX agents, which are not timed per game).
+        stats: the game's per-game statistics, name -> ``[G, ...]`` numpy array.
+    """
+
+    names: tuple
+    agent_of_seat: np.ndarray
+    returns: np.ndarray
+    placement: np.ndarray
+    length: np.ndarray
+    finished: np.ndarray
+    truncated: np.ndarray
+    timed_out: np.ndarray
+    max_move_seconds: np.ndarray
+    stats: dict
+
+    @property
+    def num_games(self) -> int:
+        return int(self.length.shape[0])
+
+    def won(self) -> np.ndarray:
+        """bool ``[G, N]``: the seat won outright (placed 1 alone, game not timed out)."""
+        first = self.placement == 1
+        return first & (first.sum(axis=1, keepdims=True) == 1) & ~self.timed_out[:, None]
+
+    def per_agent(self) -> dict:
+        """Per agent ``k``: ``{"seats", "wins", "win_rate", "mean_return", "mean_placement"}`` over its seats."""
+        won = self.won()
+        out = {}
+        for k, name in enumerate(self.names):
+            mine = self.agent_of_seat == k
+            n = int(mine.sum())
+            out[name] = dict(
+                seats=n,
+                wins=int(won[mine].sum()),
+                win_rate=float(won[mine].mean()) if n else float("nan"),
+                mean_return=float(self.returns[mine].mean()) if n else float("nan"),
+                mean_placement=float(self.placement[mine].mean()) if n else float("nan"),
+            )
+        return out
 
 
 class MatchResult(NamedTuple):
-    """The games of one match, from agent A's side.
+    """The games of one two-agent match, from agent A's side.
 
     Attributes:
         outcome: int8 ``[G]``: `WIN` (1), `LOSS` (-1), `DRAW` (0) or `TIMEOUT` (2).
         length: int32 ``[G]``: steps (turns, i.e. actions) played.
-        a_first: bool ``[G]``: agent A moved first.
+        a_first: bool ``[G]``: agent A held seat 0 (moves first in a turn-taking game).
         returns: float32 ``[G, 2]``: summed rewards of (A, B).
         max_move_seconds: float64 ``[G, 2]``: slowest single decision of (A, B)
             in seconds (0 for JAX agents, which are not timed per game).
@@ -77,38 +156,128 @@ class MatchResult(NamedTuple):
         )
 
 
-def _check(env, agent_a, agent_b, num_games, max_steps, move_time_limit):
-    if getattr(env, "simultaneous", False):
-        raise ValueError(f"the arena plays sequential games; {env!r} is simultaneous")
-    if getattr(env, "num_players", 2) != 2:
-        raise ValueError(f"the arena plays two-player games; {env!r} has {env.num_players} players")
-    for name, agent in (("agent_a", agent_a), ("agent_b", agent_b)):
+# ----------------------------------------------------------------------------- checks
+def _positive_int(name, v):
+    if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
+        raise ValueError(f"{name} must be a positive int; got {v!r}")
+    return int(v)
+
+
+def _check(env, agents, lineup, num_games, max_steps, move_time_limit, seating):
+    if not isinstance(env, Env):
+        raise TypeError(f"env must be a jaxgames Env; got {type(env).__name__}")
+    agents = tuple(agents)
+    if not agents:
+        raise ValueError("the arena needs at least one agent")
+    for i, agent in enumerate(agents):
         if not isinstance(agent, Agent):
-            raise TypeError(f"{name} must be a jaxgames.agents.Agent; got {type(agent).__name__}")
-    if isinstance(num_games, bool) or not isinstance(num_games, (int, np.integer)) or num_games < 1:
-        raise ValueError(f"num_games must be a positive int; got {num_games!r}")
-    if isinstance(max_steps, bool) or not isinstance(max_steps, (int, np.integer)) or max_steps < 1:
-        raise ValueError(f"max_steps must be a positive int; got {max_steps!r}")
+            raise TypeError(f"agents[{i}] must be a jaxgames.agents.Agent; got {type(agent).__name__}")
+    n = env.num_players
+    if lineup is None:
+        if len(agents) == n:
+            lineup = tuple(range(n))
+        elif len(agents) == 1:
+            lineup = (0,) * n
+        else:
+            raise ValueError(f"{env.name} has {n} seats and {len(agents)} agents were given: pass lineup=(agent index per seat)")
+    lineup = tuple(int(k) for k in lineup)
+    if len(lineup) != n:
+        raise ValueError(f"lineup must name an agent for each of the {n} seats; got {lineup}")
+    if any(k < 0 or k >= len(agents) for k in lineup):
+        raise ValueError(f"lineup entries must be agent indices in [0, {len(agents)}); got {lineup}")
+    num_games = _positive_int("num_games", num_games)
+    max_steps = _positive_int("max_steps", max_steps)
     if move_time_limit is not None and not move_time_limit > 0:
         raise ValueError(f"move_time_limit must be positive seconds or None; got {move_time_limit!r}")
+    if seating not in SEATINGS:
+        raise ValueError(f"seating must be one of {SEATINGS}; got {seating!r}")
+    return agents, lineup, num_games, max_steps
 
 
-def _outcome(returns, finished, seat_a):
-    """Outcome codes from A's side: returns [G, 2] by player id, seat_a [G] player id of A."""
-    ra = np.take_along_axis(returns, seat_a[:, None], 1)[:, 0]
-    rb = np.take_along_axis(returns, 1 - seat_a[:, None], 1)[:, 0]
-    out = np.where(ra > rb, WIN, np.where(ra < rb, LOSS, DRAW))
-    return np.where(finished, out, TIMEOUT).astype(np.int8), np.stack([ra, rb], 1).astype(np.float32)
+def seating_plan(num_games: int, num_seats: int, seating: str, key: jax.Array) -> np.ndarray:
+    """int32 ``[G, N]``: the seat of each lineup slot in each game.
+
+    ``"rotate"``: slot ``s`` sits in seat ``(s + g) mod N`` in game ``g`` (every
+    slot holds every seat equally often when ``G`` is a multiple of ``N``);
+    ``"permute"``: a uniformly random permutation per game (from ``key``);
+    ``"fixed"``: slot ``s`` in seat ``s``.
+    """
+    g = np.arange(num_games)[:, None]
+    s = np.arange(num_seats)[None, :]
+    if seating == "rotate":
+        return ((s + g) % num_seats).astype(np.int32)
+    if seating == "permute":
+        keys = jax.random.split(key, num_games)
+        return np.asarray(jax.vmap(lambda k: jax.random.permutation(k, num_seats))(keys), np.int32)
+    return np.broadcast_to(s, (num_games, num_seats)).astype(np.int32)
 
 
-def _jit_match(env, agent_a: JaxAgent, agent_b: JaxAgent, num_games: int, max_steps: int):
-    """The whole match as one jitted ``while_loop`` (both agents pure JAX)."""
-    pol_a, pol_b = agent_a.batched_policy(env), agent_b.batched_policy(env)
-    seat_a = jnp.arange(num_games, dtype=jnp.int32) % 2  # A is player 0 in even games
+def placements(returns: np.ndarray, tiebreak: np.ndarray) -> np.ndarray:
+    """int32 ``[G, N]``: 1 + the number of seats ranked strictly above (by return, then tie-break)."""
+    r, t = returns[:, None, :], tiebreak[:, None, :]
+    ri, ti = returns[:, :, None], tiebreak[:, :, None]
+    above = (r > ri) | ((r == ri) & (t > ti))
+    return (1 + above.sum(axis=2)).astype(np.int32)
 
-    def run(key):
-        states = jax.vmap(env.init)(jax.random.split(key, num_games))
-        returns = jnp.zeros((num_games, 2), jnp.float32)
+
+# ----------------------------------------------------------------------------- compiled kernels
+@functools.lru_cache(maxsize=64)
+def _batched_step(env: Env):
+    """``jit(vmap(env.step))`` with params shared by the batch, built once per game value."""
+    return jax.jit(jax.vmap(env.step, in_axes=(0, 0, 0, None)))
+
+
+@functools.lru_cache(maxsize=64)
+def _batched_init(env: Env):
+    return jax.jit(jax.vmap(env.init, in_axes=(0, None)))
+
+
+@functools.lru_cache(maxsize=64)
+def _final_stats(env: Env):
+    return jax.jit(jax.vmap(lambda s: (env.placement_tiebreak(s), env.game_statistics(s))))
+
+
+def _agent_actions(env, agents, holders, states, seat_of_slot, agent_of_seat, live, key):
+    """Joint actions ``[G]`` or ``[G, N]`` of every agent for one step, inside the compiled match."""
+    G = states.current_player.shape[0]
+    keys = jax.random.split(key, len(agents))
+    if env.simultaneous:
+        actions = jnp.zeros((G, env.num_players), jnp.int32)
+        rows = jnp.arange(G)
+        for k, agent in enumerate(agents):
+            pol = agent.batched_policy(env)
+            for j, slot in enumerate(holders[k]):
+                seats = seat_of_slot[:, slot]
+                act = pol(states, jax.random.split(jax.random.fold_in(keys[k], j), G), seats)
+                actions = actions.at[rows, seats].set(act.astype(jnp.int32))
+        return actions
+    mover = jnp.clip(states.current_player, 0, env.num_players - 1)
+    owner = jnp.take_along_axis(agent_of_seat, mover[:, None], axis=1)[:, 0]
+    actions = jnp.zeros((G,), jnp.int32)
+    for k, agent in enumerate(agents):
+        pol = agent.batched_policy(env)
+        mine = live & (owner == k)
+        k_keys = jax.random.split(keys[k], G)
+        act = jax.lax.cond(
+            jnp.any(mine),
+            lambda: pol(states, k_keys, mover).astype(jnp.int32),
+            lambda: jnp.zeros((G,), jnp.int32),
+        )
+        actions = jnp.where(mine, act, actions)
+    return actions
+
+
+@functools.lru_cache(maxsize=32)
+def _compiled_match(env: Env, agents: tuple, lineup: tuple, num_games: int, max_steps: int):
+    """The whole match of JAX agents as one jitted ``while_loop`` (cached on its static inputs)."""
+    holders = tuple(tuple(s for s, a in enumerate(lineup) if a == k) for k in range(len(agents)))
+    lineup_arr = jnp.asarray(lineup, jnp.int32)
+
+    def run(key, seat_of_slot, params):
+        G, N = num_games, env.num_players
+        agent_of_seat = jnp.zeros((G, N), jnp.int32).at[jnp.arange(G)[:, None], seat_of_slot].set(lineup_arr[None, :])
+        key, init_key = jax.random.split(key)
+        states = jax.vmap(env.init, in_axes=(0, None))(jax.random.split(init_key, G), params)
 
         def cond(carry):
             states, _, t, _ = carry
@@ -116,17 +285,146 @@ def _jit_match(env, agent_a: JaxAgent, agent_b: JaxAgent, num_games: int, max_st
 
         def body(carry):
             states, returns, t, key = carry
-            key, ka, kb = jax.random.split(key, 3)
-            act_a = pol_a(states, jax.random.split(ka, num_games))
-            act_b = pol_b(states, jax.random.split(kb, num_games))
-            actions = jnp.where(states.current_player == seat_a, act_a, act_b)
-            states = jax.vmap(env.step)(states, actions)
+            key, act_key, step_key = jax.random.split(key, 3)
+            live = ~(states.terminated | states.truncated)
+            actions = _agent_actions(env, agents, holders, states, seat_of_slot, agent_of_seat, live, act_key)
+            states = jax.vmap(env.step, in_axes=(0, 0, 0, None))(states, actions, jax.random.split(step_key, G), params)
             return states, returns + states.rewards, t + 1, key
 
+        returns = jnp.zeros((G, N), jnp.float32)
         states, returns, _, _ = jax.lax.while_loop(cond, body, (states, returns, jnp.int32(0), key))
-        return states.terminated | states.truncated, states.step_count, returns
+        tiebreak, stats = jax.vmap(lambda s: (env.placement_tiebreak(s), env.game_statistics(s)))(states)
+        return states.terminated, states.truncated, states.step_count, returns, agent_of_seat, tiebreak, stats
 
     return jax.jit(run)
+
+
+# ----------------------------------------------------------------------------- play
+def play(
+    env: Env,
+    agents: Sequence[Agent],
+    num_games: int,
+    key: jax.Array,
+    *,
+    lineup: Sequence[int] | None = None,
+    seating: str = "rotate",
+    max_steps: int = 1000,
+    move_time_limit: float | None = None,
+    params=None,
+) -> ArenaResult:
+    """Plays ``num_games`` games of ``env`` between ``agents`` in one batch.
+
+    Args:
+        env: any `jaxgames.core.Env`: turn-taking or simultaneous, 1 to 8 seats.
+        agents: ``K >= 1`` `jaxgames.agents.Agent` s (the same object may appear twice).
+        num_games: ``G``.
+        key: PRNG key (seating, starts, agents' decisions and chance events are
+            all drawn from subkeys of it).
+        lineup: the agent index filling each of the ``N`` lineup slots, e.g.
+            ``(0, 1, 1, 1)`` for one agent against three copies of another.
+            Default: ``range(N)`` when ``K == N``, all zeros when ``K == 1``.
+        seating: how slots map to seats over the games (`seating_plan`):
+            ``"rotate"`` (default), ``"permute"`` or ``"fixed"``.
+        max_steps: steps after which an unfinished game is timed out.
+        move_time_limit: seconds; a host agent over it on one move times the
+            game out (None: no limit). JAX agents are not timed.
+        params: the game's params for every game (default ``env.default_params``).
+
+    Returns:
+        An `ArenaResult`.
+
+    Raises:
+        TypeError: ``env`` not an Env, an agent not an Agent.
+        ValueError: no agents, a bad lineup (wrong length or agent index),
+            a non-positive ``num_games``/``max_steps``/``move_time_limit``, an
+            unknown seating.
+    """
+    agents, lineup, num_games, max_steps = _check(env, agents, lineup, num_games, max_steps, move_time_limit, seating)
+    params = env.default_params if params is None else params
+    seat_key, play_key = jax.random.split(key)
+    seat_of_slot = seating_plan(num_games, env.num_players, seating, seat_key)
+    names = tuple(a.name for a in agents)
+    N = env.num_players
+    if all(isinstance(a, JaxAgent) for a in agents):
+        match = _compiled_match(env, agents, lineup, num_games, max_steps)
+        out = jax.device_get(match(play_key, jnp.asarray(seat_of_slot), params))
+        terminated, truncated, length, returns, agent_of_seat, tiebreak, stats = out
+        slowest = np.zeros((num_games, N))
+        overran = np.zeros(num_games, bool)
+    else:
+        terminated, truncated, length, returns, agent_of_seat, tiebreak, stats, slowest, overran = _host_match(
+            env, agents, lineup, seat_of_slot, num_games, max_steps, move_time_limit, params, play_key
+        )
+    terminated, truncated = np.asarray(terminated), np.asarray(truncated)
+    finished = (terminated | truncated) & ~overran
+    timed_out = ~finished
+    returns = np.asarray(returns, np.float32)
+    place = placements(returns, np.asarray(tiebreak, np.float32))
+    place[timed_out] = 1
+    return ArenaResult(
+        names=names,
+        agent_of_seat=np.asarray(agent_of_seat, np.int32),
+        returns=returns,
+        placement=place,
+        length=np.asarray(length, np.int32),
+        finished=finished,
+        truncated=truncated & ~terminated & finished,
+        timed_out=timed_out,
+        max_move_seconds=slowest,
+        stats={k: np.asarray(v) for k, v in stats.items()},
+    )
+
+
+def _host_match(env, agents, lineup, seat_of_slot, G, max_steps, move_time_limit, params, key):
+    """The match loop on the host (some agent is a `HostAgent`)."""
+    N = env.num_players
+    agent_of_seat = np.zeros((G, N), np.int32)
+    agent_of_seat[np.arange(G)[:, None], seat_of_slot] = np.asarray(lineup)[None, :]
+    key, init_key = jax.random.split(key)
+    states = _batched_init(env)(jax.random.split(init_key, G), params)
+    step = _batched_step(env)
+    returns = np.zeros((G, N), np.float32)
+    slowest = np.zeros((G, N))
+    overran = np.zeros(G, bool)
+    rows = np.arange(G)
+    for _ in range(max_steps):
+        done = np.asarray(states.terminated | states.truncated) | overran
+        if done.all():
+            break
+        key, act_key, step_key = jax.random.split(key, 3)
+        agent_keys = jax.random.split(act_key, len(agents) * N)
+        if env.simultaneous:
+            actions = np.zeros((G, N), np.int32)
+            for slot, k in enumerate(lineup):
+                seats = seat_of_slot[:, slot]
+                act, secs = agents[k].act_batch(env, states, agent_keys[k * N + slot], seats, ~done)
+                actions[rows, seats] = act
+                slowest[rows, seats] = np.maximum(slowest[rows, seats], np.where(~done, secs, 0.0))
+                if move_time_limit is not None:
+                    overran |= ~done & (secs > move_time_limit)
+        else:
+            actions = np.zeros(G, np.int32)
+            mover = np.clip(np.asarray(states.current_player), 0, N - 1)
+            owner = agent_of_seat[rows, mover]
+            for k, agent in enumerate(agents):
+                turn = ~done & (owner == k)
+                if not turn.any():
+                    continue
+                act, secs = agent.act_batch(env, states, agent_keys[k * N], mover, turn)
+                actions = np.where(turn, act, actions)
+                slowest[rows, mover] = np.maximum(slowest[rows, mover], np.where(turn, secs, 0.0))
+                if move_time_limit is not None:
+                    overran |= turn & (secs > move_time_limit)
+        live = ~done & ~overran
+        nxt = step(states, jnp.asarray(actions), jax.random.split(step_key, G), params)
+        live_j = jnp.asarray(live)
+        states = jax.tree.map(lambda n, s: jnp.where(jnp.reshape(live_j, (-1,) + (1,) * (n.ndim - 1)), n, s), nxt, states)
+        returns += np.where(live[:, None], np.asarray(states.rewards), 0.0)
+    tiebreak, stats = _final_stats(env)(states)
+    return (
+        states.terminated, states.truncated, states.step_count, returns, agent_of_seat,
+        tiebreak, stats, slowest, overran,
+    )
 
 
 def play_match(
@@ -139,61 +437,30 @@ def play_match(
     max_steps: int = 1000,
     move_time_limit: float | None = None,
 ) -> MatchResult:
-    """Plays ``num_games`` games of A against B in one batch, alternating the first player.
+    """Plays ``num_games`` games of A against B in a two-player game, alternating seats.
 
     Args:
-        env: a two-player sequential `jaxgames.core.Env`.
+        env: a two-player `jaxgames.core.Env` (turn-taking or simultaneous).
         agent_a, agent_b: `jaxgames.agents.Agent` instances (may be the same object).
-        num_games: games to play, ``G``; even games have A first, odd games B first.
+        num_games: games to play, ``G``; A holds seat 0 (moves first) in even games.
         key: PRNG key.
-        max_steps: steps after which an unfinished game is a timeout.
-        move_time_limit: seconds; a host agent taking longer on one move loses
-            the game as a timeout (None: no limit). JAX agents are not timed.
+        max_steps, move_time_limit: see `play`.
 
     Returns:
         A `MatchResult` from A's side.
 
     Raises:
-        ValueError: a simultaneous or non-two-player game, a non-positive
-            ``num_games``/``max_steps``/``move_time_limit``.
-        TypeError: an agent that is not an `Agent`.
+        ValueError: a game without exactly two players, and see `play`.
+        TypeError: see `play`.
     """
-    _check(env, agent_a, agent_b, num_games, max_steps, move_time_limit)
-    seat_a = (np.arange(num_games) % 2).astype(np.int32)
-    if isinstance(agent_a, JaxAgent) and isinstance(agent_b, JaxAgent):
-        cache = agent_a.__dict__.setdefault("_match_cache", {})
-        ck = (id(env), id(agent_b), num_games, max_steps)
-        if ck not in cache:
-            cache[ck] = (env, agent_b, _jit_match(env, agent_a, agent_b, num_games, max_steps))
-        finished, length, returns = jax.device_get(cache[ck][2](key))
-        outcome, ret = _outcome(np.asarray(returns), np.asarray(finished), seat_a)
-        return MatchResult(outcome, np.asarray(length, np.int32), seat_a == 0, ret, np.zeros((num_games, 2)))
-
-    step = jax.jit(jax.vmap(env.step))
-    states = jax.vmap(env.init)(jax.random.split(key, num_games))
-    returns = np.zeros((num_games, 2), np.float32)
-    slowest = np.zeros((num_games, 2))
-    overran = np.zeros(num_games, bool)
-    for _ in range(max_steps):
-        done = np.asarray(states.terminated | states.truncated) | overran
-        if done.all():
-            break
-        player = np.asarray(states.current_player)
-        a_turn = ~done & (player == seat_a)
-        b_turn = ~done & (player != seat_a)
-        key, ka, kb = jax.random.split(key, 3)
-        actions = np.zeros(num_games, np.int32)
-        for col, agent, turn, k in ((0, agent_a, a_turn, ka), (1, agent_b, b_turn, kb)):
-            if turn.any():
-                act, secs = agent.act_batch(env, states, k, turn)
-                actions = np.where(turn, act, actions)
-                slowest[:, col] = np.maximum(slowest[:, col], np.where(turn, secs, 0.0))
-                if move_time_limit is not None:
-                    overran |= turn & (secs > move_time_limit)
-        live = ~done & ~overran
-        nxt = step(states, jnp.asarray(actions))
-        states = jax.tree.map(lambda n, s: jnp.where(jnp.reshape(jnp.asarray(live), (-1,) + (1,) * (n.ndim - 1)), n, s), nxt, states)
-        returns += np.where(live[:, None], np.asarray(states.rewards), 0.0)
-    finished = np.asarray(states.terminated | states.truncated) & ~overran
-    outcome, ret = _outcome(returns, finished, seat_a)
-    return MatchResult(outcome, np.asarray(states.step_count, np.int32), seat_a == 0, ret, slowest)
+    if isinstance(env, Env) and env.num_players != 2:
+        raise ValueError(f"play_match is for two-player games; {env!r} has {env.num_players} players (use arena.play)")
+    res = play(env, (agent_a, agent_b), num_games, key, max_steps=max_steps, move_time_limit=move_time_limit)
+    seat_a = np.argmax(res.agent_of_seat == 0, axis=1)
+    rows = np.arange(res.num_games)
+    pa, pb = res.placement[rows, seat_a], res.placement[rows, 1 - seat_a]
+    outcome = np.where(pa < pb, WIN, np.where(pa > pb, LOSS, DRAW))
+    outcome = np.where(res.timed_out, TIMEOUT, outcome).astype(np.int8)
+    returns = np.stack([res.returns[rows, seat_a], res.returns[rows, 1 - seat_a]], axis=1)
+    slowest = np.stack([res.max_move_seconds[rows, seat_a], res.max_move_seconds[rows, 1 - seat_a]], axis=1)
+    return MatchResult(outcome, res.length, seat_a == 0, returns, slowest)

@@ -15,6 +15,19 @@ Terry 1952; MM algorithm of Hunter 2004, "MM algorithms for generalized
 Bradley-Terry models", Ann. Statist. 32(1)) does not: it fits strengths
 ``p_i`` with ``P(i beats j) = p_i / (p_i + p_j)`` by maximum likelihood, and we
 report them on the Elo scale, ``1000 + 400 log10(p_i)`` with mean 1000.
+
+Games of more than two players are rated from the *pairwise outcomes implied
+by the placements* (`pairwise_outcomes`): in each game, every pair of seats
+held by different agents is one comparison, won by the better-placed seat,
+drawn on equal places. This is the "full pair" reduction of a ranking to
+Bradley-Terry comparisons (Weng & Lin 2011, "A Bayesian approximation method
+for online ranking", JMLR 12, section 3.1; Hunter 2004 section 5 fits it by
+the same MM algorithm). Elo over such games updates every agent once per game
+by ``K / (n - 1)`` times the sum of its pairwise ``S - E`` against the
+pre-game ratings (``n`` players in the game), which reduces to the seed's
+update for two players. The comparisons of one game are not independent, so
+confidence intervals come from a bootstrap over *games* (`bootstrap_ratings`,
+Efron & Tibshirani 1993, percentile intervals), not from the pair count.
 """
 
 from __future__ import annotations
@@ -136,18 +149,167 @@ def bradley_terry(wins: np.ndarray, *, prior: float = 0.5, iterations: int = 10_
     return START_RATING + 400.0 * logp / np.log(10.0)
 
 
-class Tournament(NamedTuple):
-    """Results of a round-robin tournament of ``N`` agents over ``R`` rounds.
+def pairwise_outcomes(result: arena_lib.ArenaResult) -> np.ndarray:
+    """The pairwise comparisons implied by the placements of every game (module docstring).
+
+    Args:
+        result: an `arena.ArenaResult` (``[G, N]`` placements and agents by seat).
+
+    Returns:
+        float64 ``[P, 4]`` rows ``(game, agent_i, agent_j, score_i)`` in game order:
+        one per pair of seats held by *different* agents; ``score_i`` is 1 if
+        ``i`` placed better, 0 if worse, 0.5 on equal places (timed-out games
+        place everyone 1: a draw).
+    """
+    G, N = result.placement.shape
+    rows = []
+    for s, t in itertools.combinations(range(N), 2):
+        a, b = result.agent_of_seat[:, s], result.agent_of_seat[:, t]
+        ps, pt = result.placement[:, s], result.placement[:, t]
+        score = np.where(ps < pt, 1.0, np.where(ps > pt, 0.0, 0.5))
+        keep = a != b
+        rows.append(np.stack([np.arange(G), a, b, score], axis=1)[keep])
+    out = np.concatenate(rows) if rows else np.zeros((0, 4))
+    return out[np.argsort(out[:, 0], kind="stable")]
+
+
+def wins_matrix(pairs: np.ndarray, num_agents: int) -> np.ndarray:
+    """float64 ``[K, K]``: ``wins[i, j]`` = comparisons i won against j (draws 0.5 each) from `pairwise_outcomes` rows."""
+    w = np.zeros((num_agents, num_agents))
+    i, j, s = pairs[:, 1].astype(int), pairs[:, 2].astype(int), pairs[:, 3]
+    np.add.at(w, (i, j), s)
+    np.add.at(w, (j, i), 1.0 - s)
+    return w
+
+
+def game_elo(num_agents: int, pairs: np.ndarray, *, start: float = START_RATING, k: float = K_FACTOR) -> np.ndarray:
+    """Elo ratings after each game of pairwise comparisons grouped by game (module docstring).
+
+    Args:
+        num_agents: ``K``.
+        pairs: `pairwise_outcomes` rows ``(game, i, j, score_i)``, in game order.
+        start, k: initial rating and K factor.
+
+    Returns:
+        float64 ``[G' + 1, K]``: row 0 the start, then the ratings after each
+        game that has at least one comparison (``G'`` such games).
+    """
+    ratings = np.full(num_agents, float(start))
+    history = [ratings.copy()]
+    if len(pairs) == 0:
+        return np.stack(history)
+    games = pairs[:, 0].astype(int)
+    bounds = np.flatnonzero(np.diff(games)) + 1
+    for chunk in np.split(pairs, bounds):
+        i, j, s = chunk[:, 1].astype(int), chunk[:, 2].astype(int), chunk[:, 3]
+        players = np.unique(np.concatenate([i, j]))
+        e = expected_score(ratings[i], ratings[j])
+        delta = np.zeros(num_agents)
+        np.add.at(delta, i, s - e)
+        np.add.at(delta, j, (1.0 - s) - (1.0 - e))
+        ratings = ratings + k / max(len(players) - 1, 1) * delta
+        history.append(ratings.copy())
+    return np.stack(history)
+
+
+class Ratings(NamedTuple):
+    """Ratings of ``K`` agents with bootstrap confidence intervals (Elo scale).
 
     Attributes:
-        names: the ``N`` agent names.
-        elo: float64 ``[R + 1, N]``: Elo ratings after each round (row 0: 1000).
-        bradley_terry: float64 ``[N]``: Bradley-Terry ratings (Elo scale).
-        wins: float64 ``[N, N]``: ``wins[i, j]`` games i won against j (draws and timeouts 0.5).
-        net_wins: int64 ``[N, N]``: ``net_wins[i, j]`` = i's wins minus losses against j.
-        mean_length: float64 ``[N, N]``: mean game length (steps) of i against j (symmetric).
-        win_rate: float64 ``[N]``: fraction of its games each agent won.
-        timeouts: int64 ``[N, N]``: timed-out games of each pair (symmetric).
+        names: the agents' names.
+        bradley_terry: float64 ``[K]``: Bradley-Terry MLE (mean 1000).
+        bradley_terry_ci: float64 ``[K, 2]``: the bootstrap percentile interval.
+        elo: float64 ``[K]``: Elo after the games in their playing order.
+        elo_ci: float64 ``[K, 2]``: the bootstrap percentile interval of Elo
+            (each resample is replayed in a random order).
+        num_games: games rated.
+        confidence: the intervals' level, e.g. 0.95.
+    """
+
+    names: tuple
+    bradley_terry: np.ndarray
+    bradley_terry_ci: np.ndarray
+    elo: np.ndarray
+    elo_ci: np.ndarray
+    num_games: int
+    confidence: float
+
+
+def bootstrap_ratings(
+    pairs: np.ndarray,
+    names: Sequence[str],
+    *,
+    num_samples: int = 200,
+    confidence: float = 0.95,
+    seed: int = 0,
+    prior: float = 0.5,
+    k: float = K_FACTOR,
+) -> Ratings:
+    """Bradley-Terry and Elo ratings with confidence intervals from a bootstrap over games.
+
+    Args:
+        pairs: `pairwise_outcomes` rows ``(game, i, j, score_i)``; game ids may
+            repeat across results concatenated with distinct ids.
+        names: the ``K`` agents' names (index = agent id in ``pairs``).
+        num_samples: bootstrap resamples (games drawn with replacement).
+        confidence: level of the percentile intervals, in (0, 1).
+        seed: numpy seed of the resampling.
+        prior: `bradley_terry`'s virtual wins per direction of each pair that met.
+        k: Elo K factor.
+
+    Returns:
+        `Ratings`.
+
+    Raises:
+        ValueError: no comparisons, ``num_samples < 1`` or ``confidence`` outside (0, 1).
+    """
+    pairs = np.asarray(pairs, float).reshape(-1, 4)
+    if len(pairs) == 0:
+        raise ValueError("no pairwise comparisons to rate (every game was played by one agent?)")
+    if isinstance(num_samples, bool) or int(num_samples) < 1:
+        raise ValueError(f"num_samples must be a positive int; got {num_samples!r}")
+    if not 0.0 < confidence < 1.0:
+        raise ValueError(f"confidence must be in (0, 1); got {confidence!r}")
+    K = len(names)
+    games, index = np.unique(pairs[:, 0], return_inverse=True)
+    by_game = [pairs[index == g] for g in range(len(games))]
+    rng = np.random.default_rng(seed)
+    bt_samples, elo_samples = [], []
+    for _ in range(int(num_samples)):
+        pick = rng.integers(0, len(by_game), len(by_game))
+        sample = np.concatenate([np.column_stack([np.full(len(by_game[g]), n), by_game[g][:, 1:]]) for n, g in enumerate(pick)])
+        bt_samples.append(bradley_terry(wins_matrix(sample, K), prior=prior))
+        elo_samples.append(game_elo(K, sample, k=k)[-1])
+    alpha = (1.0 - confidence) / 2.0
+    q = [100 * alpha, 100 * (1 - alpha)]
+    return Ratings(
+        names=tuple(names),
+        bradley_terry=bradley_terry(wins_matrix(pairs, K), prior=prior),
+        bradley_terry_ci=np.percentile(np.stack(bt_samples), q, axis=0).T,
+        elo=game_elo(K, pairs, k=k)[-1],
+        elo_ci=np.percentile(np.stack(elo_samples), q, axis=0).T,
+        num_games=len(by_game),
+        confidence=float(confidence),
+    )
+
+
+class Tournament(NamedTuple):
+    """Results of a round-robin tournament of ``K`` agents over ``R`` rounds.
+
+    Attributes:
+        names: the ``K`` agent names.
+        elo: float64 ``[R + 1, K]``: Elo ratings after each round (row 0: 1000).
+        bradley_terry: float64 ``[K]``: Bradley-Terry ratings (Elo scale).
+        wins: float64 ``[K, K]``: ``wins[i, j]`` pairwise comparisons i won against j
+            (draws and timeouts 0.5).
+        net_wins: int64 ``[K, K]``: ``net_wins[i, j]`` = i's pairwise wins minus losses against j.
+        mean_length: float64 ``[K, K]``: mean game length (steps) of the games in which
+            both i and j played (symmetric; NaN on the diagonal if never together).
+        win_rate: float64 ``[K]``: fraction of its seats each agent won outright.
+        timeouts: int64 ``[K, K]``: timed-out games in which both i and j played.
+        ratings: `Ratings` with bootstrap confidence intervals.
+        lineups: the lineups played (agent index per seat), in order.
+        results: the `arena.ArenaResult` of each lineup.
     """
 
     names: tuple
@@ -158,6 +320,18 @@ class Tournament(NamedTuple):
     mean_length: np.ndarray
     win_rate: np.ndarray
     timeouts: np.ndarray
+    ratings: Ratings
+    lineups: tuple
+    results: tuple
+
+
+def round_robin_lineups(num_agents: int, num_seats: int) -> list[tuple[int, ...]]:
+    """Every multiset of ``num_seats`` agents with at least two different agents, in lexicographic order.
+
+    Two seats: every pair ``(i, j)``, ``i < j`` (the classic round robin).
+    Four seats and three agents: the 12 mixes such as ``(0, 0, 1, 2)``.
+    """
+    return [c for c in itertools.combinations_with_replacement(range(num_agents), num_seats) if len(set(c)) > 1]
 
 
 def round_robin(
@@ -169,22 +343,29 @@ def round_robin(
     k: float = K_FACTOR,
     max_steps: int = 1000,
     move_time_limit: float | None = None,
+    seating: str = "rotate",
+    lineups: Sequence[Sequence[int]] | None = None,
+    bootstrap_samples: int = 200,
     progress=None,
 ) -> Tournament:
-    """Plays ``num_rounds`` round robins (seed 001 section 6.3) and rates the agents.
+    """Plays every lineup ``num_rounds`` times (seed 001 section 6.3) and rates the agents.
 
-    Each pair plays its ``num_rounds`` games as one batched match (first
-    player alternating); Elo is then updated game by game in playing order:
-    round 0 (every pair's game 0, pairs in lexicographic order), round 1, ...
+    For a two-player game the lineups are the pairs (each pair plays
+    ``num_rounds`` games, seats alternating); for an ``N``-seat game every
+    mix of ``N`` agents with at least two different ones (`round_robin_lineups`),
+    seats rotated (or permuted) over the games. Elo is updated game by game in
+    playing order: round 0 (every lineup's game 0, lineups in order), round 1, ...
 
     Args:
-        env: a two-player sequential `jaxgames.core.Env`.
-        agents: ``N >= 2`` `jaxgames.agents.Agent` s with distinct names.
-        num_rounds: ``R >= 1``.
+        env: any `jaxgames.core.Env`.
+        agents: ``K >= 2`` `jaxgames.agents.Agent` s with distinct names.
+        num_rounds: ``R >= 1`` games per lineup.
         key: PRNG key.
         k: Elo K factor.
-        max_steps, move_time_limit: see `arena.play_match`.
-        progress: optional callable ``progress(i, j)`` called before each pair.
+        max_steps, move_time_limit, seating: see `arena.play`.
+        lineups: override the lineups (agent index per seat).
+        bootstrap_samples: resamples for the confidence intervals.
+        progress: optional callable ``progress(lineup)`` called before each lineup.
 
     Returns:
         A `Tournament`.
@@ -199,30 +380,47 @@ def round_robin(
         raise ValueError(f"agent names must be distinct; got {names}")
     if isinstance(num_rounds, bool) or not isinstance(num_rounds, (int, np.integer)) or num_rounds < 1:
         raise ValueError(f"num_rounds must be a positive int; got {num_rounds!r}")
-    N = len(agents)
-    pairs = list(itertools.combinations(range(N), 2))
-    keys = jax.random.split(key, len(pairs))
-    scores = np.zeros((len(pairs), num_rounds))
-    wins = np.zeros((N, N))
-    net = np.zeros((N, N), np.int64)
-    length = np.zeros((N, N))
-    timeouts = np.zeros((N, N), np.int64)
-    for p, (i, j) in enumerate(pairs):
+    K, N = len(agents), env.num_players
+    lineups = [tuple(l) for l in lineups] if lineups is not None else round_robin_lineups(K, N)
+    keys = jax.random.split(key, len(lineups))
+    results, all_pairs = [], []
+    wins = np.zeros((K, K))
+    length_sum, together, timeouts = np.zeros((K, K)), np.zeros((K, K)), np.zeros((K, K), np.int64)
+    seats_held, seats_won = np.zeros(K), np.zeros(K)
+    for li, lineup in enumerate(lineups):
         if progress is not None:
-            progress(i, j)
-        res = arena_lib.play_match(env, agents[i], agents[j], num_rounds, keys[p], max_steps=max_steps, move_time_limit=move_time_limit)
-        s = np.where(res.outcome == arena_lib.WIN, 1.0, np.where(res.outcome == arena_lib.LOSS, 0.0, 0.5))
-        scores[p] = s
-        wins[i, j] += s.sum()
-        wins[j, i] += (1.0 - s).sum()
-        net[i, j] = res.wins - res.losses
-        net[j, i] = -net[i, j]
-        length[i, j] = length[j, i] = float(np.mean(res.length))
-        timeouts[i, j] = timeouts[j, i] = res.timeouts
-    games = np.array([(i, j, scores[p, r]) for r in range(num_rounds) for p, (i, j) in enumerate(pairs)])
-    history = elo_history(N, games, k=k)[:: len(pairs)]
-    won = np.zeros(N)
-    for p, (i, j) in enumerate(pairs):
-        won[i] += np.sum(scores[p] == 1.0)
-        won[j] += np.sum(scores[p] == 0.0)
-    return Tournament(names, history, bradley_terry(wins), wins, net, length, won / (num_rounds * (N - 1)), timeouts)
+            progress(lineup)
+        res = arena_lib.play(
+            env, agents, num_rounds, keys[li], lineup=lineup, seating=seating,
+            max_steps=max_steps, move_time_limit=move_time_limit,
+        )
+        results.append(res)
+        pairs = pairwise_outcomes(res)
+        wins += wins_matrix(pairs, K)
+        # Playing order: game r of lineup li comes at position r * L + li.
+        pairs[:, 0] = pairs[:, 0] * len(lineups) + li
+        all_pairs.append(pairs)
+        present = np.zeros((res.num_games, K), bool)
+        np.put_along_axis(present, res.agent_of_seat, True, axis=1)
+        both = present[:, :, None] & present[:, None, :]
+        length_sum += np.einsum("gij,g->ij", both, res.length.astype(float))
+        together += both.sum(axis=0)
+        timeouts += np.einsum("gij,g->ij", both, res.timed_out.astype(np.int64))
+        won = res.won()
+        np.add.at(seats_held, res.agent_of_seat.ravel(), 1)
+        np.add.at(seats_won, res.agent_of_seat.ravel(), won.ravel())
+    pairs = np.concatenate(all_pairs)
+    pairs = pairs[np.argsort(pairs[:, 0], kind="stable")]
+    history = game_elo(K, pairs, k=k)
+    # Sample the history after each round (every lineup's game r); games without comparisons add no row.
+    game_ids = np.unique(pairs[:, 0]).astype(int)
+    round_of_row = np.concatenate([[-1], game_ids // len(lineups)])
+    elo_rounds = np.stack([history[0]] + [history[np.flatnonzero(round_of_row <= r)[-1]] for r in range(num_rounds)])
+    ratings = bootstrap_ratings(pairs, names, num_samples=bootstrap_samples, k=k)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean_length = length_sum / together
+    net = np.rint(wins - wins.T).astype(np.int64)
+    return Tournament(
+        names, elo_rounds, ratings.bradley_terry, wins, net, mean_length,
+        seats_won / np.maximum(seats_held, 1), timeouts, ratings, tuple(lineups), tuple(results),
+    )

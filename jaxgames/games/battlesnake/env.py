@@ -224,6 +224,26 @@ class Battlesnake(Env):
             board=board,
         )
 
+    def placement_tiebreak(self, state: BattlesnakeState) -> jax.Array:
+        """float32 ``[S]``: the turn each snake was eliminated on; snakes alive rank above all (turn + 1).
+
+        The arena ranks snakes by return, then by this: outlasting another
+        snake places higher, as on the official leaderboards' game results.
+        """
+        b = state.board
+        return jnp.where(b.alive, b.turn + 1, b.eliminated_on_turn).astype(jnp.float32)
+
+    def game_statistics(self, state: BattlesnakeState) -> dict:
+        """``eliminated_cause`` int32 ``[S]`` (codes of `rules.ELIMINATION_CAUSES`), ``eliminated_on_turn`` int32 ``[S]``,
+        ``snake_length`` int32 ``[S]`` and ``turn`` int32 ``[]`` of a final state."""
+        b = state.board
+        return dict(
+            eliminated_cause=b.eliminated_cause,
+            eliminated_on_turn=b.eliminated_on_turn,
+            snake_length=b.length,
+            turn=b.turn,
+        )
+
     def _is_legal(self, state: BattlesnakeState, action: jax.Array) -> jax.Array:
         """Every move code 0..3 is legal by the rules (module docstring); only codes outside are not."""
         del state
