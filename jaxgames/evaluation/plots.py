@@ -2,18 +2,23 @@
 
 Source: seed 001 section 6.3, figures 6.10-6.13 (Elo during the round robins,
 final Elo, win rates, pairwise net wins; and the average game length).
-matplotlib only, Agg backend, written straight to files.
+matplotlib only, written straight to files: figures are `matplotlib.figure.Figure`
+objects saved with ``Figure.savefig`` (which renders with Agg for PNG), so
+nothing here touches pyplot or the user's backend, at import or after.
 """
 
 from __future__ import annotations
 
 import pathlib
 
-import matplotlib
+import numpy as np
+from matplotlib.figure import Figure
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
+
+def _figure(figsize):
+    """A pyplot-free figure and its one Axes."""
+    fig = Figure(figsize=figsize)
+    return fig, fig.subplots()
 
 
 def heatmap(matrix: np.ndarray, labels, path, *, title: str = "", cmap: str = "RdBu", fmt: str = "{:.0f}", symmetric: bool = True) -> pathlib.Path:
@@ -40,7 +45,7 @@ def heatmap(matrix: np.ndarray, labels, path, *, title: str = "", cmap: str = "R
     if m.ndim != 2 or m.shape[0] != m.shape[1] or m.shape[0] != len(labels):
         raise ValueError(f"matrix must be [N, N] with N = {len(labels)} labels; got {m.shape}")
     n = len(labels)
-    fig, ax = plt.subplots(figsize=(1.0 + 0.9 * n, 0.8 + 0.8 * n))
+    fig, ax = _figure((1.0 + 0.9 * n, 0.8 + 0.8 * n))
     if symmetric:
         lim = max(float(np.nanmax(np.abs(m))), 1e-9)
         im = ax.imshow(m, cmap=cmap, vmin=-lim, vmax=lim)
@@ -59,7 +64,7 @@ def heatmap(matrix: np.ndarray, labels, path, *, title: str = "", cmap: str = "R
 def elo_curves(history: np.ndarray, labels, path, *, title: str = "Elo during the round robins") -> pathlib.Path:
     """Writes the Elo ratings ``[R + 1, N]`` against the round number (seed 001 fig. 6.10)."""
     h = np.asarray(history, float)
-    fig, ax = plt.subplots(figsize=(7, 4))
+    fig, ax = _figure((7, 4))
     for i, name in enumerate(labels):
         ax.plot(np.arange(h.shape[0]), h[:, i], label=name, lw=1)
     ax.set_xlabel("round robin")
@@ -82,7 +87,7 @@ def rating_bars(
         baseline: a horizontal reference line (1000 for ratings), or None.
     """
     n = len(labels)
-    fig, ax = plt.subplots(figsize=(1.5 + 0.9 * n, 4))
+    fig, ax = _figure((1.5 + 0.9 * n, 4))
     width = 0.8 / max(len(ratings), 1)
     for k, (name, values) in enumerate(ratings.items()):
         ax.bar(np.arange(n) + k * width, values, width, label=name)
@@ -96,9 +101,8 @@ def rating_bars(
 
 
 def _save(fig, path) -> pathlib.Path:
-    """Writes ``fig`` as a PNG at ``path`` (120 dpi), closes it and returns the path."""
+    """Writes ``fig`` as a PNG at ``path`` (120 dpi) and returns the path (no pyplot figure to close)."""
     fig.tight_layout()
     path = pathlib.Path(path)
     fig.savefig(path, dpi=120)
-    plt.close(fig)
     return path

@@ -123,15 +123,17 @@ def draw(board: Board, ax=None):
 
     Args:
         board: one board.
-        ax: a matplotlib Axes (default: a new figure's).
+        ax: a matplotlib Axes (default: one of a new pyplot-free
+            `matplotlib.figure.Figure`; save it with ``ax.figure.savefig``).
 
     Returns:
         The Axes.
     """
-    import matplotlib.pyplot as plt
+    from matplotlib.figure import Figure
+    from matplotlib.patches import Rectangle
 
     if ax is None:
-        _, ax = plt.subplots(figsize=(4, 4))
+        ax = Figure(figsize=(4, 4)).subplots()
     size = board.size
     ax.set_xlim(-0.5, size - 0.5)
     ax.set_ylim(-0.5, size - 0.5)
@@ -141,7 +143,7 @@ def draw(board: Board, ax=None):
     ax.grid(True, lw=0.3)
     hz = np.argwhere(np.asarray(board.hazards).reshape(size, size) > 0)
     for x, y in hz:
-        ax.add_patch(plt.Rectangle((x - 0.5, y - 0.5), 1, 1, color="0.85"))
+        ax.add_patch(Rectangle((x - 0.5, y - 0.5), 1, 1, color="0.85"))
     for x, y in np.argwhere(np.asarray(board.food).reshape(size, size)):
         ax.plot(x, y, "o", color="#d62728", ms=6)
     alive = np.asarray(board.alive)
@@ -171,12 +173,10 @@ def save_game(boards: Sequence[Board], path: str, *, fps: int = 4) -> str:
     """
     import os
 
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
     from matplotlib.animation import FuncAnimation, PillowWriter
+    from matplotlib.figure import Figure
 
+    # pyplot-free figures (`Figure.savefig` renders with Agg): the user's backend is left alone.
     if not boards:
         raise ValueError("no boards to draw")
     if not path.endswith(".gif"):
@@ -184,9 +184,9 @@ def save_game(boards: Sequence[Board], path: str, *, fps: int = 4) -> str:
         for i, b in enumerate(boards):
             ax = draw(b)
             ax.figure.savefig(os.path.join(path, f"frame_{i:04d}.png"), dpi=80)
-            plt.close(ax.figure)
         return path
-    fig, ax = plt.subplots(figsize=(4, 4))
+    fig = Figure(figsize=(4, 4))
+    ax = fig.subplots()
 
     def frame(i):
         ax.clear()
@@ -194,5 +194,4 @@ def save_game(boards: Sequence[Board], path: str, *, fps: int = 4) -> str:
 
     anim = FuncAnimation(fig, frame, frames=len(boards))
     anim.save(path, writer=PillowWriter(fps=fps))
-    plt.close(fig)
     return path
