@@ -45,7 +45,21 @@ EXACT, LOWER, UPPER = 0, 1, 2
 
 
 class SearchTimeout(Exception):
-    """Raised inside an iteration of the search when its deadline passes."""
+    """Raised inside a search when its deadline (or node budget) is exceeded."""
+
+
+def bound_flag(value: float, alpha: float, beta: float) -> int:
+    """The table flag of a fail-soft result ``value`` searched with the window ``(alpha, beta)``.
+
+    `UPPER` if ``value <= alpha`` (every move failed low), `LOWER` if
+    ``value >= beta`` (a cutoff), else `EXACT` (Knuth & Moore 1975).
+    """
+    return UPPER if value <= alpha else LOWER if value >= beta else EXACT
+
+
+def decides(flag: int, value: float, alpha: float, beta: float) -> bool:
+    """Whether a stored ``(flag, value)`` answers a search with the window ``(alpha, beta)`` without searching."""
+    return flag == EXACT or (flag == LOWER and value >= beta) or (flag == UPPER and value <= alpha)
 
 
 class AlphaBetaResult(NamedTuple):
@@ -223,13 +237,8 @@ class _Searcher:
             hit = self.table.get(key)
             if hit is not None:
                 first = hit.best_action
-                if not root and (hit.depth >= depth or not hit.horizon):
-                    if (
-                        hit.flag == EXACT
-                        or (hit.flag == LOWER and hit.value >= beta)
-                        or (hit.flag == UPPER and hit.value <= alpha)
-                    ):
-                        return hit.value, hit.horizon, hit.best_action
+                if not root and (hit.depth >= depth or not hit.horizon) and decides(hit.flag, hit.value, alpha, beta):
+                    return hit.value, hit.horizon, hit.best_action
         expansion = self.expand(state)
         alpha0 = alpha
         best, best_action, horizon = -math.inf, -1, False
@@ -250,8 +259,7 @@ class _Searcher:
                     if alpha >= beta:
                         break
         if key is not None:
-            flag = UPPER if best <= alpha0 else LOWER if best >= beta else EXACT
-            self.table[key] = TableEntry(depth, flag, best, best_action, horizon)
+            self.table[key] = TableEntry(depth, bound_flag(best, alpha0, beta), best, best_action, horizon)
         return best, horizon, best_action
 
 

@@ -39,15 +39,12 @@ from typing import NamedTuple
 from jaxgames.games.dots_and_boxes.search import chains
 from jaxgames.games.dots_and_boxes.search.bitboard import BitBoard, bitboard
 from jaxgames.search import sign
+from jaxgames.search.alphabeta import SearchTimeout, bound_flag, decides
 
 VARIANTS = ("naive", "tt", "symmetry", "chains", "alphabeta", "ordering")
 """The minimax variants of the study, cumulative (seed 000 figures 2-3)."""
 
-EXACT, LOWER, UPPER = 0, 1, 2
-
-
-class SearchTimeout(Exception):
-    """Raised inside a search when its deadline or node budget is exceeded."""
+__all__ = ["VARIANTS", "SearchOptions", "SearchResult", "SearchTimeout", "solve_position", "iterative_deepening"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -173,14 +170,8 @@ class _Searcher:
         k = self.key(edges) if self.o.transposition else None
         if k is not None:
             hit = self.table.get(k)
-            if hit is not None and hit[0] >= depth:
-                _, flag, v = hit
-                if flag == EXACT:
-                    return v
-                if flag == LOWER and v >= beta:
-                    return v
-                if flag == UPPER and v <= alpha:
-                    return v
+            if hit is not None and hit[0] >= depth and decides(hit[1], hit[2], alpha, beta):
+                return hit[2]
         a0 = alpha
         best = -math.inf
         for e in self.moves(edges):
@@ -194,8 +185,7 @@ class _Searcher:
                     if alpha >= beta:
                         break
         if k is not None:
-            flag = UPPER if best <= a0 else LOWER if best >= beta else EXACT
-            self.table[k] = (depth, flag, best)
+            self.table[k] = (depth, bound_flag(best, a0, beta), best)
         return best
 
     def root(self, edges, depth):
