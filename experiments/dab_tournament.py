@@ -6,7 +6,9 @@ and a Bradley-Terry maximum-likelihood rating is fitted to the same games
 for comparison (`jaxgames.evaluation.elo`). Writes, under
 ``results/dab_tournament/``:
 
-* ``ratings.csv``: final Elo, Bradley-Terry rating and win rate per agent;
+* ``ratings.csv``: final Elo and Bradley-Terry ratings with 95% bootstrap
+  intervals over games, win rate and mean placement per agent
+  (`jaxgames.evaluation.report`);
 * ``elo_history.csv`` and ``elo_history.png`` (seed figure 6.10);
 * ``ratings.png`` (final Elo and Bradley-Terry, seed figure 6.11) and
   ``win_rate.png`` (seed figure 6.12);
@@ -24,7 +26,6 @@ simulations, 100 ms alpha-beta moves).
 
 from __future__ import annotations
 
-import csv
 import dataclasses
 import sys
 
@@ -34,7 +35,7 @@ from tqdm import tqdm
 import jaxgames
 from jaxgames.agents import FirstLegalAgent, RandomAgent
 from jaxgames.agents.dots_and_boxes import AlphaBetaAgent, GreedyAgent, PerfectAgent
-from jaxgames.evaluation import elo, plots
+from jaxgames.evaluation import elo, report
 from jaxgames.experiment import output_dir, parse_config
 from jaxgames.games.dots_and_boxes.search import solver
 
@@ -103,14 +104,6 @@ def make_agent(name: str, config: Config):
     }[name]()
 
 
-def _write_matrix(path, matrix, names):
-    with open(path, "w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow([""] + list(names))
-        for name, row in zip(names, matrix):
-            w.writerow([name] + [f"{x:g}" for x in row])
-
-
 def run(config: Config) -> elo.Tournament:
     """Plays the tournament, writes tables and plots, returns the `elo.Tournament`."""
     out = output_dir(config, config.out)
@@ -133,25 +126,10 @@ def run(config: Config) -> elo.Tournament:
             max_steps=env.num_actions + 1, progress=progress,
         )
         bar.update(1)
-    with open(out / "ratings.csv", "w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(["agent", "elo", "bradley_terry", "win_rate"])
-        for i, n in enumerate(names):
-            w.writerow([n, f"{t.elo[-1, i]:.1f}", f"{t.bradley_terry[i]:.1f}", f"{t.win_rate[i]:.3f}"])
-    with open(out / "elo_history.csv", "w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(["round"] + names)
-        for r, row in enumerate(t.elo):
-            w.writerow([r] + [f"{x:.2f}" for x in row])
-    _write_matrix(out / "net_wins.csv", t.net_wins, names)
-    _write_matrix(out / "mean_length.csv", t.mean_length, names)
-    plots.elo_curves(t.elo, names, out / "elo_history.png")
-    plots.rating_bars({"Elo": t.elo[-1], "Bradley-Terry": t.bradley_terry}, names, out / "ratings.png")
-    plots.rating_bars({"win rate": t.win_rate}, names, out / "win_rate.png", title="Win rate", ylabel="fraction of games won", baseline=None)
-    plots.heatmap(t.net_wins, names, out / "net_wins.png", title=f"Net wins of row vs column ({config.num_rounds} games per pair)")
-    plots.heatmap(t.mean_length, names, out / "mean_length.png", title="Mean game length (moves)", cmap="viridis", symmetric=False, fmt="{:.1f}")
+    report.write_tournament(t, out, games_per_lineup=config.num_rounds)
+    lo, hi = t.ratings.bradley_terry_ci.T
     for i, n in enumerate(names):
-        print(f"{n:>16}: Elo {t.elo[-1, i]:7.1f}  BT {t.bradley_terry[i]:7.1f}  win rate {t.win_rate[i]:.3f}")
+        print(f"{n:>16}: Elo {t.elo[-1, i]:7.1f}  BT {t.bradley_terry[i]:7.1f} [{lo[i]:.0f}, {hi[i]:.0f}]  win rate {t.win_rate[i]:.3f}")
     return t
 
 

@@ -75,7 +75,14 @@ def elo_curves(history: np.ndarray, labels, path, *, title: str = "Elo during th
 
 
 def rating_bars(
-    ratings: dict, labels, path, *, title: str = "Final ratings", ylabel: str = "rating (Elo points)", baseline: float | None = 1000.0
+    ratings: dict,
+    labels,
+    path,
+    *,
+    title: str = "Final ratings",
+    ylabel: str = "rating (Elo points)",
+    baseline: float | None = 1000.0,
+    intervals: dict | None = None,
 ) -> pathlib.Path:
     """Writes grouped bars of several values per agent (seed 001 figures 6.11-6.12).
 
@@ -85,12 +92,18 @@ def rating_bars(
         path: output file.
         title, ylabel: texts.
         baseline: a horizontal reference line (1000 for ratings), or None.
+        intervals: optional ``{series name: [N, 2] (low, high)}`` drawn as error bars.
     """
     n = len(labels)
     fig, ax = _figure((1.5 + 0.9 * n, 4))
     width = 0.8 / max(len(ratings), 1)
     for k, (name, values) in enumerate(ratings.items()):
-        ax.bar(np.arange(n) + k * width, values, width, label=name)
+        values = np.asarray(values, float)
+        err = None
+        if intervals is not None and name in intervals:
+            lo, hi = np.asarray(intervals[name], float).T
+            err = np.stack([values - lo, hi - values])
+        ax.bar(np.arange(n) + k * width, values, width, label=name, yerr=err, capsize=3 if err is not None else 0)
     ax.set_xticks(np.arange(n) + 0.4 - width / 2, labels, rotation=45, ha="right")
     if baseline is not None:
         ax.axhline(baseline, color="k", lw=0.5)

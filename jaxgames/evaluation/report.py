@@ -1,0 +1,99 @@
+"""Tables and figures of a round-robin `elo.Tournament`, shared by the tournament experiments.
+
+Writes into a results folder:
+
+* ``ratings.csv``: per agent, Bradley-Terry and Elo ratings with their
+  bootstrap intervals (`elo.bootstrap_ratings`), win rate (seats won
+  outright), mean placement and the number of seats played;
+* ``elo_history.csv`` / ``elo_history.png`` (seed 001 figure 6.10);
+* ``ratings.png`` (seed figure 6.11, with the intervals) and ``win_rate.png``
+  (figure 6.12);
+* ``net_wins.csv`` / ``net_wins.png``: the row agent's pairwise wins minus
+  losses against the column agent (figure 6.13);
+* ``mean_length.csv`` / ``mean_length.png``: mean game length in steps of the
+  games in which both agents played.
+"""
+
+from __future__ import annotations
+
+import csv
+import pathlib
+
+import numpy as np
+
+from jaxgames.evaluation import elo
+
+
+def write_matrix(path, matrix, names) -> None:
+    """A labelled ``[K, K]`` CSV (row agent, column agent)."""
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow([""] + list(names))
+        for name, row in zip(names, matrix):
+            w.writerow([name] + [f"{x:g}" for x in row])
+
+
+def ratings_rows(t: elo.Tournament) -> list[dict]:
+    """One dict per agent: the columns of ``ratings.csv``, best Bradley-Terry rating first."""
+    r = t.ratings
+    placement = {}
+    for res in t.results:
+        for k, row in res.per_agent().items():
+            n, mean = placement.get(k, (0, 0.0))
+            if row["seats"]:
+                placement[k] = (n + row["seats"], mean + row["mean_placement"] * row["seats"])
+    rows = []
+    for i, name in enumerate(t.names):
+        seats, total = placement.get(name, (0, 0.0))
+        rows.append(dict(
+            agent=name,
+            bradley_terry=round(float(r.bradley_terry[i]), 1),
+            bt_low=round(float(r.bradley_terry_ci[i, 0]), 1),
+            bt_high=round(float(r.bradley_terry_ci[i, 1]), 1),
+            elo=round(float(r.elo[i]), 1),
+            elo_low=round(float(r.elo_ci[i, 0]), 1),
+            elo_high=round(float(r.elo_ci[i, 1]), 1),
+            win_rate=round(float(t.win_rate[i]), 4),
+            mean_placement=round(total / seats, 3) if seats else float("nan"),
+            seats=int(seats),
+        ))
+    return sorted(rows, key=lambda row: -row["bradley_terry"])
+
+
+def write_tournament(t: elo.Tournament, out, *, games_per_lineup: int, what: str = "pair") -> list[dict]:
+    """Writes the tables and figures listed in the module docstring; returns `ratings_rows`.
+
+    Args:
+        t: the tournament.
+        out: results folder (created if missing).
+        games_per_lineup: games of each lineup, for the figure titles.
+        what: the word for a lineup in titles ("pair", "lineup").
+    """
+    from jaxgames.evaluation import plots  # matplotlib only when writing figures
+
+    out = pathlib.Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    names = list(t.names)
+    rows = ratings_rows(t)
+    with open(out / "ratings.csv", "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    with open(out / "elo_history.csv", "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["round"] + names)
+        for i, row in enumerate(t.elo):
+            w.writerow([i] + [f"{x:.2f}" for x in row])
+    write_matrix(out / "net_wins.csv", t.net_wins, names)
+    write_matrix(out / "mean_length.csv", t.mean_length, names)
+    level = int(round(100 * t.ratings.confidence))
+    plots.elo_curves(t.elo, names, out / "elo_history.png")
+    plots.rating_bars(
+        {"Elo": t.ratings.elo, "Bradley-Terry": t.ratings.bradley_terry}, names, out / "ratings.png",
+        intervals={"Elo": t.ratings.elo_ci, "Bradley-Terry": t.ratings.bradley_terry_ci},
+        title=f"Final ratings ({level}% bootstrap intervals over games)",
+    )
+    plots.rating_bars({"win rate": t.win_rate}, names, out / "win_rate.png", title="Win rate", ylabel="fraction of seats won outright", baseline=None)
+    plots.heatmap(np.asarray(t.net_wins, float), names, out / "net_wins.png", title=f"Pairwise net wins of row vs column ({games_per_lineup} games per {what})")
+    plots.heatmap(t.mean_length, names, out / "mean_length.png", title="Mean game length (steps)", cmap="viridis", symmetric=False, fmt="{:.1f}")
+    return rows
