@@ -1,0 +1,150 @@
+"""Arena throughput against the bare rollout kernel, measured in the same run.
+
+Two workloads:
+
+* Battlesnake, 4 snakes on 11x11: games per second through `arena.play`
+  (one compiled match loop) with the random-safe and heuristic agents;
+* Dots-and-Boxes 3x3: two-agent matches through `arena.play_match`.
+
+The anchor is `jaxgames.wrappers.rollout` driving the *same agents* over
+the same batch size for the same number of steps (auto-reset, no arena
+bookkeeping): its steps per second is the bare rate. The arena's figure to
+keep small is its overhead: ``1 - arena steps/s / rollout steps/s``, where
+the arena's steps are the game steps it played (the sum of game lengths;
+its loop also runs until the *longest* game of the batch ends, which the
+rollout, resetting games, does not pay: the "loop" columns count every
+game slot of every loop step, so ``loop/rollout`` is the per-step overhead
+and ``arena/rollout`` adds the wait for the longest game). Each figure is the best of
+``repeats`` timed calls after one untimed compile call.
+
+    python benchmarks/arena.py                  # 256 snake games, 1024 Dots-and-Boxes games
+    python benchmarks/arena.py snake_games=1024 repeats=5
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import sys
+import time
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+
+import jaxgames  # noqa: E402
+from jaxgames import wrappers  # noqa: E402
+from jaxgames.agents import RandomAgent  # noqa: E402
+from jaxgames.agents.battlesnake import HeuristicAgent, RandomSafeAgent  # noqa: E402
+from jaxgames.agents.dots_and_boxes import GreedyAgent  # noqa: E402
+from jaxgames.evaluation import arena  # noqa: E402
+from jaxgames.experiment import parse_config  # noqa: E402
+
+
+@dataclasses.dataclass(frozen=True)
+class Config:
+    """Settings (``key=value`` overrides).
+
+    Attributes:
+        snake_games: Battlesnake games per arena call (the batch).
+        dab_games: Dots-and-Boxes games per match.
+        repeats: timed calls per figure (the best is reported).
+        seed: PRNG seed.
+    """
+
+    snake_games: int = 256
+    dab_games: int = 1024
+    repeats: int = 3
+    seed: int = 0
+
+
+def _best(fn, repeats):
+    fn()  # compile
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        out = fn()
+        times.append(time.perf_counter() - start)
+    return min(times), out
+
+
+def _seat_policy(env, agents, lineup):
+    """A rollout policy of one state: seat s played by ``agents[lineup[s]]`` (simultaneous game)."""
+
+    def policy(state, key):
+        keys = jax.random.split(key, env.num_players)
+        return jnp.stack([agents[k].policy(env, state, keys[s], jnp.int32(s)) for s, k in enumerate(lineup)])
+
+    return policy
+
+
+def _turn_policy(env, agents):
+    """A rollout policy of one state for a two-player turn-taking game: agent 0 plays seat 0."""
+
+    def policy(state, key):
+        a = agents[0].policy(env, state, key, state.current_player)
+        b = agents[1].policy(env, state, key, state.current_player)
+        return jnp.where(state.current_player == 0, a, b)
+
+    return policy
+
+
+def _rollout_rate(env, policy, batch, steps, key, repeats):
+    run = jax.jit(lambda s, k: wrappers.rollout(env, policy, s, k, steps, record_observations=False)[1].rewards)
+    states = wrappers.init_batch(env, key, batch)
+    seconds, _ = _best(lambda: jax.block_until_ready(run(states, key)), repeats)
+    return batch * steps / seconds
+
+
+def bench_snakes(config, key):
+    env = jaxgames.make("battlesnake", num_snakes=4, board_size=11, observation="none")
+    rows = []
+    for label, agents, lineup in (
+        ("4 random-safe", [RandomSafeAgent()], (0, 0, 0, 0)),
+        ("heuristic vs 3 random-safe", [HeuristicAgent(), RandomSafeAgent()], (0, 1, 1, 1)),
+        ("4 heuristic", [HeuristicAgent()], (0, 0, 0, 0)),
+    ):
+        G = config.snake_games
+        seconds, res = _best(lambda: arena.play(env, agents, G, key, lineup=lineup, max_steps=1000), config.repeats)
+        played = int(res.length.sum())
+        longest = int(res.length.max())
+        bare = _rollout_rate(env, _seat_policy(env, agents, lineup), G, longest, key, config.repeats)
+        rows.append((f"battlesnake 11x11: {label}", G, G / seconds, played / seconds, bare, float(res.length.mean()), longest))
+    return rows
+
+
+def bench_dab(config, key):
+    env = jaxgames.make("dots_and_boxes", num_rows=3, num_cols=3)
+    rows = []
+    for label, agents in (("random vs random", [RandomAgent(), RandomAgent()]), ("greedy vs random", [GreedyAgent(), RandomAgent()])):
+        G = config.dab_games
+        seconds, res = _best(lambda: arena.play_match(env, agents[0], agents[1], G, key), config.repeats)
+        played = int(res.length.sum())
+        bare = _rollout_rate(env, _turn_policy(env, agents), G, env.num_actions, key, config.repeats)
+        rows.append((f"dots-and-boxes 3x3: {label}", G, G / seconds, played / seconds, bare, float(res.length.mean()), int(res.length.max())))
+    return rows
+
+
+def main(argv=None):
+    config = parse_config(Config, sys.argv[1:] if argv is None else argv)
+    key = jax.random.key(config.seed)
+    print(f"device: {jax.devices()[0].device_kind} ({jax.default_backend()}), {os.cpu_count()} CPU cores, jax {jax.__version__}")
+    rows = bench_snakes(config, key) + bench_dab(config, key)
+    header = (
+        "| workload | games per call | arena games/s | arena steps/s | rollout steps/s (anchor) | arena/rollout "
+        "| arena loop steps/s (G x longest) | loop/rollout | mean length | longest |"
+    )
+    print(header)
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for label, g, gps, sps, bare, mean_len, longest in rows:
+        loop = gps * longest
+        print(
+            f"| {label} | {g} | {gps:,.0f} | {sps:,.0f} | {bare:,.0f} | {sps / bare:.2f} | {loop:,.0f} | {loop / bare:.2f} "
+            f"| {mean_len:.1f} | {longest} |"
+        )
+
+
+if __name__ == "__main__":
+    main()
