@@ -1,12 +1,17 @@
-"""Agents with one interface (`base.Agent`), for the arena and tournaments.
+"""Agents with one protocol (`base.Agent`), for the arena, tournaments, the server and learners.
 
-Modules: `base` (the interface: `JaxAgent` for pure JAX policies, batched
-by vmap; `HostAgent` for Python policies), `simple` (random, first legal
-action: any sequential game), `dots_and_boxes` (greedy, depth-limited
-alpha-beta, the exact solver as a perfect player), `mcts` (pure MCTS with
-random rollouts on mctx). The last two are imported on demand:
+An agent acts for the seat it is asked for: ``JaxAgent.policy(env, state,
+key, player)`` (pure JAX, vmapped over games and seats) or
+``HostAgent.act(env, state, rng, player)`` (Python, timed per move).
+
+Modules: `base` (the protocol), `simple` (random, first legal action: any
+game), `dots_and_boxes` (greedy, depth-limited alpha-beta, the exact solver
+as a perfect player), `battlesnake` (random, random-safe, heuristic, greedy
+Q), `mcts` (pure MCTS with random rollouts on mctx). The last three are
+imported on demand:
 
     >>> from jaxgames.agents.dots_and_boxes import AlphaBetaAgent, GreedyAgent, PerfectAgent
+    >>> from jaxgames.agents.battlesnake import HeuristicAgent, RandomSafeAgent
     >>> from jaxgames.agents.mcts import MCTSAgent
 """
 
