@@ -327,13 +327,13 @@ def run_game_learner(cfg: Config, game: matrix.MatrixGame, learner: str, out: pa
     res = tabular.run_sweep(game, lcfg, keys, stacked, initial_q, chunk_size=cfg.chunk_size,
                             progress=cfg.progress, description=f"{game.name}/{learner}")
     is_demo = np.asarray(is_demo)
-    window_records = int(np.ceil(lcfg.window / cfg.record_every)) + 1
+    late_records = lcfg.num_records // 2 + 1  # the second half of the run, for telling orbits apart
     data = dict(
         final_policy=res.policy,
         window_min=res.window_min,
         window_max=res.window_max,
         window_mean=res.window_mean,
-        window_trajectory=res.trajectory[:, -window_records:],
+        late_trajectory=res.trajectory[:, -late_records:],
         setting=np.asarray(setting_idx),
         start_index=np.asarray(start_idx),
         is_demo=is_demo,
@@ -359,7 +359,7 @@ def played_target(cfg: Config, learner: str, setting: dict, game: matrix.MatrixG
 
 
 def _reversals(window_trajectory: np.ndarray, threshold: float) -> np.ndarray:
-    """Per run, the largest number of direction changes of any probability over the recorded window points."""
+    """Per run, the largest number of direction changes (steps beyond ``threshold``) of any probability ``[R, K, 2, A]``."""
     steps = np.diff(window_trajectory, axis=1)  # [R, K-1, 2, A]
     sign = np.where(steps > threshold, 1, np.where(steps < -threshold, -1, 0))
     count = np.zeros(sign.shape[:1] + sign.shape[2:], int)
@@ -389,10 +389,13 @@ def classify_runs(cfg: Config, game: matrix.MatrixGame, learner: str, data: dict
             outcome[idx[(worst <= cfg.tolerance) & (outcome[idx] < 0)]] = k
             close_avg = np.abs(wmean[sel] - t).max(axis=(1, 2)) <= cfg.tolerance
             avg_outcome[idx[close_avg & (avg_outcome[idx] < 0)]] = k
-    spread = (wmax - wmin).max(axis=(1, 2))
-    reversals = _reversals(data["window_trajectory"][sweep], cfg.tolerance / 2)
+    late = data["late_trajectory"][sweep]  # [R, K, 2, A], the recorded second half of each run
+    spread = np.maximum((wmax - wmin).max(axis=(1, 2)), (late.max(axis=1) - late.min(axis=1)).max(axis=(1, 2)))
+    reversals = _reversals(late, cfg.tolerance / 2)
     cycling = (outcome < 0) & (spread > cfg.cycling_range) & (reversals >= 2)
-    return dict(outcome=outcome, avg_outcome=avg_outcome, cycling=cycling, setting=setting,
+    # Not converged, not (yet) seen to swing back, but moving by more than cycling_range in the final window.
+    moving = (outcome < 0) & ~cycling & ((wmax - wmin).max(axis=(1, 2)) > cfg.cycling_range)
+    return dict(outcome=outcome, avg_outcome=avg_outcome, cycling=cycling, moving=moving, setting=setting,
                 start=data["start_index"][sweep], window_mean=wmean)
 
 
@@ -411,18 +414,19 @@ def convergence_rows(cfg: Config, game: matrix.MatrixGame, learner: str, data: d
             rows.append(dict(
                 game=game.name, learner=learner, setting=label, target_kind=kind, target=target_label(game, prof),
                 x=fmt(prof.x), y=fmt(prof.y), played_x=fmt(played[0, :n]), played_y=fmt(played[1, :m]),
-                fraction=frac, time_avg_fraction=float((cls["avg_outcome"][sel] == k).mean()), cycling="",
+                fraction=frac, time_avg_fraction=float((cls["avg_outcome"][sel] == k).mean()), cycling="", moving="",
                 mean_time_avg_x="", mean_time_avg_y="", num_runs=num, verdict=verdict, seed_claim=claim,
                 agrees="-" if claim == "-" else ("yes" if claim == verdict else "no"),
             ))
         nc = sel & (cls["outcome"] < 0)
-        avg = cls["window_mean"][nc].mean(axis=0) if nc.any() else np.full((2, max(n, m)), np.nan)
+        avg = cls["window_mean"][nc].mean(axis=0) if nc.any() else None
         rows.append(dict(
             game=game.name, learner=learner, setting=label, target_kind="none", target=NOT_CONVERGED, x="", y="",
             played_x="", played_y="", fraction=float(nc.sum() / num),
             time_avg_fraction=float((cls["avg_outcome"][sel] < 0).mean()),
-            cycling=float((cls["cycling"] & sel).sum() / num), mean_time_avg_x=fmt(avg[0, :n]),
-            mean_time_avg_y=fmt(avg[1, :m]), num_runs=num, verdict="-", seed_claim="-", agrees="-",
+            cycling=float((cls["cycling"] & sel).sum() / num), moving=float((cls["moving"] & sel).sum() / num),
+            mean_time_avg_x="" if avg is None else fmt(avg[0, :n]), mean_time_avg_y="" if avg is None else fmt(avg[1, :m]),
+            num_runs=num, verdict="-", seed_claim="-", agrees="-",
         ))
     return rows
 
@@ -454,8 +458,11 @@ def settings_text(cfg: Config) -> str:
         f"FAQ beta = {cfg.faq_beta}. A run converged to a target if its policy stayed within {cfg.tolerance} "
         f"(max-abs) of it over the last {max(1, cfg.num_iterations // 10):,} iterations (checked at every "
         f"iteration; epsilon-greedy targets include the exploration). Verdict Yes: at least "
-        f"{100 * cfg.verdict_share:.0f}% of the runs converged there. Cycling: not converged and still swinging "
-        f"(range > {cfg.cycling_range}, at least two reversals) over the final window."
+        f"{100 * cfg.verdict_share:.0f}% of the runs converged there. Cycling: not converged, and over the second half "
+        f"of the run some probability swung back and forth (range > {cfg.cycling_range}, at least two reversals of "
+        f"the recorded policy, sampled every {cfg.record_every:,} iterations). Moving: not converged, not cycling, "
+        f"but the policy's range over the final window exceeds {cfg.cycling_range}. The rest of the not-converged "
+        "runs stalled away from every target."
     )
 
 
@@ -504,7 +511,8 @@ def seed_layout_tables(cfg: Config, rows: list[dict]) -> list[str]:
             for lr in learners:
                 rs = [r for r in g_rows if r["learner"] == lr and r["target"] == NOT_CONVERGED]
                 cyc = "/".join(f"{100 * r['cycling']:.0f}%" for r in rs)
-                nc.append(f"{_cell(rs)} (cycling {cyc})" if rs else "-")
+                mov = "/".join(f"{100 * r['moving']:.0f}%" for r in rs)
+                nc.append(f"{_cell(rs)} (cycling {cyc}; moving {mov})" if rs else "-")
             lines += ["| not converged | " + " | ".join(nc) + " |", ""]
     return lines
 
@@ -528,13 +536,20 @@ def setting_tables(cfg: Config, rows: list[dict]) -> list[str]:
                 if not m:
                     cells.append("-")
                 elif t == NOT_CONVERGED:
-                    cells.append(f"{100 * m[0]['fraction']:.0f}% (cyc. {100 * m[0]['cycling']:.0f}%)")
+                    cells.append(f"{100 * m[0]['fraction']:.0f}% (cyc. {100 * m[0]['cycling']:.0f}%, "
+                                 f"mov. {100 * m[0]['moving']:.0f}%)")
                 else:
                     cells.append(f"{100 * m[0]['fraction']:.0f}% {m[0]['verdict']}"
                                  + ("" if m[0]["agrees"] == "-" else " ✓" if m[0]["agrees"] == "yes" else " ✗"))
             lines.append(f"| {t} | {kind} | " + " | ".join(cells) + " |")
         lines.append("")
     return lines
+
+
+def _is_mixed(row: dict) -> bool:
+    """Whether a target row's profile is mixed (some probability strictly between 0 and 1)."""
+    probs = [float(v) for v in (row["x"] + " " + row["y"]).split()]
+    return any(1e-6 < p < 1 - 1e-6 for p in probs)
 
 
 def discussion(cfg: Config, rows: list[dict]) -> list[str]:
@@ -549,16 +564,17 @@ def discussion(cfg: Config, rows: list[dict]) -> list[str]:
         settings = ", ".join(f"{r['setting']} ({100 * r['fraction']:.0f}%)" for r in rs)
         ours, claim = rs[0]["verdict"], rs[0]["seed_claim"]
         head = f"- **{game}, {SHORT[learner]}, {target}**: seed {claim}, ours {ours} at {settings}. "
-        mixed = not target.startswith("(") or any(c.isdigit() for c in target)
+        mixed = _is_mixed(rs[0])
         cyc = max(nc[r["setting"]]["cycling"] for r in rs)
         notc = max(nc[r["setting"]]["fraction"] for r in rs)
         if mixed and claim == "Yes":
-            cause = ("Cause: the mixed equilibrium of a 2x2 coordination game is a saddle of every learning "
-                     "dynamics here (repelling off its stable manifold, which has measure zero), so no run stays "
-                     "there; an epsilon-greedy policy cannot even take the value (its probabilities are eps/2, 1/2 or "
-                     "1 - eps/2). The seed's Yes is not reproducible; the time-averaged policies of cycling runs "
-                     f"(time_avg_fraction in convergence.csv: up to {100 * max(r['time_avg_fraction'] for r in rs):.0f}%) "
-                     "is the closest reading of it.")
+            avg = max(r["time_avg_fraction"] for r in rs)
+            cause = ("Cause: an unstable mixed equilibrium. In a 2x2 coordination game it is a saddle of the replicator "
+                     "and Boltzmann dynamics (repelling except along its stable manifold, which has measure zero), so "
+                     "no run stays there" + ("; an epsilon-greedy policy cannot even take that value (its "
+                     "probabilities are eps/2, 1/2 or 1 - eps/2)" if learner == "epsilon_greedy" else "")
+                     + (f". {100 * avg:.0f}% of the runs have a time-averaged policy near it." if avg > 0 else
+                        ". No run's time-averaged policy is near it either."))
         elif claim == "Yes" and cyc >= cfg.verdict_share:
             cause = (f"Cause: cycling. Up to {100 * cyc:.0f}% of the runs still swing between outcomes over the final "
                      "window and are counted as not converged; a last-iterate check would count some of them here.")
@@ -610,7 +626,8 @@ def integrated_dynamics(cfg: Config, learner: str, game: matrix.MatrixGame, kwar
     hp = tabular.learner_params(**kwargs)
     q0 = tabular.initial_q_from_policy(lcfg, starts, hp)[:, :, :n]
     xs, ys = _expected_dynamics(
-        game.payoffs, jnp.asarray(q0), hp.temperature, hp.epsilon, hp.leniency.astype(jnp.float32), hp.learning_rate,
+        # kappa only for lenient learners (learner_params' default leniency is ignored by the others).
+        game.payoffs, jnp.asarray(q0), hp.temperature, hp.epsilon, jnp.float32(kwargs.get("leniency", 1)), hp.learning_rate,
         hp.faq_beta, exploration="epsilon_greedy" if learner == "epsilon_greedy" else "boltzmann",
         num_iterations=cfg.num_iterations, num_steps=2000,
     )
@@ -627,8 +644,15 @@ def _slug(label: str) -> str:
     return label.replace("=", "").replace(",", "_")
 
 
-def plot_dynamics(cfg: Config, learner: str, results: dict, out: pathlib.Path) -> list[str]:
-    """``dynamics_<learner>_<setting>.png`` for every setting; returns the file names."""
+def plot_dynamics(cfg: Config, learner: str, results: dict, out: pathlib.Path) -> tuple[list[str], list[dict]]:
+    """``dynamics_<learner>_<setting>.png`` for every setting.
+
+    Returns:
+        (file names, overlay rows): for each demo start, the largest and the
+        final distance (max-abs over all probabilities, at the recorded
+        times) between the learner's one run and the integrated expected
+        dynamics of that learner.
+    """
     import matplotlib
 
     matplotlib.use("Agg")
@@ -636,7 +660,7 @@ def plot_dynamics(cfg: Config, learner: str, results: dict, out: pathlib.Path) -
 
     from jaxgames.dynamics import plots
 
-    names = []
+    names, overlay = [], []
     games = [g for g in cfg.games if (g, learner) in results]
     cmap = matplotlib.colormaps["tab10"]
     for s, (label, kwargs) in enumerate(cfg.settings(learner)):
@@ -648,6 +672,13 @@ def plot_dynamics(cfg: Config, learner: str, results: dict, out: pathlib.Path) -
             demo = data["demo_trajectory"][data["demo_setting"] == s]  # [K, R+1, 2, A]
             n = game.shape[0]
             xs, ys = integrated_dynamics(cfg, learner, game, kwargs, demo_starts(game))
+            at = np.round(np.linspace(0, xs.shape[1] - 1, demo.shape[1])).astype(int)  # record times in ODE steps
+            ode = np.stack([xs[:, at], ys[:, at]], 2)  # [K, R+1, 2, n]
+            gap = np.abs(demo[..., :n] - ode).max(axis=(2, 3))  # [K, R+1]
+            for k in range(len(gap)):
+                overlay.append(dict(game=name, learner=learner, setting=label, start=k,
+                                    start_policy=" ".join(f"{v:.2f}" for v in demo[k, 0, :, 0]),
+                                    max_gap=float(gap[k].max()), final_gap=float(gap[k, -1])))
             if game.shape == (2, 2):
                 if learner != "epsilon_greedy":
                     plots.plot_field_2x2(ax, "q_learning", game.payoffs_np, action_names=game.action_names, **field_kw)
@@ -692,7 +723,7 @@ def plot_dynamics(cfg: Config, learner: str, results: dict, out: pathlib.Path) -
         _save_figure(fig, out / fname)
         plt.close(fig)
         names.append(fname)
-    return names
+    return names, overlay
 
 
 def plot_basins(cfg: Config, learner: str, results: dict, classes: dict, out: pathlib.Path) -> str | None:
@@ -709,7 +740,7 @@ def plot_basins(cfg: Config, learner: str, results: dict, classes: dict, out: pa
     settings = cfg.settings(learner)
     fig, axes = plt.subplots(len(settings), len(games), figsize=(3.4 * len(games), 3.2 * len(settings) + 0.8),
                              squeeze=False)
-    palette = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b"]
+    palette = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#17becf", "#bcbd22"]
     edges = np.linspace(0.1, 0.9, cfg.start_grid)
     half = (edges[1] - edges[0]) / 2 if cfg.start_grid > 1 else 0.4
     for col, name in enumerate(games):
@@ -717,7 +748,7 @@ def plot_basins(cfg: Config, learner: str, results: dict, classes: dict, out: pa
         cls = classes[(name, learner)]
         tl_ = targets(game)
         colours = {k: palette[k % len(palette)] for k in range(len(tl_))}
-        colours[-1], colours[-2] = "#bbbbbb", "#222222"  # not converged, cycling
+        colours[-1], colours[-2] = "#9a9a9a", "#ff7f0e"  # not converged, cycling
         for s, (label, _) in enumerate(settings):
             ax = axes[s, col]
             sel = cls["setting"] == s
@@ -787,8 +818,9 @@ def plot_empirical_fields(cfg: Config, out: pathlib.Path, key) -> str | None:
             plots.plot_arrows_2x2(ax, points[:, :, 0], theory, color="tab:blue", scale=scale, label="theory")
             plots.plot_arrows_2x2(ax, points[:, :, 0], emp.velocity[:, :, 0], color="crimson", scale=scale,
                                   label="measured")
-            ax.set_title(f"{SHORT[learner]} ({label.split(',')[-1] if 'kappa' in label else 'tau'}={fkw['temperature']} "
-                         f"const)\n{name.replace('_', ' ')}", fontsize=8)
+            kappa_txt = f", kappa={kwargs['leniency']}" if "leniency" in kwargs and LEARNERS[learner][0] != "boltzmann" else ""
+            ax.set_title(f"{SHORT[learner]} (tau={fkw['temperature']} const{kappa_txt})\n{name.replace('_', ' ')}",
+                         fontsize=8)
             if r == 0 and c == 0:
                 ax.legend(fontsize=7, loc="lower left")
     fig.suptitle(f"Measured mean flow ({cfg.empirical_runs} runs x {cfg.empirical_horizon} iterations per point, red) "
@@ -819,7 +851,71 @@ def _theory_at(game, points: np.ndarray, fkw: dict) -> np.ndarray:
 # ----------------------------------------------------------------------------- report and main
 
 
-def write_report(cfg: Config, rows: list[dict], figures: dict, out: pathlib.Path, seconds: float) -> None:
+def overlay_summary(cfg: Config, overlay: list[dict]) -> list[str]:
+    """A table: how closely each learner's demo runs follow the dashed (expected-dynamics) curves."""
+    lines = ["| learner | setting | starts | median largest gap | same end point (final gap < 0.1) |",
+             "|---|---|---:|---:|---:|"]
+    for learner in cfg.learners:
+        for label, _ in cfg.settings(learner):
+            rs = [r for r in overlay if r["learner"] == learner and r["setting"] == label]
+            if rs:
+                lines.append(f"| {SHORT[learner]} | {label} | {len(rs)} | {np.median([r['max_gap'] for r in rs]):.2f} | "
+                             f"{sum(r['final_gap'] < 0.1 for r in rs)}/{len(rs)} |")
+    return lines
+
+
+def _played_payoffs(row: dict):
+    """Expected payoffs of each action against the opponent's policy as played (with exploration), and the greedy actions."""
+    a, b = jaxgames.make(row["game"]).payoffs_np.astype(np.float64)
+    px = np.array([float(v) for v in row["played_x"].split()])
+    py = np.array([float(v) for v in row["played_y"].split()])
+    return a @ py, b.T @ px, int(np.argmax(px)), int(np.argmax(py))
+
+
+def _perturbed_rest_point(row: dict) -> bool:
+    """Whether each player's greedy action is a best response to the other's exploring policy (a rest point)."""
+    ux, uy, i, j = _played_payoffs(row)
+    return bool(ux[i] >= ux.max() - 1e-9 and uy[j] >= uy.max() - 1e-9)
+
+
+def other_findings(cfg: Config, rows: list[dict]) -> list[str]:
+    """Findings the seed's tables have no row for: exploration-perturbed rest points, orbits around mixed equilibria."""
+    lines = []
+    for r in rows:
+        if not (r["learner"] == "epsilon_greedy" and r["verdict"] == "Yes" and r["target_kind"] == "pareto"):
+            continue
+        game = jaxgames.make(r["game"])
+        ux, uy, i, j = _played_payoffs(r)
+        if _perturbed_rest_point(r):
+            lines.append(
+                f"- **{r['game']}, eps-greedy {r['setting']}**: {100 * r['fraction']:.0f}% of the runs settle at "
+                f"{r['target']}, which is not a Nash equilibrium: against an opponent who explores with probability "
+                f"eps, {game.action_names[0][i]} is a best response (row payoffs {np.round(ux, 4).tolist()}, column "
+                f"{np.round(uy, 4).tolist()}), so the outcome as played is an equilibrium of the exploration-perturbed "
+                "game, a rest point of constant-epsilon Q-learning.")
+    for r in rows:
+        if not (r["learner"] == "epsilon_greedy" and r["verdict"] == "No" and "nash" in r["target_kind"]
+                and r["target"] != NOT_CONVERGED and not _is_mixed(r)):
+            continue
+        if not _perturbed_rest_point(r):
+            lines.append(
+                f"- **{r['game']}, eps-greedy {r['setting']}**: {r['target']} is a Nash equilibrium but not a rest point "
+                "of constant-epsilon Q-learning: against the opponent's exploring policy its action is no longer a "
+                "best response, so no run can stay there.")
+    for r in rows:
+        if r["target"] != NOT_CONVERGED and _is_mixed(r) and r["time_avg_fraction"] > 0:
+            nc = [q for q in rows if q["game"] == r["game"] and q["learner"] == r["learner"]
+                  and q["setting"] == r["setting"] and q["target"] == NOT_CONVERGED][0]
+            lines.append(
+                f"- **{r['game']}, {SHORT[r['learner']]} {r['setting']}**: {100 * r['fraction']:.0f}% of the runs "
+                f"converge to the mixed equilibrium, but {100 * r['time_avg_fraction']:.0f}% have a time-averaged "
+                f"policy (final window) within {cfg.tolerance} of it; {100 * nc['fraction']:.0f}% are not converged "
+                f"(mean time-averaged row policy {nc['mean_time_avg_x']}).")
+    return lines or ["- None."]
+
+
+def write_report(cfg: Config, rows: list[dict], figures: dict, out: pathlib.Path, seconds: float,
+                 overlay: list[dict]) -> None:
     """``README.md`` of the results folder: what to open first."""
     seed_rows = [r for r in rows if r["agrees"] != "-"]
     agree = sum(r["agrees"] == "yes" for r in seed_rows)
@@ -874,6 +970,19 @@ def write_report(cfg: Config, rows: list[dict], figures: dict, out: pathlib.Path
             for r in pd_eps) + " (runs that flip between outcomes in the final window are not counted as converged).")
         lines.append("")
     lines += [
+        "## Do the learners follow the dashed curves?",
+        "",
+        "For each demo start (four per game), the largest and the final max-abs distance between the learner's single "
+        "run and the integrated expected dynamics of that learner ([`overlay_check.csv`](overlay_check.csv)). A single "
+        "run carries noise, and near a separatrix run and curve may go to different outcomes; the mean of many runs "
+        "follows the curve (tested in `tests/test_dynamics.py`).",
+        "",
+        *overlay_summary(cfg, overlay),
+        "",
+        "## Other findings",
+        "",
+        *other_findings(cfg, rows),
+        "",
         "## Disagreements and their causes",
         "",
         *discussion(cfg, rows),
@@ -932,13 +1041,21 @@ def main(argv: list[str]) -> pathlib.Path:
             rows += convergence_rows(cfg, game, learner, data, classes[(name, learner)])
         write_tables(cfg, rows, out)
         figures = {"dynamics": [], "basins": []}
+        overlay = []
         for learner in cfg.learners:
-            figures["dynamics"] += plot_dynamics(cfg, learner, results, out)
+            names, gaps = plot_dynamics(cfg, learner, results, out)
+            figures["dynamics"] += names
+            overlay += gaps
             b = plot_basins(cfg, learner, results, classes, out)
             if b:
                 figures["basins"].append(b)
         figures["empirical"] = plot_empirical_fields(cfg, out, jax.random.fold_in(key, 999))
-        write_report(cfg, rows, figures, out, time.time() - t0)
+        buf = io.StringIO()
+        w = csv.DictWriter(buf, fieldnames=list(overlay[0]))
+        w.writeheader()
+        w.writerows(overlay)
+        _write_text(out / "overlay_check.csv", buf.getvalue())
+        write_report(cfg, rows, figures, out, time.time() - t0, overlay)
     print(f"done in {time.time() - t0:.0f} s; results in {out}/ (README.md, convergence.md/.csv, dynamics_*.png, "
           "basins_*.png, empirical_fields.png)")
     return out

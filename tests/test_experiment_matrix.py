@@ -50,12 +50,12 @@ def test_cycling_runs_are_not_converged():
     game = matrix_dynamics.jaxgames.make("prisoners_dilemma")
     dd = np.array([[0.125, 0.875], [0.125, 0.875]])
     cc = dd[:, ::-1]
-    flipping = np.stack([dd, cc] * 5 + [dd])  # recorded window: back and forth between (D, D) and (C, C)
+    flipping = np.stack([dd, cc] * 5 + [dd])  # recorded second half: back and forth between (D, D) and (C, C)
     settled = np.stack([dd] * 11)
     data = dict(
         is_demo=np.array([False, False]), setting=np.array([0, 0]), start_index=np.array([0, 1]),
         window_min=np.stack([np.minimum(dd, cc), dd]), window_max=np.stack([np.maximum(dd, cc), dd]),
-        window_mean=np.stack([(dd + cc) / 2, dd]), window_trajectory=np.stack([flipping, settled]),
+        window_mean=np.stack([(dd + cc) / 2, dd]), late_trajectory=np.stack([flipping, settled]),
     )
     cls = matrix_dynamics.classify_runs(cfg, game, "epsilon_greedy", data)
     labels = [matrix_dynamics.target_label(game, p) for _, p in matrix_dynamics.targets(game)]
