@@ -286,7 +286,7 @@ def _write_text(path: pathlib.Path, text: str) -> None:
 
 def _save_figure(fig, path: pathlib.Path) -> None:
     tmp = path.with_name(path.stem + ".tmp" + path.suffix)
-    fig.savefig(tmp, dpi=110)
+    fig.savefig(tmp, dpi=110, bbox_inches="tight")
     os.replace(tmp, path)
 
 
@@ -772,7 +772,7 @@ def plot_basins(cfg: Config, learner: str, results: dict, classes: dict, out: pa
         axes[-1, col].legend(handles=handles, fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.25), ncol=2)
     fig.suptitle(f"{SHORT[learner]}: basins of attraction (colour = outcome of most seeds from that start; "
                  "paler = seeds disagree)", fontsize=9)
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0, 1, 0.96))
     fname = f"basins_{learner}.png"
     _save_figure(fig, out / fname)
     plt.close(fig)

@@ -159,3 +159,20 @@ def test_learner_means_follow_their_expected_dynamics():
                                            leniency=kappa, learning_rate=alpha / kappa, beta=None)
                 ideal = np.stack([np.asarray(v)[:: rec // 10, 0] for v in ideal], -1)
                 assert np.abs(mean - ideal).max() > 0.1, (exploration, np.abs(mean - ideal).max())
+
+
+def test_field_plots_compile_once():
+    # Payoffs and settings are traced: new games and temperatures reuse one compiled field per (kind, grid).
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from jaxgames.dynamics import plots
+
+    fig, ax = plt.subplots()
+    before = plots._field_2x2_grid._cache_size()
+    for game, tau in ((matrix.subsidy_game(), 0.5), (matrix.stag_hunt(), 0.2), (matrix.battle_of_the_sexes(), 1.0)):
+        plots.plot_field_2x2(ax, "q_learning", game.payoffs_np, grid=5, temperature=tau, beta=0.1, leniency=2)
+    assert plots._field_2x2_grid._cache_size() - before <= 1
+    plt.close(fig)

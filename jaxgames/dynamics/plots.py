@@ -104,7 +104,7 @@ def plot_simplex(ax, kind: str, payoffs, *, grid: int = 14, action_names=("0", "
     """Arrows of the symmetric self-play field of a 3-action game on its simplex.
 
     At each grid point p both players play p (the game's symmetric dynamics);
-    the arrow is player 1's ``x'``.
+    the arrow is player 1's ``x'``. ``grid=0`` draws the triangle only.
 
     Raises:
         ValueError: if the game is not 3x3.
@@ -112,6 +112,9 @@ def plot_simplex(ax, kind: str, payoffs, *, grid: int = 14, action_names=("0", "
     payoffs = np.asarray(payoffs)
     if payoffs.shape != (2, 3, 3):
         raise ValueError(f"plot_simplex needs a 3x3 game; got payoffs {payoffs.shape}")
+    _draw_triangle(ax, action_names)
+    if grid < 1:
+        return
     pts = []
     for i in range(grid + 1):
         for j in range(grid + 1 - i):
@@ -128,6 +131,9 @@ def plot_simplex(ax, kind: str, payoffs, *, grid: int = 14, action_names=("0", "
     speed = np.linalg.norm(dxy, axis=1)
     scale = np.where(speed > 0, 1.0 / (speed + 1e-12), 0.0)[:, None]
     ax.quiver(xy[:, 0], xy[:, 1], dxy[:, 0] * scale[:, 0], dxy[:, 1] * scale[:, 0], speed, cmap="Greys", scale=28, width=0.004)
+
+
+def _draw_triangle(ax, action_names) -> None:
     tri = np.vstack([_CORNERS, _CORNERS[:1]])
     ax.plot(tri[:, 0], tri[:, 1], "k-", lw=1)
     for corner, name, off in zip(_CORNERS, action_names, ((-0.06, -0.05), (0.02, -0.05), (-0.02, 0.03))):
