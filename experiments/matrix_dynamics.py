@@ -28,6 +28,8 @@ policies with several seeds and every parameter setting, all runs of a
   whose policy is a discontinuous function of Q), learner trajectories
   (solid) and the integrated expected dynamics of that learner from the same
   starts (dashed; `jaxgames.dynamics.fields.integrate_q`).
+* ``overlay_check.csv``: per demo start, how far the learner's run strays
+  from the dashed curve (largest and final max-abs gap).
 * ``basins_<learner>.png``: the start grid coloured by where each start ends.
 * ``empirical_fields.png``: the learners' measured mean flow (many short
   runs from each grid point) over their theoretical fields.
@@ -864,6 +866,27 @@ def overlay_summary(cfg: Config, overlay: list[dict]) -> list[str]:
     return lines
 
 
+def agreement_summary(cfg: Config, rows: list[dict]) -> list[str]:
+    """One line per (game, target) the seed makes claims on: which learners agree, with our fractions."""
+    lines = []
+    for game in cfg.games:
+        targets_seen = []
+        for r in rows:
+            if r["game"] == game and r["seed_claim"] != "-" and r["target"] not in targets_seen:
+                targets_seen.append(r["target"])
+        for t in targets_seen:
+            parts = []
+            for lr in cfg.learners:
+                rs = [r for r in rows if r["game"] == game and r["learner"] == lr and r["target"] == t]
+                if not rs or rs[0]["seed_claim"] == "-":
+                    continue
+                ok = all(r["agrees"] == "yes" for r in rs)
+                parts.append(f"{SHORT[lr]} seed {rs[0]['seed_claim']}, ours {'/'.join(r['verdict'] for r in rs)} "
+                             f"({_cell(rs)}){'' if ok else ' **disagrees**'}")
+            lines.append(f"- {game} {t}: " + "; ".join(parts))
+    return lines
+
+
 def _played_payoffs(row: dict):
     """Expected payoffs of each action against the opponent's policy as played (with exploration), and the greedy actions."""
     a, b = jaxgames.make(row["game"]).payoffs_np.astype(np.float64)
@@ -961,7 +984,9 @@ def write_report(cfg: Config, rows: list[dict], figures: dict, out: pathlib.Path
         "## What reproduced",
         "",
         f"{agree} of {len(seed_rows)} (game, seed learner, setting, target) verdicts agree with the seed's tables 1-2. "
-        "See `convergence.md` for each one.",
+        "See `convergence.md` for each one. Per seed claim (all settings of a learner agreeing counts as agree):",
+        "",
+        *agreement_summary(cfg, rows),
         "",
     ]
     if pd_eps:
