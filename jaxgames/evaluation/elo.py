@@ -262,6 +262,12 @@ def bootstrap_ratings(
 
     Raises:
         ValueError: no comparisons, ``num_samples < 1`` or ``confidence`` outside (0, 1).
+
+    Note:
+        When an agent wins (or loses) every comparison against another, every
+        resample says the same and the percentile interval collapses to a
+        point: the rating is then set by ``prior`` alone (a lower bound on the
+        gap), not known to that precision. Read such an interval as "at least".
     """
     pairs = np.asarray(pairs, float).reshape(-1, 4)
     if len(pairs) == 0:
