@@ -59,3 +59,24 @@ def test_tournament(tmp_path):
     assert all(t.net_wins[p, j] >= 0 for j in range(4))
     for f in ["ratings.csv", "elo_history.png", "net_wins.png", "mean_length.png", "ratings.png", "win_rate.png", "config.json"]:
         assert (tmp_path / f).exists()
+
+
+def test_battlesnake_round_robin(tmp_path):
+    """Two agents in 4-snake games on 7x7: every mix with both agents (3 lineups), tables and README written."""
+    m = load("battlesnake_round_robin")
+    cfg = m.parse_config(
+        m.Config, ["agents=random,random_safe", "num_games=4", "board_size=7", "max_turns=30", "bootstrap_samples=10", f"out={tmp_path}"]
+    )
+    t = m.run(cfg)
+    assert t.lineups == ((0, 0, 0, 1), (0, 0, 1, 1), (0, 1, 1, 1))
+    with open(tmp_path / "eliminations.csv") as f:
+        rows = list(csv.DictReader(f))
+    # Agent 0 holds 3, 2 and 1 of the 4 seats in the three lineups, agent 1 the rest: 6 seats each over
+    # one game of every lineup, so 6 x 4 games = 24 seats each.
+    assert [int(r["seats"]) for r in rows] == [24, 24]
+    for r in rows:  # the shares of survival and every cause add up to 1
+        assert abs(sum(float(v) for k, v in r.items() if k not in ("agent", "seats")) - 1.0) < 1e-3
+    for f in ["README.md", "ratings.csv", "ratings.png", "net_wins.png", "config.json"]:
+        assert (tmp_path / f).exists()
+    with pytest.raises(ValueError, match="unknown agent"):
+        m.Config(agents=("random", "nobody"))
