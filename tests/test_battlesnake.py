@@ -516,3 +516,26 @@ def test_short_snakes_from_the_api_have_no_neck():
     assert np.asarray(rules.legal_moves(b)).tolist() == [[True] * 4, [True, True, False, True]]
     n = turn(b, [rules.MOVE_UNKNOWN, rules.MOVE_UNKNOWN])  # up (no neck), up (neck below)
     assert bodies(n) == [[(3, 4)], [(5, 6), (5, 5)]]
+
+
+def test_learn_to_walk_curriculum_is_a_change_of_env_params():
+    """Seed 003's curriculum (health loss 9, then 1) through env.step's traced params: one compile, one vmap.
+
+    Stepping the standard env with params asking for health loss 9 equals the env built with
+    health_loss=9, and a batch of the two settings under one vmap gives 100 - 9 and 100 - 1 health.
+    """
+    standard = jaxgames.make("battlesnake", board_size=7, num_snakes=2, observation="none")
+    walking = jaxgames.make("battlesnake", board_size=7, num_snakes=2, observation="none", health_loss=9)
+    s = standard.init(jax.random.key(0))
+    moves, key = jnp.array([UP, DOWN]), jax.random.key(1)
+    p9 = standard.default_params.replace(rules=standard.default_params.rules.replace(health_loss=9))
+    step = jax.jit(standard.step)
+    ours = step(s, moves, key, p9)
+    theirs = jax.jit(walking.step)(s, moves, key)
+    for u, v in zip(jax.tree.leaves(ours), jax.tree.leaves(theirs)):
+        np.testing.assert_array_equal(np.asarray(u), np.asarray(v))
+    both = jax.tree.map(lambda a, b: jnp.stack([jnp.asarray(a), jnp.asarray(b)]), p9, standard.default_params)
+    out = jax.jit(jax.vmap(standard.step, in_axes=(None, None, None, 0)))(s, moves, key, both)
+    alive = np.asarray(out.board.alive)
+    health = np.asarray(out.board.health)
+    assert alive.all() and health[0].tolist() == [91, 91] and health[1].tolist() == [99, 99]
