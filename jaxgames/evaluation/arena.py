@@ -232,9 +232,15 @@ def _batched_init(env: Env):
     return jax.jit(jax.vmap(env.init, in_axes=(0, None)))
 
 
+def _tiebreak_and_stats(env: Env, states):
+    """The game's tie-break ``[G, N]`` and per-game statistics ``{name: [G, ...]}`` of final states."""
+    return jax.vmap(lambda s: (env.placement_tiebreak(s), env.game_statistics(s)))(states)
+
+
 @functools.lru_cache(maxsize=64)
 def _final_stats(env: Env):
-    return jax.jit(jax.vmap(lambda s: (env.placement_tiebreak(s), env.game_statistics(s))))
+    """`_tiebreak_and_stats` jitted once per game value (the host loop's end)."""
+    return jax.jit(functools.partial(_tiebreak_and_stats, env))
 
 
 def _agent_actions(env, agents, holders, states, seat_of_slot, agent_of_seat, live, key):
@@ -293,7 +299,7 @@ def _compiled_match(env: Env, agents: tuple, lineup: tuple, num_games: int, max_
 
         returns = jnp.zeros((G, N), jnp.float32)
         states, returns, _, _ = jax.lax.while_loop(cond, body, (states, returns, jnp.int32(0), key))
-        tiebreak, stats = jax.vmap(lambda s: (env.placement_tiebreak(s), env.game_statistics(s)))(states)
+        tiebreak, stats = _tiebreak_and_stats(env, states)
         return states.terminated, states.truncated, states.step_count, returns, agent_of_seat, tiebreak, stats
 
     return jax.jit(run)
