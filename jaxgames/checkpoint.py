@@ -1,0 +1,239 @@
+"""Orbax checkpoints of a training run, under the results-folder rules of `jaxgames.experiment`.
+
+A thin wrapper over `orbax.checkpoint.CheckpointManager` (which writes each
+step under a temporary name and renames it when complete, so a kill during a
+save leaves no partial step under a step's name). It adds the rules every
+results folder follows (``shared/STYLE.md``, "Results and checkpoints"):
+
+* the config is saved beside the checkpoints (``config.json``) and a run with
+  other settings is refused (`jaxgames.experiment.ConfigMismatch`), unless
+  ``overwrite=True``, which deletes the old run's steps first;
+* the same lock as the experiments: a second live run on the folder gets
+  `jaxgames.experiment.ResultsDirLocked`;
+* a latest step that cannot be restored (a damaged or partial copy) is moved
+  aside to ``.corrupt/`` with a `CheckpointWarning` and the previous good step
+  is restored instead.
+
+Usage in a learner (the whole pattern; resume is exact if the training step
+depends only on ``state``, which holds the PRNG key)::
+
+    from jaxgames.checkpoint import Checkpointer
+
+    with Checkpointer(directory, config, max_to_keep=3) as ckpt:
+        restored = ckpt.latest(template=init_state)   # None, or (step, state)
+        step, state = restored if restored is not None else (0, init_state)
+        while step < num_steps:
+            state = train_step(state)                    # state: params, opt_state, key, ...
+            step += 1
+            if step % save_every == 0:
+                ckpt.save(step, state)
+
+``state`` may be any pytree of arrays and scalars: Flax params, optax
+states, step counters and typed JAX PRNG keys (``jax.random.key``; orbax
+restores them as typed keys) or raw ``uint32`` keys. Restoring with
+``template`` (a pytree of the same structure, concrete arrays or
+``jax.ShapeDtypeStruct``; e.g. the freshly initialised state) gives back your
+own containers (NamedTuples, ``flax.struct`` dataclasses) and dtypes; without
+it the tree comes back as nested dicts and lists.
+"""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import re
+import shutil
+import time
+import warnings
+from typing import Any, Sequence
+
+import jax
+
+from jaxgames.experiment import NEUTRAL_FIELDS, ResultsDir, ResultsDirError
+
+__all__ = ["Checkpointer", "CheckpointError", "CheckpointWarning"]
+
+CORRUPT_DIR = ".corrupt"
+_STEP_RE = re.compile(r"^\d+$")
+_ORBAX_TMP_RE = re.compile(r"^\d+\.orbax-checkpoint-tmp-\d+$")
+
+
+class CheckpointError(ResultsDirError):
+    """No step of the folder could be restored."""
+
+
+class CheckpointWarning(UserWarning):
+    """A damaged checkpoint step was skipped (and moved aside)."""
+
+
+class _CheckpointDir(ResultsDir):
+    """A results folder whose overwrite also deletes the old run's checkpoint steps."""
+
+    def _clear_previous(self, diffs: list[str]) -> None:
+        for item in self.path.iterdir():
+            if item.is_dir() and (_STEP_RE.match(item.name) or _ORBAX_TMP_RE.match(item.name) or item.name == CORRUPT_DIR):
+                shutil.rmtree(item)
+        super()._clear_previous(diffs)
+
+
+class Checkpointer:
+    """Checkpoints of one run in ``directory``: save a pytree per step, restore the latest good one.
+
+    Args:
+        directory: the run's checkpoint folder (created). Holds
+            ``config.json``, ``.lock`` and one sub-folder per step.
+        config: the run's settings (dataclass, NamedTuple or mapping),
+            compared with the folder's ``config.json``; fields in ``neutral``
+            are not compared.
+        max_to_keep: newest steps kept (older ones are deleted by orbax);
+            None keeps all. At least 2 lets `latest` fall back past a
+            damaged step.
+        overwrite: the folder holds another configuration's run: delete it
+            (steps and files) instead of refusing.
+        neutral: config fields that do not change the run (default
+            `jaxgames.experiment.NEUTRAL_FIELDS`).
+        async_save: return from `save` once the arrays are copied to host and
+            write in a background thread (orbax's default); `close` waits.
+
+    Raises:
+        jaxgames.experiment.ResultsDirLocked: another live process uses the folder.
+        jaxgames.experiment.ConfigMismatch: the folder holds a run of other settings.
+        ValueError: ``max_to_keep`` < 1.
+
+    The lock is held until `close` (or the end of a ``with`` block, or the
+    process's death).
+    """
+
+    def __init__(self, directory: str | os.PathLike, config: Any, *, max_to_keep: int | None = 3,
+                 overwrite: bool = False, neutral: Sequence[str] = NEUTRAL_FIELDS, async_save: bool = True):
+        import orbax.checkpoint as ocp
+
+        if max_to_keep is not None and max_to_keep < 1:
+            raise ValueError(f"max_to_keep must be >= 1 or None; got {max_to_keep}")
+        self._ocp = ocp
+        self._dir = _CheckpointDir(directory, config, overwrite=overwrite, neutral=neutral).open()
+        self.directory = self._dir.path.resolve()
+        try:
+            self._manager = ocp.CheckpointManager(
+                self.directory,
+                options=ocp.CheckpointManagerOptions(
+                    max_to_keep=max_to_keep, create=True, cleanup_tmp_directories=True,
+                    enable_async_checkpointing=async_save,
+                ),
+            )
+        except BaseException:
+            self._dir.close()
+            raise
+
+    # -- lifecycle
+
+    def __enter__(self) -> "Checkpointer":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Waits for a save in flight, closes the manager and releases the lock (idempotent)."""
+        if self._manager is not None:
+            try:
+                self._manager.wait_until_finished()
+                self._manager.close()
+            finally:
+                self._manager = None
+                self._dir.close()
+
+    def _live(self):
+        if self._manager is None:
+            raise CheckpointError(f"the checkpointer of {self.directory} is closed")
+        return self._manager
+
+    # -- saving and restoring
+
+    def steps(self) -> list[int]:
+        """The saved steps, oldest first."""
+        return sorted(self._live().all_steps())
+
+    def save(self, step: int, pytree: Any, *, wait: bool = False) -> None:
+        """Saves ``pytree`` as ``step`` (atomically: under a temporary name, renamed when complete).
+
+        Args:
+            step: a non-negative int, larger than every saved step.
+            pytree: arrays and scalars (typed PRNG keys included).
+            wait: block until it is on disk (else only until it is copied to host).
+
+        Raises:
+            ValueError: ``step`` negative or not above the latest saved step.
+        """
+        manager = self._live()
+        step = int(step)
+        latest = manager.latest_step()
+        if step < 0 or (latest is not None and step <= latest):
+            raise ValueError(f"step must be >= 0 and above the latest saved step {latest}; got {step}")
+        manager.save(step, args=self._ocp.args.StandardSave(pytree), force=True)
+        if wait:
+            manager.wait_until_finished()
+
+    def wait_until_finished(self) -> None:
+        """Blocks until a save in flight is on disk."""
+        self._live().wait_until_finished()
+
+    def restore(self, step: int, template: Any = None) -> Any:
+        """The pytree saved as ``step``; with ``template``, in its structure and dtypes.
+
+        Raises:
+            whatever orbax raises for a missing or damaged step (FileNotFoundError, ValueError, ...).
+        """
+        manager = self._live()
+        manager.wait_until_finished()
+        if template is None:
+            return manager.restore(int(step), args=self._ocp.args.StandardRestore())
+        abstract = jax.tree.map(self._ocp.utils.to_shape_dtype_struct, template)
+        return manager.restore(int(step), args=self._ocp.args.StandardRestore(abstract))
+
+    def latest(self, template: Any = None) -> tuple[int, Any] | None:
+        """``(step, pytree)`` of the newest step that restores, or None if nothing was saved yet.
+
+        Steps newer than it that failed to restore are moved to
+        ``<directory>/.corrupt/<step>-<unix time>`` with a `CheckpointWarning`
+        (so training can save those step numbers again).
+
+        Args:
+            template: as in `restore`.
+
+        Raises:
+            CheckpointError: steps exist but none restores (nothing is moved:
+                a wrong ``template`` must not discard good checkpoints).
+        """
+        manager = self._live()
+        manager.wait_until_finished()
+        failed: list[tuple[int, BaseException]] = []
+        for step in reversed(self.steps()):
+            try:
+                tree = self.restore(step, template)
+            except Exception as err:  # noqa: BLE001 - orbax/tensorstore raise many types for a damaged step
+                failed.append((step, err))
+                continue
+            for bad, err in failed:
+                target = self._quarantine(bad)
+                warnings.warn(f"checkpoint step {bad} in {self.directory} cannot be restored "
+                              f"({type(err).__name__}: {str(err)[:300]}); moved to {target}; resuming from step {step}",
+                              CheckpointWarning, stacklevel=2)
+            if failed:
+                manager.reload()
+            return step, tree
+        if failed:
+            step, err = failed[0]
+            raise CheckpointError(
+                f"no checkpoint in {self.directory} can be restored (steps {[s for s, _ in failed]}; newest error: "
+                f"{type(err).__name__}: {str(err)[:300]}). If the template does not match the saved tree, fix it; "
+                "if the steps are damaged, move them away or pass overwrite=True with another config to start over."
+            ) from err
+        return None
+
+    def _quarantine(self, step: int) -> pathlib.Path:
+        corrupt = self.directory / CORRUPT_DIR
+        corrupt.mkdir(exist_ok=True)
+        target = corrupt / f"{step}-{int(time.time())}"
+        os.replace(self.directory / str(step), target)
+        return target
