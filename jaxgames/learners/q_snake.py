@@ -1,0 +1,1159 @@
+"""AlphaSnake Zero: Q-value self-play for Battlesnake, thousands of snakes learning at once.
+
+Source: seed 003 (Siddiqui et al., "Multiagent Reinforcement Learning in a
+Synchronous Strategy Game"), section 3 (method) and section 4 (network).
+The generation loop (`QSnakeLearner.generation`, one compiled function):
+
+1. **Self-play** (`QSnakeLearner.self_play`): ``B`` games of ``S`` snakes in
+   parallel, every snake driven by the current *best* network (inference
+   mode), each picking a relative action (turn left, straight, turn right)
+   by sampling the power-softmax policy pi_n of its Q-vector (eq. 4; the
+   first move too: a stacked snake faces up). One compiled
+   ``lax.while_loop`` over turns that stops when every game is over (a
+   ``lax.scan`` over ``max_turns`` would keep stepping finished games; the
+   buffers are the same fixed ``[T, B, ...]`` arrays). Per snake and turn it
+   records the chosen action, the Q-vector, whether the snake acted, the
+   transition weight Psi (eq. 8, `transition_weights`), and whether the snake
+   died or won in that step. The rotated 21x21x3 views are not stored: the
+   board of every turn is (about 0.9 kB for 4 snakes on 11x11 against 21 kB
+   for the four views), and the views of the positions drawn for training
+   are recomputed from it, exactly as the env computed them
+   (`jaxgames.games.battlesnake.observe.observe`, ``rotated=True``).
+2. **Targets** (`chain_targets`): the backward recursion of eqs. 5-7 along
+   each snake's chain, from its last state to its first.
+3. **Training** (`QSnakeLearner.train_steps`): ``train_steps`` Optax steps
+   (Adam by default) on minibatches drawn from the sampled positions
+   (`sample_distances`: exponentially growing gaps from the end of each
+   chain), each position mirrored left-right with probability 1/2
+   (`reflect_example`: the view mirrored, turn-left and turn-right swapped).
+   The *candidate* network keeps training from generation to generation
+   (AlphaGo Zero's scheme: the best network only generates data).
+4. **Pit** (`QSnakeLearner.pit`): the candidate against the best in "team"
+   games (the candidate holds half the seats: 2v2 with 4 snakes, fair share
+   1/2) and "solo" games (one seat against ``S - 1``: 1v3, fair share
+   1/S), greedy play on both sides. It replaces the best only if its total
+   wins reach `pit_threshold`: the smallest count that a network winning
+   each format at exactly its fair share reaches with probability below
+   ``pit_alpha`` (1%).
+
+Curriculum ("learn to walk before you run", section 3): health loss
+``walk_health_loss`` (9) per turn for the first ``walk_generations``
+generations, then 1, through the traced `BattlesnakeParams`: one compiled
+generation serves both.
+
+Where the seed is ambiguous, the choices made here:
+
+* **Psi at a death.** Eq. 8's exception ("if a snake made an action and died
+  right after, then the assigned value is simply 0") is read as: the
+  snake's own Psi of that step is 0 and its target is the death value 0
+  whatever the others did (so the head-to-head case, where the others' moves
+  did matter, is ignored, as the seed says). Psi of a living snake is the
+  product over the *other snakes that acted in that step* (alive before it)
+  of their pi_n entries for the actions they took; an eliminated snake
+  contributes no factor.
+* **Chain ends.** A snake that dies in a step gets target 0 for that step's
+  action (a draw, when the last snakes die together, counts as a death: Q
+  is a win rate and a draw is no win). The last snake alive when the game
+  ends gets 1 for its last action. A game cut off at ``max_turns`` gives no
+  information: the survivors' last actions keep the network's own
+  prediction (the recursion starts with ``max Q* - max Q = 0``), and the
+  recursion runs back from there.
+* **Untaken entries.** By default (``targets="vector"``) the training target
+  is the recorded Q-vector with only the taken entry refined (the seed
+  "refine[s] the Q value vector by updating its explored entry"): the
+  other entries are pulled towards the network's own earlier prediction,
+  which keeps them from drifting while they get no evidence.
+  ``targets="taken"`` puts the loss on the taken entry only.
+* **Loss.** The seed names none; squared error on the sigmoid outputs
+  (``loss="mse"``), or binary cross-entropy (``loss="bce"``).
+* **Sampler.** "An exponentially growing gap between samples counting from
+  the last move": positions at distances 0, 1, 3, 7, 15, ... from each
+  chain's last step (gaps 1, 2, 4, 8, ... for ``gap_growth = 2``);
+  ``sampler="all"`` keeps every position.
+* **Pit.** Greedy play (argmax Q) on both sides, as the shipped agent plays.
+  A team wins when one of its snakes outlasts every snake of the other team
+  (eliminated on a later turn, or alive at the end); games where the last
+  snakes of both sides fall together or survive the turn limit count as no
+  win for the candidate. Team games stop once one team is out.
+
+The ``[T, B, S]`` record layout: ``T = max_turns`` turns, ``B = num_games``
+games, ``S = num_snakes`` snakes. Entry points: `QSnakeConfig` (static
+settings), `QSnakeLearner` (the compiled pieces), `train` (the generation
+loop with checkpoints and a wall-clock budget).
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import functools
+import json
+import math
+import os
+import time
+from typing import Any, Callable, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+from flax import struct
+
+from jaxgames.games.battlesnake import observe, rules
+from jaxgames.games.battlesnake.env import Battlesnake, BattlesnakeParams, BattlesnakeState
+from jaxgames.games.battlesnake.rules import Board
+from jaxgames.networks.q_snake import SEED_FEATURES, QSnakeNet, init_variables, validate_features
+
+Q_FLOOR = 1e-7
+"""Q-values are clipped to ``[Q_FLOOR, 1]`` before the logarithm of the power-softmax (a sigmoid can round to 0)."""
+
+TRACES: collections.Counter = collections.Counter()
+"""How many times each compiled piece was traced (name -> count): tests check that a curriculum or a resume does not retrace."""
+
+SAMPLERS = ("exponential", "all")
+LOSSES = ("mse", "bce")
+TARGETS = ("vector", "taken")
+OPTIMIZERS = ("adam", "sgd")
+
+# Death causes reported per generation (codes of `rules.ELIMINATION_CAUSES`).
+DEATH_CAUSES = {
+    "starvation": rules.OUT_OF_HEALTH,
+    "wall": rules.WALL_COLLISION,
+    "self": rules.SELF_COLLISION,
+    "body": rules.COLLISION,
+    "head": rules.HEAD_COLLISION,
+    "hazard": rules.HAZARD,
+}
+"""Metric name -> elimination cause. ``self`` and ``body`` are the seed's "body" deaths (own body, another's)."""
+
+
+# ----------------------------------------------------------------------------- settings
+def _pos_int(name, v, lo=1):
+    if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < lo:
+        raise ValueError(f"{name} must be an int >= {lo}; got {v!r}")
+
+
+def _pos_float(name, v):
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0:
+        raise ValueError(f"{name} must be a finite number > 0; got {v!r}")
+
+
+@dataclasses.dataclass(frozen=True)
+class QSnakeConfig:
+    """Every setting of the learner (static: a config value compiles its own functions once).
+
+    Attributes:
+        board_size: board width = height (the views are ``2 board_size - 1`` wide).
+        num_snakes: snakes per game, ``S`` (even, >= 2: the team pit gives
+            each side half the seats).
+        max_turns: self-play turn limit, ``T`` (a longer game is truncated).
+        features: filters of the conv stack (`jaxgames.networks.q_snake`);
+            the seed's ``(32, 32, 64, 64, 128, 128)`` by default.
+        num_games: self-play games per generation, ``B``.
+        power: n of the power-softmax pi_n(v) = v^n / sum_j v_j^n (eq. 4), > 0.
+        walk_generations: generations played with ``walk_health_loss`` (the
+            "learn to walk" curriculum), then health loss 1.
+        walk_health_loss: 3, 9 (the seed's), 11, 33 or 99 (a factor of 99).
+        sampler: ``"exponential"`` (the seed's gaps) or ``"all"`` positions.
+        gap_growth: ratio of successive gaps of the exponential sampler, > 1.
+        targets: ``"vector"`` or ``"taken"`` (module docstring).
+        loss: ``"mse"`` or ``"bce"``.
+        optimizer: ``"adam"`` (default) or ``"sgd"`` (Optax).
+        learning_rate: the optimiser's step size.
+        batch_size: training minibatch (positions).
+        train_steps: optimiser steps per generation.
+        reflect: mirror each training position with probability 1/2.
+        pit_team_games: candidate-versus-best games with half the seats each (2v2).
+        pit_solo_games: games of one candidate against ``S - 1`` best (1v3).
+        pit_max_turns: turn limit of pit and evaluation games.
+        pit_alpha: the chance a network at its fair share passes the pit, in (0, 1).
+        eval_every: every this many generations the best network plays
+            ``eval_games`` games of each format against the reference network
+            (0: never).
+        eval_games: games per format of that evaluation.
+        reference_generation: the fixed earlier generation evaluated against
+            (0: the initial network).
+    """
+
+    board_size: int = 11
+    num_snakes: int = 4
+    max_turns: int = 300
+    features: tuple[int, ...] = SEED_FEATURES
+    num_games: int = 256
+    power: float = 4.0
+    walk_generations: int = 5
+    walk_health_loss: int = 9
+    sampler: str = "exponential"
+    gap_growth: float = 2.0
+    targets: str = "vector"
+    loss: str = "mse"
+    optimizer: str = "adam"
+    learning_rate: float = 1e-3
+    batch_size: int = 256
+    train_steps: int = 200
+    reflect: bool = True
+    pit_team_games: int = 64
+    pit_solo_games: int = 64
+    pit_max_turns: int = 300
+    pit_alpha: float = 0.01
+    eval_every: int = 5
+    eval_games: int = 64
+    reference_generation: int = 0
+
+    def __post_init__(self):
+        rules.validate_size(self.board_size, self.num_snakes)
+        if self.num_snakes < 2 or self.num_snakes % 2:
+            raise ValueError(f"num_snakes must be even and >= 2 (the pit's team games split the seats); got {self.num_snakes}")
+        object.__setattr__(self, "features", validate_features(self.features))
+        for name in ("max_turns", "num_games", "batch_size", "train_steps", "pit_max_turns", "eval_games"):
+            _pos_int(name, getattr(self, name))
+        for name in ("walk_generations", "pit_team_games", "pit_solo_games", "reference_generation", "eval_every"):
+            _pos_int(name, getattr(self, name), lo=0)
+        if self.pit_team_games + self.pit_solo_games < 1:
+            raise ValueError("the pit needs games: pit_team_games + pit_solo_games must be >= 1; got 0")
+        _pos_float("power", self.power)
+        _pos_float("learning_rate", self.learning_rate)
+        if self.walk_health_loss not in rules.HEALTH_LOSS_CHOICES or isinstance(self.walk_health_loss, bool):
+            raise ValueError(f"walk_health_loss must be one of {rules.HEALTH_LOSS_CHOICES}; got {self.walk_health_loss!r}")
+        for name, value, choices in (
+            ("sampler", self.sampler, SAMPLERS),
+            ("loss", self.loss, LOSSES),
+            ("targets", self.targets, TARGETS),
+            ("optimizer", self.optimizer, OPTIMIZERS),
+        ):
+            if value not in choices:
+                raise ValueError(f"{name} must be one of {choices}; got {value!r}")
+        if isinstance(self.gap_growth, bool) or not isinstance(self.gap_growth, (int, float)) or not self.gap_growth > 1:
+            raise ValueError(f"gap_growth must be a number > 1; got {self.gap_growth!r}")
+        if not isinstance(self.reflect, bool):
+            raise TypeError(f"reflect must be a bool; got {self.reflect!r}")
+        if not (isinstance(self.pit_alpha, float) and 0.0 < self.pit_alpha < 1.0):
+            raise ValueError(f"pit_alpha must be a float in (0, 1); got {self.pit_alpha!r}")
+        pit_threshold(self.pit_team_games, self.pit_solo_games, self.num_snakes, self.pit_alpha)  # raises if unreachable
+
+    @property
+    def view_shape(self) -> tuple[int, int, int]:
+        """``(2H-1, 2W-1, 3)``: the network's input."""
+        v = 2 * self.board_size - 1
+        return (v, v, 3)
+
+    def shape_settings(self) -> dict:
+        """The settings that fix the shapes of a checkpoint (board, snakes, network)."""
+        return {"board_size": self.board_size, "num_snakes": self.num_snakes, "features": list(self.features)}
+
+    def to_json(self) -> dict:
+        return {k: (list(v) if isinstance(v, tuple) else v) for k, v in dataclasses.asdict(self).items()}
+
+    @classmethod
+    def from_json(cls, d: dict) -> "QSnakeConfig":
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(d) - known)
+        if unknown:
+            raise ValueError(f"unknown QSnakeConfig settings {unknown}")
+        d = dict(d)
+        if "features" in d:
+            d["features"] = tuple(d["features"])
+        return cls(**d)
+
+
+# ----------------------------------------------------------------------------- the seed's formulas
+def log_power_softmax(q: jax.Array, power) -> jax.Array:
+    """log pi_n(v) of the power-softmax pi_n(v)_i = v_i^n / sum_j v_j^n (seed 003, eq. 4), computed stably.
+
+    In log space, ``n log v - logsumexp(n log v)``, with ``v`` clipped to
+    ``[Q_FLOOR, 1]`` so that a Q-value that rounds to 0 gets a tiny positive
+    probability instead of a NaN.
+
+    Args:
+        q: float32 ``[..., A]``, Q-values in ``[0, 1]``.
+        power: n > 0 (float, may be traced; checked at the Python boundary by `QSnakeConfig`).
+
+    Returns:
+        float32 ``[..., A]``: log-probabilities.
+    """
+    z = power * jnp.log(jnp.clip(q, Q_FLOOR, 1.0))
+    return z - jax.nn.logsumexp(z, axis=-1, keepdims=True)
+
+
+def power_softmax(q: jax.Array, power) -> jax.Array:
+    """pi_n(v) (eq. 4), float32 ``[..., A]``; see `log_power_softmax`.
+
+    Raises:
+        ValueError: a concrete ``power <= 0`` (pi_n would favour the worst actions or be uniform).
+    """
+    if not isinstance(power, jax.core.Tracer) and not float(np.asarray(power)) > 0:
+        raise ValueError(f"the power n of pi_n must be > 0; got {power!r}")
+    return jnp.exp(log_power_softmax(q, power))
+
+
+def transition_weights(logp_taken: jax.Array, acting: jax.Array, died: jax.Array) -> jax.Array:
+    """Psi of each snake's step (seed 003, eq. 8): the product of the other acting snakes' policy entries.
+
+    Psi_i = prod_{j != i, j acted} pi_n(Q_j)[a_j]; 0 for a snake that died in
+    the step (the seed's exception) and for one that did not act.
+
+    Args:
+        logp_taken: float32 ``[S]``: log pi_n(Q_j)[a_j] of each snake's taken action.
+        acting: bool ``[S]``: the snake was alive (and the game on) before the step.
+        died: bool ``[S]``: the snake was eliminated by the step.
+
+    Returns:
+        float32 ``[S]``.
+    """
+    S = logp_taken.shape[-1]
+    others = acting[None, :] & ~jnp.eye(S, dtype=bool)  # [i, j]: j counts for i
+    log_psi = jnp.sum(jnp.where(others, logp_taken[None, :], 0.0), axis=-1)
+    return jnp.where(acting & ~died, jnp.exp(log_psi), 0.0).astype(jnp.float32)
+
+
+def chain_targets(
+    q: jax.Array, action: jax.Array, psi: jax.Array, acting: jax.Array, died: jax.Array, won: jax.Array
+) -> tuple[jax.Array, jax.Array]:
+    """Targets of one snake's chain by the backward recursion of seed 003, eqs. 5-7.
+
+    From the chain's last step to its first:
+
+        Q*(s_t, a_t) = min(max(Psi_t [max_a Q*(s_{t+1}, a) - max_a Q(s_{t+1}, a)] + Q(s_t, a_t), 0), 1)   (eq. 7)
+
+    where the refined vector Q*(s_{t+1}, .) is Q(s_{t+1}, .) with its taken
+    entry replaced by Q*(s_{t+1}, a_{t+1}). Chain ends (module docstring):
+    ``died`` -> 0, ``won`` -> 1, a truncated chain's last step starts from
+    ``max Q* - max Q = 0`` (no change). Steps where the snake did not act
+    are skipped (their target is their own Q and they pass nothing back).
+
+    Args:
+        q: float32 ``[T, 3]``: the Q-vector the snake computed at each turn.
+        action: int ``[T]``: the relative action taken.
+        psi: float32 ``[T]``: `transition_weights` of each step.
+        acting: bool ``[T]``: the snake acted at that turn (a prefix of the turns).
+        died, won: bool ``[T]``: the step eliminated the snake / left it the last one alive.
+
+    Returns:
+        ``(taken, vector)``: float32 ``[T]``, Q*(s_t, a_t), and ``[T, 3]``,
+        the refined vectors (0 rows where the snake did not act).
+    """
+
+    def back(delta_next, x):
+        q_t, a_t, psi_t, acting_t, died_t, won_t = x
+        onehot = jnp.arange(q_t.shape[-1]) == a_t
+        q_taken = jnp.sum(jnp.where(onehot, q_t, 0.0))
+        star = jnp.clip(psi_t * delta_next + q_taken, 0.0, 1.0)
+        star = jnp.where(died_t, 0.0, jnp.where(won_t, 1.0, star))
+        refined = jnp.where(onehot, star, q_t)
+        delta = jnp.where(acting_t, jnp.max(refined) - jnp.max(q_t), 0.0)
+        return delta, (jnp.where(acting_t, star, 0.0), jnp.where(acting_t, refined, 0.0))
+
+    xs = (q.astype(jnp.float32), action.astype(jnp.int32), psi.astype(jnp.float32), acting, died, won)
+    _, (taken, vector) = jax.lax.scan(back, jnp.float32(0.0), xs, reverse=True)
+    return taken, vector
+
+
+def sample_distances(num_turns: int, sampler: str = "exponential", gap_growth: float = 2.0) -> np.ndarray:
+    """int32 ``[K]``: distances from a chain's last step of the positions used for training.
+
+    ``"exponential"`` (seed 003, section 3): 0, then gaps 1, g, g^2, ...
+    (rounded up): 0, 1, 3, 7, 15, ... for ``g = 2``; ``"all"``: 0 .. T-1.
+    Distances beyond a chain's length are dropped for that chain.
+    """
+    if sampler == "all":
+        return np.arange(num_turns, dtype=np.int32)
+    out, d, gap = [0], 0, 1.0
+    while True:
+        d += int(math.ceil(gap - 1e-9))
+        if d >= num_turns:
+            break
+        out.append(d)
+        gap *= gap_growth
+    return np.asarray(out, np.int32)
+
+
+def reflect_example(view: jax.Array, target: jax.Array, mask: jax.Array, flip: jax.Array):
+    """The mirrored training example where ``flip``: view mirrored left-right, turn left and turn right swapped.
+
+    Mirroring the board swaps the snake's left and right and keeps
+    straight (`observe.reflect`, `observe.reflect_relative`), so Q(mirrored
+    view) = Q(view) reversed.
+
+    Args:
+        view: float32 ``[V, V, 3]`` (rotated view).
+        target, mask: float32 ``[3]`` (relative actions).
+        flip: bool ``[]``.
+    """
+    return (
+        jnp.where(flip, observe.reflect(view), view),
+        jnp.where(flip, target[::-1], target),
+        jnp.where(flip, mask[::-1], mask),
+    )
+
+
+def _tail_at_least(pmf: np.ndarray) -> np.ndarray:
+    """``tail[k] = P(X >= k)`` for k = 0..n+1 from a pmf over 0..n (summed from the top, exactly in float64)."""
+    return np.concatenate([np.cumsum(pmf[::-1])[::-1], [0.0]])
+
+
+def pit_win_pmf(team_games: int, solo_games: int, num_snakes: int = 4) -> np.ndarray:
+    """float64 ``[n + 1]``: pmf of the total wins of a network at exactly its fair share in every pit game.
+
+    Team games are Bernoulli(1/2), solo games Bernoulli(1/num_snakes); the
+    total is the convolution of the two binomial pmfs (scipy's ``binom.pmf``).
+    """
+    from scipy.stats import binom
+
+    team = binom.pmf(np.arange(team_games + 1), team_games, 0.5)
+    solo = binom.pmf(np.arange(solo_games + 1), solo_games, 1.0 / num_snakes)
+    return np.convolve(team, solo)
+
+
+def pit_threshold(team_games: int, solo_games: int, num_snakes: int = 4, alpha: float = 0.01) -> int:
+    """The fewest total pit wins that a candidate must reach to replace the best network.
+
+    The smallest ``k`` with P(X >= k) < ``alpha`` where X, the total wins of
+    a network whose win rate is exactly its fair share (1/2 in team games,
+    1/num_snakes in solo games), is a sum of two independent binomials
+    (`pit_win_pmf`). A network at or below its fair share passes with
+    probability below ``alpha`` (the tail grows with the win rates), as seed
+    003, section 3, asks: "a worse network ... has a negligible chance of
+    surpassing it".
+
+    Raises:
+        ValueError: if even winning every game is not rare enough at the fair
+            share (too few pit games for ``alpha``), naming the counts.
+    """
+    tail = _tail_at_least(pit_win_pmf(team_games, solo_games, num_snakes))
+    ok = np.flatnonzero(tail < alpha)
+    k = int(ok[0])
+    if k > team_games + solo_games:
+        raise ValueError(
+            f"pit_team_games={team_games}, pit_solo_games={solo_games}: a network at its fair share wins all "
+            f"{team_games + solo_games} games with probability {tail[-2]:.3g} >= pit_alpha={alpha}; play more pit games"
+        )
+    return k
+
+
+# ----------------------------------------------------------------------------- records
+class SelfPlayRecord(NamedTuple):
+    """The self-play games of one generation; turn-major ``[T, B, ...]``.
+
+    Attributes:
+        boards: `rules.Board` with leaves ``[T, B, ...]``: the board before each turn
+            (the rotated views are `observe.observe(board, rotated=True)` of it).
+        action: int8 ``[T, B, S]``: the relative action taken (0 left, 1 straight, 2 right).
+        q: float32 ``[T, B, S, 3]``: the Q-vector computed.
+        acting: bool ``[T, B, S]``: the snake was alive and the game on before the turn.
+        psi: float32 ``[T, B, S]``: `transition_weights`.
+        died, won: bool ``[T, B, S]``: the turn eliminated the snake / left it the winner.
+        final: `BattlesnakeState` ``[B]``: the final states.
+        turns: int32 ``[]``: loop iterations run (the longest game).
+    """
+
+    boards: Board
+    action: jax.Array
+    q: jax.Array
+    acting: jax.Array
+    psi: jax.Array
+    died: jax.Array
+    won: jax.Array
+    final: BattlesnakeState
+    turns: jax.Array
+
+
+@struct.dataclass
+class LearnerState:
+    """Everything the generation loop needs to go on: the checkpoint's content.
+
+    Attributes:
+        params, batch_stats: the candidate network (trained every generation).
+        opt_state: the optimiser's state of the candidate.
+        best_params, best_batch_stats: the best network (plays self-play).
+        reference_params, reference_batch_stats: the fixed earlier generation evaluated against.
+        generation: int32 ``[]``: generations completed.
+        rng: uint32 ``[2]``: the key data of the loop's PRNG key (``jax.random.key_data``).
+    """
+
+    params: Any
+    batch_stats: Any
+    opt_state: Any
+    best_params: Any
+    best_batch_stats: Any
+    reference_params: Any
+    reference_batch_stats: Any
+    generation: jax.Array
+    rng: jax.Array
+
+    @property
+    def candidate(self) -> dict:
+        return {"params": self.params, "batch_stats": self.batch_stats}
+
+    @property
+    def best(self) -> dict:
+        return {"params": self.best_params, "batch_stats": self.best_batch_stats}
+
+    @property
+    def reference(self) -> dict:
+        return {"params": self.reference_params, "batch_stats": self.reference_batch_stats}
+
+
+# ----------------------------------------------------------------------------- statistics
+def game_metrics(final: Board, seats: jax.Array) -> dict:
+    """Sums over games of the seed's per-game figures (4-10) for the snakes in ``seats``.
+
+    Args:
+        final: `rules.Board` ``[G]``: final boards.
+        seats: bool ``[G, S]``: the snakes counted.
+
+    Returns:
+        float32 sums: ``deaths_<cause>`` for each of `DEATH_CAUSES`, ``deaths``
+        (all causes), ``food`` (segments grown: length - 3), ``heads_hunted``
+        (head-to-head eliminations of other snakes that the counted snake
+        survived), ``collisions`` (deaths by running into something deadly:
+        a wall, its own body or another's; head-to-head losses are counted
+        apart), ``snakes`` and ``game_turns`` (sum of the games' lengths).
+    """
+    cause = final.eliminated_cause
+    turn_out = final.eliminated_on_turn
+    alive = cause == rules.NOT_ELIMINATED
+    out = {}
+    for name, code in DEATH_CAUSES.items():
+        out[f"deaths_{name}"] = jnp.sum((cause == code) & seats)
+    out["deaths"] = jnp.sum(~alive & seats)
+    out["collisions"] = out["deaths_wall"] + out["deaths_self"] + out["deaths_body"]
+    out["food"] = jnp.sum(jnp.where(seats, final.length - rules.SNAKE_START_SIZE, 0))
+    by = jnp.clip(final.eliminated_by, 0, final.num_snakes - 1)
+    hunter_alive = jnp.take_along_axis(alive, by, axis=1)
+    hunter_out = jnp.take_along_axis(turn_out, by, axis=1)
+    hunted = (cause == rules.HEAD_COLLISION) & (final.eliminated_by >= 0) & (hunter_alive | (hunter_out > turn_out))
+    hunter_counted = jnp.take_along_axis(seats, by, axis=1)
+    out["heads_hunted"] = jnp.sum(hunted & hunter_counted)
+    out["snakes"] = jnp.sum(seats)
+    out["game_turns"] = jnp.sum(final.turn)
+    return {k: v.astype(jnp.float32) for k, v in out.items()}
+
+
+def _survival(final: Board) -> jax.Array:
+    """int32 ``[G, S]``: the turn each snake was eliminated on, ``turn + 1`` for snakes alive at the end."""
+    return jnp.where(final.alive, final.turn[:, None] + 1, final.eliminated_on_turn)
+
+
+def _seating(num_games: int, num_snakes: int, seats_a: int) -> tuple[np.ndarray, np.ndarray]:
+    """Static seat lists ``([G, seats_a], [G, S - seats_a])`` int32: side A's seats rotate over the games."""
+    g = np.arange(num_games)[:, None]
+    order = (g + np.arange(num_snakes)[None, :]) % num_snakes
+    return order[:, :seats_a].astype(np.int32), order[:, seats_a:].astype(np.int32)
+
+
+# ----------------------------------------------------------------------------- memory
+def _available_bytes() -> tuple[int, str]:
+    """Bytes the default device can hold: the accelerator's limit, or the host's available memory."""
+    dev = jax.devices()[0]
+    if dev.platform != "cpu":
+        stats = dev.memory_stats() or {}
+        limit = stats.get("bytes_limit")
+        if limit:
+            return int(limit) - int(stats.get("bytes_in_use", 0)), f"{dev.platform} memory"
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024, "available host memory"
+    except OSError:
+        pass
+    return int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")), "host memory"
+
+
+def memory_estimate(config: QSnakeConfig) -> dict:
+    """Bytes of the largest arrays of a generation, per setting that scales them (an estimate, within ~2x).
+
+    Returns:
+        ``{"num_games": ..., "batch_size": ..., "pit_games": ...}``: the self-play
+        record plus its network activations, the training step's activations
+        (kept for the gradient), the pit's activations.
+    """
+    S, C = config.num_snakes, config.board_size**2
+    v = config.view_shape
+    cells = v[0] * v[1]
+    widest = max(max(config.features), 3)
+    board = S * C * np.dtype(np.int8 if C + 2 <= 127 else np.int16).itemsize + 2 * C + S * 24 + 4
+    per_turn = board + S * (1 + 12 + 1 + 4 + 1 + 1)
+    record = config.max_turns * config.num_games * per_turn
+    # a forward pass keeps a few maps of the widest layer alive, plus the views of every snake
+    infer = lambda n: n * cells * (3 * widest + 3 * 2) * 4  # noqa: E731
+    train = config.batch_size * cells * (3 + 4 * sum(config.features)) * 4 * 2  # activations and their cotangents
+    pit = max(config.pit_team_games, config.pit_solo_games, config.eval_games)
+    return {
+        "num_games": int(record + infer(config.num_games * S)),
+        "batch_size": int(train),
+        "pit_games": int(infer(pit * S)),
+    }
+
+
+def check_memory(config: QSnakeConfig, fraction: float = 0.8) -> None:
+    """Raises ``ValueError`` naming the setting when a generation would not fit in ``fraction`` of memory.
+
+    Checked at the Python boundary, before anything is compiled or written.
+    """
+    need = memory_estimate(config)
+    avail, where = _available_bytes()
+    total = sum(need.values())
+    if total > fraction * avail:
+        worst = max(need, key=need.get)
+        value = {"num_games": config.num_games, "batch_size": config.batch_size,
+                 "pit_games": max(config.pit_team_games, config.pit_solo_games, config.eval_games)}[worst]
+        raise ValueError(
+            f"{worst}={value} does not fit in memory: a generation needs about {total / 2**30:.1f} GiB "
+            f"({worst}: {need[worst] / 2**30:.1f} GiB) and the {where} is {avail / 2**30:.1f} GiB; lower {worst}"
+            + (" or max_turns" if worst == "num_games" else "")
+        )
+
+
+def _reraise_oom(err: Exception, config: QSnakeConfig):
+    if "RESOURCE_EXHAUSTED" in str(err) or "Out of memory" in str(err):
+        raise MemoryError(
+            f"out of memory with num_games={config.num_games}, batch_size={config.batch_size}, "
+            f"max_turns={config.max_turns}: lower them ({str(err).splitlines()[0][:200]})"
+        ) from err
+    raise err
+
+
+# ----------------------------------------------------------------------------- the learner
+class QSnakeLearner:
+    """The compiled pieces of AlphaSnake Zero for one `QSnakeConfig` (module docstring).
+
+    Every method that runs games or training is jitted once per config (the
+    config is the cache key: two learners of equal configs share compiled
+    functions) and takes the game's numeric settings as traced
+    `BattlesnakeParams`.
+
+    Attributes:
+        config: the settings.
+        env: the self-play `Battlesnake` (rotated egocentric observations).
+        pit_env: the same game with ``pit_max_turns``.
+        net: the `QSnakeNet`.
+        tx: the Optax optimiser.
+        threshold: `pit_threshold` of the config's pit.
+    """
+
+    def __init__(self, config: QSnakeConfig):
+        if not isinstance(config, QSnakeConfig):
+            raise TypeError(f"config must be a QSnakeConfig; got {type(config).__name__}")
+        self.config = config
+        c = config
+        self.env = Battlesnake(board_size=c.board_size, num_snakes=c.num_snakes, max_turns=c.max_turns, observation="rotated")
+        self.pit_env = Battlesnake(board_size=c.board_size, num_snakes=c.num_snakes, max_turns=c.pit_max_turns, observation="rotated")
+        self.net = QSnakeNet(features=c.features)
+        opt = {"adam": optax.adam, "sgd": optax.sgd}[c.optimizer]
+        self.tx = opt(c.learning_rate)
+        self.threshold = pit_threshold(c.pit_team_games, c.pit_solo_games, c.num_snakes, c.pit_alpha)
+        self.distances = sample_distances(c.max_turns, c.sampler, c.gap_growth)
+        jitted = _jitted(config)
+        self.self_play = functools.partial(jitted["self_play"], self)
+        self.train_steps = functools.partial(jitted["train_steps"], self)
+        self.versus = functools.partial(jitted["versus"], self)
+        self.generation = functools.partial(jitted["generation"], self)
+        self.evaluate = functools.partial(jitted["evaluate"], self)
+
+    # learners of one config are interchangeable (jit caches on them as static arguments)
+    def __hash__(self):
+        return hash(self.config)
+
+    def __eq__(self, other):
+        return isinstance(other, QSnakeLearner) and other.config == self.config
+
+    # ------------------------------------------------------------ params and state
+    def params_for(self, health_loss) -> BattlesnakeParams:
+        """The game's `BattlesnakeParams` with ``health_loss`` (may be traced) per turn."""
+        p = self.env.default_params
+        return p.replace(rules=p.rules.replace(health_loss=jnp.asarray(health_loss, jnp.int32)))
+
+    def health_loss(self, generation) -> jax.Array:
+        """int32: the curriculum's health loss in ``generation`` (``walk_health_loss`` for the first ``walk_generations``)."""
+        return jnp.where(jnp.asarray(generation) < self.config.walk_generations, self.config.walk_health_loss, 1).astype(jnp.int32)
+
+    def init(self, key: jax.Array) -> LearnerState:
+        """A fresh `LearnerState`: one random network as candidate, best and reference; generation 0."""
+        key, net_key = jax.random.split(key)
+        variables = init_variables(self.net, net_key, self.config.view_shape)
+        return LearnerState(
+            params=variables["params"],
+            batch_stats=variables["batch_stats"],
+            opt_state=self.tx.init(variables["params"]),
+            best_params=variables["params"],
+            best_batch_stats=variables["batch_stats"],
+            reference_params=variables["params"],
+            reference_batch_stats=variables["batch_stats"],
+            generation=jnp.int32(0),
+            rng=jax.random.key_data(key),
+        )
+
+    def q_values(self, variables: dict, views: jax.Array) -> jax.Array:
+        """float32 ``[..., 3]``: the network's Q-values in inference mode."""
+        return self.net.apply(variables, views, train=False)
+
+    # ------------------------------------------------------------ pieces (traced)
+    def _self_play(self, variables: dict, params: BattlesnakeParams, key: jax.Array) -> SelfPlayRecord:
+        TRACES["self_play"] += 1
+        c, env = self.config, self.env
+        B, S, T = c.num_games, c.num_snakes, c.max_turns
+        key, init_key = jax.random.split(key)
+        states = jax.vmap(env.init, in_axes=(0, None))(jax.random.split(init_key, B), params)
+        boards0 = jax.tree.map(lambda x: jnp.zeros((T,) + x.shape, x.dtype), states.board)
+        buf = (
+            boards0,
+            jnp.zeros((T, B, S), jnp.int8),
+            jnp.zeros((T, B, S, 3), jnp.float32),
+            jnp.zeros((T, B, S), bool),
+            jnp.zeros((T, B, S), jnp.float32),
+            jnp.zeros((T, B, S), bool),
+            jnp.zeros((T, B, S), bool),
+        )
+        def cond(carry):
+            states, t, _, _ = carry
+            return (t < T) & ~jnp.all(states.terminated | states.truncated)
+
+        def body(carry):
+            states, t, key, buf = carry
+            key, act_key, step_key = jax.random.split(key, 3)
+            board = states.board
+            done = states.terminated | states.truncated
+            acting = board.alive & ~done[:, None]
+            q = self.q_values(variables, states.observation)  # [B, S, 3]
+            logpi = log_power_softmax(q, c.power)
+            rel = jax.random.categorical(act_key, logpi).astype(jnp.int32)  # [B, S]
+            facing = jax.vmap(rules.facing)(board)
+            moves = observe.relative_to_absolute(rel, facing)
+            nxt = jax.vmap(env.step, in_axes=(0, 0, 0, None))(states, moves, jax.random.split(step_key, B), params)
+            died = acting & ~nxt.board.alive
+            won = acting & nxt.board.alive & nxt.terminated[:, None]
+            logp_taken = jnp.take_along_axis(logpi, rel[..., None], axis=-1)[..., 0]
+            psi = jax.vmap(transition_weights)(logp_taken, acting, died)
+            new = (board, rel.astype(jnp.int8), q, acting, psi, died, won)
+            buf = jax.tree.map(lambda b, x: jax.lax.dynamic_update_index_in_dim(b, x, t, 0), buf, new)
+            return nxt, t + 1, key, buf
+
+        states, turns, _, buf = jax.lax.while_loop(cond, body, (states, jnp.int32(0), key, buf))
+        boards, action, q, acting, psi, died, won = buf
+        return SelfPlayRecord(boards, action, q, acting, psi, died, won, states, turns)
+
+    def _targets(self, rec: SelfPlayRecord):
+        """``(taken [T, B, S], vector [T, B, S, 3])`` by `chain_targets` over every chain."""
+        over_snakes = jax.vmap(chain_targets, in_axes=(1, 1, 1, 1, 1, 1), out_axes=(1, 1))
+        over_games = jax.vmap(over_snakes, in_axes=(1, 1, 1, 1, 1, 1), out_axes=(1, 1))
+        return over_games(rec.q, rec.action, rec.psi, rec.acting, rec.died, rec.won)
+
+    def _dataset(self, rec: SelfPlayRecord, vector: jax.Array):
+        """The sampled positions: ``(t, b, s)`` int32 ``[N]`` each, valid bool ``[N]``, the count."""
+        c = self.config
+        B, S = c.num_games, c.num_snakes
+        last = jnp.sum(rec.acting, axis=0) - 1  # [B, S]: each chain's last step (chains start at turn 0)
+        d = jnp.asarray(self.distances)
+        t = last[:, :, None] - d[None, None, :]  # [B, S, K]
+        valid = t >= 0
+        b = jnp.broadcast_to(jnp.arange(B)[:, None, None], t.shape)
+        s = jnp.broadcast_to(jnp.arange(S)[None, :, None], t.shape)
+        t, b, s, valid = (x.reshape(-1) for x in (jnp.maximum(t, 0), b, s, valid))
+        order = jnp.argsort(~valid, stable=True)  # valid positions first
+        return t[order], b[order], s[order], jnp.sum(valid)
+
+    def _example(self, rec: SelfPlayRecord, vector, t, b, s):
+        """One training example: the rotated view of snake ``s`` at turn ``t`` of game ``b``, target, loss mask."""
+        board = jax.tree.map(lambda x: x[t, b], rec.boards)
+        view = observe.observe(board, rotated=True)[s]
+        target = vector[t, b, s]
+        if self.config.targets == "vector":
+            mask = jnp.ones((3,), jnp.float32)
+        else:
+            mask = (jnp.arange(3) == rec.action[t, b, s]).astype(jnp.float32)
+        return view, target, mask
+
+    def _loss(self, params, batch_stats, views, target, mask):
+        q, updates = self.net.apply(
+            {"params": params, "batch_stats": batch_stats}, views, train=True, mutable=["batch_stats"]
+        )
+        if self.config.loss == "mse":
+            err = (q - target) ** 2
+        else:
+            qc = jnp.clip(q, Q_FLOOR, 1.0 - Q_FLOOR)
+            err = -(target * jnp.log(qc) + (1.0 - target) * jnp.log(1.0 - qc))
+        loss = jnp.sum(err * mask) / jnp.maximum(jnp.sum(mask), 1.0)
+        return loss, updates["batch_stats"]
+
+    def _train_steps(self, state: LearnerState, rec: SelfPlayRecord, vector: jax.Array, key: jax.Array):
+        """``train_steps`` Optax steps of the candidate on minibatches of the sampled positions."""
+        c = self.config
+        t_idx, b_idx, s_idx, count = self._dataset(rec, vector)
+        grad_fn = jax.value_and_grad(self._loss, has_aux=True)
+
+        def step(carry, k):
+            params, batch_stats, opt_state = carry
+            pick_key, flip_key = jax.random.split(k)
+            i = jax.random.randint(pick_key, (c.batch_size,), 0, jnp.maximum(count, 1))
+            views, target, mask = jax.vmap(functools.partial(self._example, rec, vector))(t_idx[i], b_idx[i], s_idx[i])
+            if c.reflect:
+                flip = jax.random.bernoulli(flip_key, 0.5, (c.batch_size,))
+                views, target, mask = jax.vmap(reflect_example)(views, target, mask, flip)
+            (loss, batch_stats), grads = grad_fn(params, batch_stats, views, target, mask)
+            updates, opt_state = self.tx.update(grads, opt_state, params)
+            params = optax.apply_updates(params, updates)
+            return (params, batch_stats, opt_state), loss
+
+        keys = jax.random.split(key, c.train_steps)
+        (params, batch_stats, opt_state), losses = jax.lax.scan(step, (state.params, state.batch_stats, state.opt_state), keys)
+        return state.replace(params=params, batch_stats=batch_stats, opt_state=opt_state), losses, count
+
+    def _versus(self, vars_a: dict, vars_b: dict, key: jax.Array, num_games: int, seats_a: int, params):
+        """Greedy games of network A (``seats_a`` seats, rotated) against B; stops a game once one side is out.
+
+        Returns:
+            ``(a_wins bool [G], final boards [G], seat mask of A bool [G, S])``.
+        """
+        env, S, G = self.pit_env, self.config.num_snakes, num_games
+        idx_a, idx_b = (jnp.asarray(x) for x in _seating(G, S, seats_a))
+        mask_a = jnp.zeros((G, S), bool).at[jnp.arange(G)[:, None], idx_a].set(True)
+        key, init_key = jax.random.split(key)
+        states = jax.vmap(env.init, in_axes=(0, None))(jax.random.split(init_key, G), params)
+
+        def decided(states):
+            alive = states.board.alive
+            one_side_out = ~jnp.any(alive & mask_a, axis=1) | ~jnp.any(alive & ~mask_a, axis=1)
+            return states.terminated | states.truncated | one_side_out
+
+        def cond(carry):
+            states, _ = carry
+            return ~jnp.all(decided(states))
+
+        def body(carry):
+            states, key = carry
+            key, step_key = jax.random.split(key)
+            obs = states.observation  # [G, S, V, V, 3]
+            take = lambda idx: jnp.take_along_axis(obs, idx[:, :, None, None, None], axis=1)  # noqa: E731
+            qa = self.q_values(vars_a, take(idx_a))
+            rows = jnp.arange(G)[:, None]
+            q = jnp.zeros((G, S, 3), jnp.float32).at[rows, idx_a].set(qa)
+            if S - seats_a:
+                q = q.at[rows, idx_b].set(self.q_values(vars_b, take(idx_b)))
+            rel = jnp.argmax(q, axis=-1).astype(jnp.int32)
+            moves = observe.relative_to_absolute(rel, jax.vmap(rules.facing)(states.board))
+            nxt = jax.vmap(env.step, in_axes=(0, 0, 0, None))(states, moves, jax.random.split(step_key, G), params)
+            frozen = decided(states)
+            nxt = jax.tree.map(lambda n, s: jnp.where(frozen.reshape((-1,) + (1,) * (n.ndim - 1)), s, n), nxt, states)
+            return nxt, key
+
+        states, _ = jax.lax.while_loop(cond, body, (states, key))
+        surv = _survival(states.board)
+        best_a = jnp.max(jnp.where(mask_a, surv, -1), axis=1)
+        best_b = jnp.max(jnp.where(mask_a, -1, surv), axis=1)
+        return best_a > best_b, states.board, mask_a
+
+    def _generation(self, state: LearnerState):
+        """One generation: self-play -> targets -> train -> pit -> accept (module docstring)."""
+        TRACES["generation"] += 1
+        c = self.config
+        key = jax.random.wrap_key_data(state.rng)
+        key, play_key, train_key, team_key, solo_key = jax.random.split(key, 5)
+        health = self.health_loss(state.generation)
+        params = self.params_for(health)
+        rec = self._self_play(state.best, params, play_key)
+        taken, vector = self._targets(rec)
+        state, losses, count = self._train_steps(state, rec, vector, train_key)
+        pit_params = self.pit_env.default_params
+        wins_team = wins_solo = jnp.int32(0)
+        if c.pit_team_games:
+            w, _, _ = self._versus(state.candidate, state.best, team_key, c.pit_team_games, c.num_snakes // 2, pit_params)
+            wins_team = jnp.sum(w).astype(jnp.int32)
+        if c.pit_solo_games:
+            w, _, _ = self._versus(state.candidate, state.best, solo_key, c.pit_solo_games, 1, pit_params)
+            wins_solo = jnp.sum(w).astype(jnp.int32)
+        accepted = wins_team + wins_solo >= self.threshold
+        pick = lambda new, old: jax.tree.map(lambda n, o: jnp.where(accepted, n, o), new, old)  # noqa: E731
+        state = state.replace(
+            best_params=pick(state.params, state.best_params),
+            best_batch_stats=pick(state.batch_stats, state.best_batch_stats),
+            generation=state.generation + 1,
+            rng=jax.random.key_data(key),
+        )
+        final = rec.final.board
+        t1 = min(1, c.max_turns - 1)
+        stats = game_metrics(final, jnp.ones(final.alive.shape, bool))
+        metrics = dict(
+            health_loss=health,
+            games=jnp.int32(c.num_games),
+            decisions=jnp.sum(rec.acting),
+            truncated=jnp.sum(rec.final.truncated),
+            samples=count,
+            loss_first=losses[0],
+            loss_last=losses[-1],
+            loss_mean=jnp.mean(losses),
+            mean_q_taken=jnp.sum(jnp.where(rec.acting, jnp.take_along_axis(rec.q, rec.action[..., None].astype(jnp.int32), -1)[..., 0], 0.0))
+            / jnp.maximum(jnp.sum(rec.acting), 1),
+            mean_target_taken=jnp.sum(jnp.where(rec.acting, taken, 0.0)) / jnp.maximum(jnp.sum(rec.acting), 1),
+            # 100 - the health loss actually applied (no snake can eat on its first move)
+            first_turn_health=jnp.sum(jnp.where(rec.acting[t1], rec.boards.health[t1], 0)) / jnp.maximum(jnp.sum(rec.acting[t1]), 1),
+            pit_wins_team=wins_team,
+            pit_wins_solo=wins_solo,
+            accepted=accepted,
+            **stats,
+        )
+        return state, metrics
+
+    def _evaluate(self, vars_a: dict, vars_b: dict, key: jax.Array):
+        """A's win counts and its snakes' `game_metrics` in ``eval_games`` team and solo games against B."""
+        c = self.config
+        team_key, solo_key = jax.random.split(key)
+        p = self.pit_env.default_params
+        out = {}
+        for name, k, seats in (("team", team_key, c.num_snakes // 2), ("solo", solo_key, 1)):
+            w, final, mask_a = self._versus(vars_a, vars_b, k, c.eval_games, seats, p)
+            out[f"{name}_wins"] = jnp.sum(w)
+            for m, v in game_metrics(final, mask_a).items():
+                out[f"{name}_{m}"] = v
+        return out
+
+
+@functools.lru_cache(maxsize=16)
+def _jitted(config: QSnakeConfig) -> dict:
+    """The jitted methods of `QSnakeLearner` for one config (the learner is a static argument: it hashes by config)."""
+    return {
+        "self_play": jax.jit(QSnakeLearner._self_play, static_argnums=0),
+        "train_steps": jax.jit(QSnakeLearner._train_steps, static_argnums=0),
+        "versus": jax.jit(QSnakeLearner._versus, static_argnums=(0, 4, 5)),
+        "generation": jax.jit(QSnakeLearner._generation, static_argnums=0),
+        "evaluate": jax.jit(QSnakeLearner._evaluate, static_argnums=0),
+    }
+
+
+def metrics_to_host(metrics: dict) -> dict:
+    """Scalars of a metrics dict as Python floats/ints/bools."""
+    out = {}
+    for k, v in jax.device_get(metrics).items():
+        a = np.asarray(v)
+        out[k] = bool(a) if a.dtype == np.bool_ else (int(a) if np.issubdtype(a.dtype, np.integer) else float(a))
+    return out
+
+
+# ----------------------------------------------------------------------------- the generation loop
+EVAL_STREAM = 0x5EED
+"""Folded into the state's key to draw the evaluation games' key (the loop's own key is not consumed)."""
+
+
+class TrainResult(NamedTuple):
+    """What `train` returns.
+
+    Attributes:
+        state: the final `LearnerState`.
+        history: one dict per generation played (the seed's figures 4-5 and the pit), oldest first.
+        evaluations: one dict per evaluated generation (best against the reference: figures 6-10).
+        stopped: ``"generations"`` (all played) or ``"budget"`` (the wall-clock budget ran out).
+        resumed_from: the generation restored from the checkpoint, or None for a fresh start.
+    """
+
+    state: LearnerState
+    history: list
+    evaluations: list
+    stopped: str
+    resumed_from: int | None
+
+
+def checkpoint_config(config: QSnakeConfig, seed: int) -> dict:
+    """The settings a checkpoint folder is tied to: the learner's config and the seed."""
+    return {**config.to_json(), "seed": int(seed)}
+
+
+def check_checkpoint_shapes(config: QSnakeConfig, checkpoint_dir) -> None:
+    """Raises ``ValueError`` if ``checkpoint_dir`` holds a run of another board size, snake count or network shape.
+
+    Reads the folder's ``config.json`` only (nothing is written). Other
+    differences are refused later by `jaxgames.checkpoint.Checkpointer`
+    (``ConfigMismatch``, listing them).
+    """
+    path = os.path.join(os.fspath(checkpoint_dir), "config.json")
+    if not os.path.exists(path):
+        return
+    try:
+        with open(path) as f:
+            stored = json.load(f)
+    except (OSError, ValueError) as err:
+        raise ValueError(f"checkpoint folder {checkpoint_dir}: unreadable config.json ({err})") from err
+    here = config.shape_settings()
+    diffs = [f"{k}={stored.get(k)!r} there, {v!r} here" for k, v in here.items() if stored.get(k) != v]
+    if diffs:
+        raise ValueError(
+            f"checkpoint folder {checkpoint_dir} holds a run of another board size or network shape ({'; '.join(diffs)}); "
+            "give this run another folder"
+        )
+
+
+def _evaluation_row(learner: QSnakeLearner, state: LearnerState) -> dict:
+    c = learner.config
+    key = jax.random.fold_in(jax.random.wrap_key_data(state.rng), EVAL_STREAM)
+    e = metrics_to_host(learner.evaluate(state.best, state.reference, key))
+    row = {"generation": int(state.generation), "reference_generation": c.reference_generation}
+    for fmt in ("team", "solo"):
+        n = c.eval_games
+        row[f"{fmt}_win_rate"] = e[f"{fmt}_wins"] / n
+        snakes = max(e[f"{fmt}_snakes"], 1.0)
+        row[f"{fmt}_game_length"] = e[f"{fmt}_game_turns"] / n
+        for m in ("food", "heads_hunted", "collisions"):
+            row[f"{fmt}_{m}_per_snake"] = e[f"{fmt}_{m}"] / snakes
+    return row
+
+
+def _history_row(learner: QSnakeLearner, generation: int, m: dict, seconds: float) -> dict:
+    games, snakes = max(m["games"], 1), max(m["snakes"], 1.0)
+    deaths = m["deaths"]
+    row = {"generation": generation, "health_loss": m["health_loss"], "accepted": int(m["accepted"]),
+           "pit_wins_team": m["pit_wins_team"], "pit_wins_solo": m["pit_wins_solo"],
+           "pit_wins": m["pit_wins_team"] + m["pit_wins_solo"], "pit_threshold": learner.threshold,
+           "games": m["games"], "decisions": m["decisions"], "truncated": m["truncated"],
+           "game_length": m["game_turns"] / games}
+    for name in DEATH_CAUSES:
+        row[f"deaths_{name}"] = m[f"deaths_{name}"]
+        row[f"deaths_{name}_share"] = m[f"deaths_{name}"] / deaths if deaths else 0.0
+    row["deaths"] = deaths
+    row["starvation_wall_share"] = (m["deaths_starvation"] + m["deaths_wall"]) / deaths if deaths else 0.0
+    row["food_per_game"] = m["food"] / games
+    row["food_per_snake"] = m["food"] / snakes
+    row["heads_hunted_per_game"] = m["heads_hunted"] / games
+    row["collisions_per_game"] = m["collisions"] / games
+    for k in ("samples", "loss_first", "loss_last", "loss_mean", "mean_q_taken", "mean_target_taken"):
+        row[k] = m[k]
+    row["decisions_per_second"] = m["decisions"] / seconds if seconds > 0 else float("nan")
+    row["first_turn_health"] = m["first_turn_health"]
+    row["seconds"] = seconds
+    return row
+
+
+def train(
+    config: QSnakeConfig,
+    *,
+    generations: int,
+    seed: int = 0,
+    checkpoint_dir=None,
+    budget_seconds: float | None = None,
+    checkpoint_every: int = 1,
+    progress: bool = False,
+    callback: Callable[[dict], None] | None = None,
+) -> TrainResult:
+    """Runs the generation loop (module docstring), resuming from ``checkpoint_dir`` when it holds a run.
+
+    Every ``eval_every`` generations (and at generation 0 when the reference
+    is the initial network) the best network plays ``eval_games`` team and
+    solo games against the reference. Checkpoints (`jaxgames.checkpoint`):
+    the `LearnerState` (candidate, optimiser, best, reference, generation,
+    key) and the history and evaluations so far, every ``checkpoint_every``
+    generations and when the loop stops. A resumed run replays exactly what an
+    uninterrupted one would (every random draw comes from the state's key).
+
+    Args:
+        config: the learner's settings.
+        generations: stop once this many generations are done (a resumed run
+            continues up to it).
+        seed: the run's seed (part of the checkpoint's config).
+        checkpoint_dir: the checkpoint folder, or None for none.
+        budget_seconds: wall-clock budget of this call; no generation is started
+            that the last one's duration says would overrun it (the loop then
+            checkpoints and returns, ``stopped="budget"``).
+        checkpoint_every: generations between checkpoints.
+        progress: show a tqdm bar.
+        callback: called with each history row (e.g. to write a CSV as it goes).
+
+    Returns:
+        A `TrainResult`.
+
+    Raises:
+        ValueError: bad ``generations``/``checkpoint_every``/``budget_seconds``,
+            a checkpoint of another board size or network shape, settings that
+            do not fit in memory (`check_memory`), all before anything is written.
+        jaxgames.experiment.ConfigMismatch: the folder holds a run of other settings.
+        jaxgames.experiment.ResultsDirLocked: another live run uses the folder.
+        MemoryError: the device ran out of memory anyway.
+    """
+    from flax import serialization
+
+    _pos_int("generations", generations, lo=0)
+    _pos_int("checkpoint_every", checkpoint_every)
+    if budget_seconds is not None:
+        _pos_float("budget_seconds", budget_seconds)
+    check_memory(config)
+    if checkpoint_dir is not None:
+        check_checkpoint_shapes(config, checkpoint_dir)
+    learner = QSnakeLearner(config)
+    state = learner.init(jax.random.key(seed))
+    history, evaluations, resumed_from = [], [], None
+    ckpt = None
+    if checkpoint_dir is not None:
+        from jaxgames.checkpoint import Checkpointer
+
+        ckpt = Checkpointer(checkpoint_dir, checkpoint_config(config, seed), max_to_keep=2)
+    try:
+        if ckpt is not None:
+            restored = ckpt.latest()
+            if restored is not None:
+                _, tree = restored
+                new = serialization.from_state_dict(state, tree["state"])
+                want, got = jax.tree.map(np.shape, state), jax.tree.map(np.shape, new)
+                if want != got:
+                    raise ValueError(f"checkpoint in {checkpoint_dir} does not match the network of features={config.features}")
+                state = jax.tree.map(jnp.asarray, new)
+                meta = json.loads(bytes(np.asarray(tree["meta"], np.uint8)).decode())
+                history, evaluations = meta["history"], meta["evaluations"]
+                resumed_from = int(state.generation)
+
+        def save():
+            if ckpt is None:
+                return
+            g = int(state.generation)
+            if g in ckpt.steps():
+                return
+            meta = json.dumps({"history": history, "evaluations": evaluations}).encode()
+            ckpt.save(g, {"state": serialization.to_state_dict(state), "meta": np.frombuffer(meta, np.uint8)})
+
+        def evaluate_if_due():
+            g = int(state.generation)
+            due = config.eval_every and g % config.eval_every == 0 and g >= config.reference_generation
+            if due and not any(r["generation"] == g for r in evaluations):
+                evaluations.append(_evaluation_row(learner, state))
+
+        evaluate_if_due()
+        start = time.perf_counter()
+        last = 0.0
+        stopped = "generations"
+        bar = None
+        if progress:
+            from tqdm import tqdm
+
+            bar = tqdm(total=generations, initial=min(int(state.generation), generations), desc="generations")
+        while int(state.generation) < generations:
+            if budget_seconds is not None and time.perf_counter() - start + last > budget_seconds:
+                stopped = "budget"
+                break
+            g = int(state.generation)
+            t0 = time.perf_counter()
+            try:
+                state, m = learner.generation(state)
+                m = metrics_to_host(m)
+            except jax.errors.JaxRuntimeError as err:
+                _reraise_oom(err, config)
+            last = time.perf_counter() - t0
+            if int(state.generation) == config.reference_generation and config.reference_generation > 0:
+                state = state.replace(reference_params=state.best_params, reference_batch_stats=state.best_batch_stats)
+            row = _history_row(learner, g, m, last)
+            history.append(row)
+            evaluate_if_due()
+            if evaluations and evaluations[-1]["generation"] == int(state.generation):
+                ev = evaluations[-1]
+                row["team_win_rate_vs_reference"] = ev["team_win_rate"]
+                row["solo_win_rate_vs_reference"] = ev["solo_win_rate"]
+            if int(state.generation) % checkpoint_every == 0:
+                save()
+            if callback is not None:
+                callback(row)
+            if bar is not None:
+                bar.update(1)
+                bar.set_postfix(len=f"{row['game_length']:.0f}", sw=f"{row['starvation_wall_share']:.2f}",
+                                acc=row["accepted"], loss=f"{row['loss_mean']:.3f}")
+        if bar is not None:
+            bar.close()
+        save()
+    finally:
+        if ckpt is not None:
+            ckpt.close()
+    return TrainResult(state, history, evaluations, stopped, resumed_from)

@@ -1,0 +1,111 @@
+"""The AlphaSnake Zero Q-network: a conv stack over the rotated egocentric view, 3 sigmoid win rates.
+
+Source: seed 003 (Siddiqui et al., "Multiagent Reinforcement Learning in a
+Synchronous Strategy Game"), section 3 (the 21x21x3 view, the three
+relative actions, Q read as a win rate) and section 4 (6 convolutions of 32,
+32, 64, 64, 128, 128 filters of 3x3, batch normalisation between the weights
+and the ``selu`` activation).
+
+How the conv stack reaches the 3 outputs (the seed does not say): the last
+feature map ``[2H-1, 2W-1, C]`` is *flattened* and a dense layer maps it to
+three logits, then a sigmoid. Why flatten rather than global pooling: the
+view is egocentric and rotated, so *where* a feature lies carries the
+meaning (the cell left of the head versus right of it is the whole
+difference between turn left and turn right); a global average would keep
+what is on the board but not where it is relative to the head, and a
+6-layer 3x3 stack sees only 13x13 cells around any one position, so reading
+out the centre cell alone would leave most of the 21x21 view unseen. The
+price of flattening is a readout tied to the view size: a network trained on
+11x11 boards (21x21 views) takes 21x21 views only (`QSnakeAgent` pads or crops
+the views of other board sizes to it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+
+SEED_FEATURES = (32, 32, 64, 64, 128, 128)
+"""Filters of the seed's six 3x3 convolutions (section 4)."""
+
+NUM_RELATIVE_ACTIONS = 3
+"""Turn left, straight, turn right (`jaxgames.games.battlesnake.observe.TURN_LEFT` ...)."""
+
+
+def validate_features(features) -> tuple[int, ...]:
+    """Checks a conv stack's filter counts at the Python boundary.
+
+    Args:
+        features: a non-empty sequence of positive ints.
+
+    Returns:
+        The features as a tuple of ints.
+
+    Raises:
+        TypeError, ValueError: naming the bad value.
+    """
+    if isinstance(features, (str, bytes)) or not isinstance(features, Sequence):
+        raise TypeError(f"features must be a sequence of positive ints; got {features!r}")
+    out = tuple(features)
+    if not out:
+        raise ValueError("features must name at least one convolution; got ()")
+    for f in out:
+        if isinstance(f, bool) or not isinstance(f, int) or f < 1:
+            raise ValueError(f"features must be positive ints; got {features!r}")
+    return out
+
+
+class QSnakeNet(nn.Module):
+    """Conv stack -> flatten -> dense -> sigmoid: Q-values of the three relative actions (seed 003, section 4).
+
+    Each block is ``Conv(f, 3x3, SAME, no bias) -> BatchNorm -> selu`` (the
+    bias is dropped because batch norm's shift replaces it). Batch
+    statistics live in the ``batch_stats`` collection: ``train=True`` uses
+    the minibatch's statistics and updates the running averages
+    (``mutable=["batch_stats"]``); ``train=False`` uses the running averages
+    (self-play, the pit, agents).
+
+    Attributes:
+        features: filters per convolution (`SEED_FEATURES` by default; a
+            smaller stack, e.g. ``(16, 16, 16)``, for CPU runs).
+        momentum: batch norm's running-average momentum.
+
+    Call:
+        views: float32 ``[..., 2H-1, 2W-1, 3]``: rotated egocentric views
+            (`jaxgames.games.battlesnake.observe.observe` with ``rotated=True``).
+        train: bool (static).
+
+    Returns:
+        float32 ``[..., 3]`` in ``(0, 1)``: the estimated win rate of turn
+        left, straight and turn right.
+    """
+
+    features: tuple[int, ...] = SEED_FEATURES
+    momentum: float = 0.9
+
+    @nn.compact
+    def __call__(self, views: jax.Array, *, train: bool = False) -> jax.Array:
+        lead = views.shape[:-3]
+        x = views.reshape((-1,) + views.shape[-3:]).astype(jnp.float32)
+        for f in self.features:
+            x = nn.Conv(f, (3, 3), padding="SAME", use_bias=False)(x)
+            x = nn.BatchNorm(use_running_average=not train, momentum=self.momentum)(x)
+            x = nn.selu(x)
+        x = x.reshape((x.shape[0], -1))
+        logits = nn.Dense(NUM_RELATIVE_ACTIONS)(x)
+        return jax.nn.sigmoid(logits).reshape(lead + (NUM_RELATIVE_ACTIONS,))
+
+
+def init_variables(net: QSnakeNet, key: jax.Array, view_shape: tuple[int, int, int]) -> dict:
+    """``{"params", "batch_stats"}`` of a fresh network for views of ``view_shape`` ``(2H-1, 2W-1, 3)``."""
+    variables = net.init(key, jnp.zeros((1,) + tuple(view_shape), jnp.float32), train=False)
+    return {"params": variables["params"], "batch_stats": variables["batch_stats"]}
+
+
+def variable_shapes(variables) -> dict:
+    """``{path: shape}`` of every leaf: what a checkpoint or a weights file must match."""
+    flat = jax.tree_util.tree_flatten_with_path(variables)[0]
+    return {jax.tree_util.keystr(p): tuple(getattr(v, "shape", ())) for p, v in flat}
