@@ -2,7 +2,8 @@
 
 Request bodies are written by hand in the documented API format
 (docs.battlesnake.com/api); expected moves are derived by hand from the
-official rules (``standard.go``).
+official rules (``standard.go``). Malformed and hostile requests are written
+as raw bytes on a socket.
 """
 
 from __future__ import annotations
@@ -10,6 +11,12 @@ from __future__ import annotations
 import copy
 import http.client
 import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
 import time
 
 import jax.numpy as jnp
@@ -23,20 +30,72 @@ from jaxgames.games.battlesnake.server import BattlesnakeServer
 from tests.test_battlesnake_api import REQUEST, _request, _snake
 
 
+MAX_BODY = 64 * 1024
+TIMEOUT = 0.5  # the test server's header and body timeouts, s
+
+
 @pytest.fixture(scope="module")
 def server():
-    with BattlesnakeServer(RandomSafeAgent(), host="127.0.0.1", port=0, warmup_sizes=(11,), info={"author": "tests"}, observation="none") as srv:
+    with BattlesnakeServer(
+        RandomSafeAgent(),
+        host="127.0.0.1",
+        port=0,
+        warmup_sizes=(11,),
+        info={"author": "tests"},
+        observation="none",
+        max_body_bytes=MAX_BODY,
+        header_timeout=TIMEOUT,
+        body_timeout=TIMEOUT,
+    ) as srv:
         yield srv
 
 
-def _call(server, method, path, body=None):
-    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=5)
+def _connection(server, timeout=5.0):
+    """A kept-alive client connection with TCP_NODELAY, as the official engine's Go client has."""
+    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=timeout)
+    conn.connect()
+    conn.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    return conn
+
+
+def _call(server, method, path, body=None, conn=None):
+    own = conn is None
+    conn = _connection(server) if own else conn
     data = body if isinstance(body, (bytes, str)) or body is None else json.dumps(body)
     conn.request(method, path, body=data, headers={"Content-Type": "application/json"})
     resp = conn.getresponse()
     out = resp.status, json.loads(resp.read() or b"{}")
-    conn.close()
+    if own:
+        conn.close()
     return out
+
+
+def _raw(port, data: bytes, *, wait: float = 5.0) -> bytes:
+    """Sends raw bytes and reads until the server closes, a full response arrives, or ``wait`` s pass."""
+    s = socket.create_connection(("127.0.0.1", port), timeout=wait)
+    out = b""
+    try:
+        s.sendall(data)
+        while True:
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            out += chunk
+            head, sep, body = out.partition(b"\r\n\r\n")
+            lengths = [ln for ln in head.lower().split(b"\r\n") if ln.startswith(b"content-length:")]
+            if sep and lengths and len(body) >= int(lengths[0].split(b":")[1]):
+                break
+    except (socket.timeout, ConnectionResetError, BrokenPipeError):
+        pass
+    finally:
+        s.close()
+    return out
+
+
+def _status(response: bytes) -> int:
+    """The status code of a raw response (0: none)."""
+    parts = response.split(b" ", 2)
+    return int(parts[1]) if len(parts) > 2 and parts[0].startswith(b"HTTP/") else 0
 
 
 def test_info(server):
@@ -106,7 +165,7 @@ def test_q_agent_plays_the_best_relative_action():
         # beta's head (5, 5), neck (6, 5): it faces left, so turning right is "up".
         assert srv.move(REQUEST)["move"] == "up"
     finally:
-        srv.httpd.server_close()
+        srv.stop()
 
 
 # On 11x11: "beta" (length 3) at (3, 3) faces left (neck (4, 3)). A long "alpha" bends around the
@@ -150,15 +209,15 @@ def test_host_agents_and_library_agents_are_served():
     # gamma's head (9, 0) is on the bottom edge: up (9, 1) stays on the board.
     req = copy.deepcopy(REQUEST)
     req["you"] = copy.deepcopy(req["board"]["snakes"][2])
-    with BattlesnakeServer(_FirstOnBoardHostAgent(), port=0, warmup_sizes=(), observation="none") as srv:
+    with BattlesnakeServer(_FirstOnBoardHostAgent(), port=0, warmup_sizes=(11,), observation="none") as srv:
         status, answer = _call(srv, "POST", "/move", req)
-        assert status == 200 and answer["move"] == "up"
+        assert status == 200 and answer["move"] == "up" and "fallback" not in answer
     # FirstLegalAgent: beta faces left (neck on the right): legal [up, down, left]; the first is "up".
     srv = BattlesnakeServer(FirstLegalAgent(), port=0, warmup_sizes=())
     try:
         assert srv.move(REQUEST)["move"] == "up"
     finally:
-        srv.httpd.server_close()
+        srv.stop()
     with pytest.raises(TypeError, match="JaxAgent or a HostAgent"):
         BattlesnakeServer(lambda board, you, key: 0, port=0, warmup_sizes=())
 
@@ -167,9 +226,293 @@ def test_command_line_serves_the_named_agent():
     from jaxgames.games.battlesnake.server import server_from_args
 
     srv, line = server_from_args(["--port", "0", "--agent", "heuristic", "--warmup-sizes", "11"])
-    assert "heuristic" in line and srv.httpd.server_address[0] == "127.0.0.1"
+    assert "heuristic" in line and srv.address[0] == "127.0.0.1"
     with srv:
         status, answer = _call(srv, "POST", "/move", POCKET)
         assert status == 200 and answer["move"] == "down"
     with pytest.raises(SystemExit):
         server_from_args(["--agent", "nobody"])
+
+
+# --- Hardening (issue 10): each test below failed on the http.server version of the server. ---
+
+
+def test_kept_alive_move_pays_no_delayed_ack(server):
+    # Headers and body written separately with Nagle's algorithm on made the body wait for the
+    # client's delayed ACK: about 44 ms a turn on a kept-alive connection. Anchor: the bare decision.
+    text = json.dumps(REQUEST)
+    bare = []
+    for _ in range(50):
+        t0 = time.perf_counter()
+        server.move(text)
+        bare.append(time.perf_counter() - t0)
+    conn = _connection(server)
+    over_http = []
+    for _ in range(50):
+        t0 = time.perf_counter()
+        status, _ = _call(server, "POST", "/move", text, conn=conn)
+        over_http.append(time.perf_counter() - t0)
+        assert status == 200
+    conn.close()
+    bare_p50, http_p50 = np.median(bare), np.median(over_http)
+    assert http_p50 < bare_p50 + 0.020, (http_p50, bare_p50)
+
+
+@pytest.mark.parametrize("length", ["abc", "-5", "1.5", "5, 6"])
+def test_bad_content_length_gets_400(server, length):
+    response = _raw(server.port, f"POST /move HTTP/1.1\r\nHost: t\r\nContent-Length: {length}\r\n\r\n{{}}".encode())
+    assert _status(response) == 400
+
+
+def test_oversized_bodies_get_413_unread(server):
+    # Declared: answered at once, before any of the body is sent (10**12 bytes are never allocated).
+    for length in (MAX_BODY + 1, 10**12):
+        t0 = time.perf_counter()
+        response = _raw(server.port, f"POST /move HTTP/1.1\r\nHost: t\r\nContent-Length: {length}\r\n\r\n".encode())
+        assert _status(response) == 413 and b"connection: close" in response.lower()
+        assert time.perf_counter() - t0 < 2.0
+    # Chunked (no declared length): cut off once the stream passes the cap.
+    chunk = b"x" * 16384
+    stream = b"".join(b"%x\r\n%s\r\n" % (len(chunk), chunk) for _ in range(MAX_BODY // len(chunk) + 2)) + b"0\r\n\r\n"
+    response = _raw(server.port, b"POST /move HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n" + stream)
+    assert _status(response) == 413
+    assert _call(server, "POST", "/move", REQUEST)[0] == 200  # still serving
+
+
+def _trickle(port, data: bytes, *, interval: float, give_up: float) -> tuple[float, bytes]:
+    """Sends ``data`` a byte every ``interval`` s; returns (seconds until the server answered or closed, answer)."""
+    s = socket.create_connection(("127.0.0.1", port))
+    s.settimeout(interval)
+    t0 = time.perf_counter()
+    got = b""
+    try:
+        for i in range(10**6):
+            if time.perf_counter() - t0 > give_up:
+                break
+            if i < len(data):
+                s.sendall(data[i : i + 1])
+            try:
+                chunk = s.recv(4096)
+            except socket.timeout:
+                continue
+            got += chunk
+            break  # an answer, or b"" = closed
+    except (ConnectionResetError, BrokenPipeError):
+        pass
+    finally:
+        s.close()
+    return time.perf_counter() - t0, got
+
+
+def test_slow_clients_are_cut_off(server):
+    # One byte every 0.1 s: the request line and headers never finish within the header timeout.
+    elapsed, got = _trickle(server.port, b"POST /move HTTP/1.1\r\nHost: t\r\nX-Slow: " + b"a" * 100, interval=0.1, give_up=5)
+    assert TIMEOUT - 0.05 < elapsed < TIMEOUT + 1.5, elapsed
+    assert got == b"" or _status(got) == 408
+    # Headers at once, the body a byte at a time: 408 once the body timeout passes.
+    head = b"POST /move HTTP/1.1\r\nHost: t\r\nContent-Length: 1000\r\n\r\n"
+    s = socket.create_connection(("127.0.0.1", server.port))
+    s.sendall(head)
+    elapsed, got = _trickle(server.port, head + b"{" * 1000, interval=0.1, give_up=5)
+    s.close()
+    assert TIMEOUT - 0.05 < elapsed < TIMEOUT + 1.5, elapsed
+    assert _status(got) == 408
+    # A kept-alive connection that stays idle is closed as well.
+    conn = _connection(server)
+    assert _call(server, "GET", "/", conn=conn)[0] == 200
+    conn.sock.settimeout(5)
+    t0 = time.perf_counter()
+    assert conn.sock.recv(1) == b""
+    assert time.perf_counter() - t0 < TIMEOUT + 1.5
+    conn.close()
+
+
+def test_idle_connections_hold_no_threads(server):
+    before = threading.active_count()
+    socks = [socket.create_connection(("127.0.0.1", server.port)) for _ in range(100)]
+    time.sleep(0.2)
+    assert threading.active_count() <= before + 2  # the worker pool may start its threads
+    assert _call(server, "POST", "/move", REQUEST)[0] == 200
+    for s in socks:
+        s.close()
+
+
+def test_concurrent_requests_are_bounded_and_the_backlog_is_realistic():
+    srv = BattlesnakeServer(port=0, warmup_sizes=(), limit_concurrency=4)
+    with srv:
+        held = [socket.create_connection(("127.0.0.1", srv.port)) for _ in range(4)]
+        time.sleep(0.2)
+        assert _status(_raw(srv.port, b"GET / HTTP/1.1\r\nHost: t\r\n\r\n")) == 503
+        for s in held:
+            s.close()
+        time.sleep(0.2)
+        assert _call(srv, "GET", "/")[0] == 200
+    # A burst of connections queues in the backlog: none waits for a SYN retransmission (1 s).
+    srv = BattlesnakeServer(port=0, warmup_sizes=())
+    with srv:
+        socks = []
+        t0 = time.perf_counter()
+        for _ in range(100):  # under limit_concurrency (128): connections count towards it
+            s = socket.socket()
+            s.setblocking(False)
+            s.connect_ex(("127.0.0.1", srv.port))
+            socks.append(s)
+        for s in socks:
+            s.setblocking(True)
+            s.settimeout(5)
+            s.sendall(b"GET / HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n")
+        answers = [_recv_or_nothing(s) for s in socks]
+        elapsed = time.perf_counter() - t0
+        for s in socks:
+            s.close()
+    assert all(_status(a) == 200 for a in answers)
+    assert elapsed < 0.9, elapsed
+
+
+def _recv_or_nothing(s) -> bytes:
+    try:
+        return s.recv(64)
+    except OSError:
+        return b""
+
+
+def _with(path, value):
+    req = copy.deepcopy(REQUEST)
+    obj = req
+    for key in path[:-1]:
+        obj = obj[key]
+    obj[path[-1]] = value
+    return req
+
+
+@pytest.mark.parametrize(
+    "body, match",
+    [
+        (_with(("board", "hazards"), None), "hazards must be a list"),
+        (_with(("turn",), 2**40), "turn"),
+        (_with(("turn",), -1), "turn"),
+        (_with(("game", "timeout"), "fast"), "game.timeout"),
+        (_with(("game", "timeout"), 0), "game.timeout"),
+        (_with(("board", "food"), None), "food"),
+        (_with(("board", "width"), 10**30), "square"),
+        (_with(("board", "snakes"), [None]), "JSON object"),
+        (_with(("you",), []), "you"),
+        ("[" * 20_000 + "]" * 20_000, "nested too deeply"),
+        ('{"game": ' * 5_000 + "{}" + "}" * 5_000, "nested too deeply"),
+        ([REQUEST], "JSON object"),
+        ("null", "JSON object"),
+        (b"\xff\xfe{}", "valid JSON"),
+        ("", "valid JSON"),
+    ],
+)
+def test_malformed_requests_get_400_never_500(server, body, match):
+    for path in ("/move", "/start", "/end"):
+        status, answer = _call(server, "POST", path, body)
+        assert status == 400 and match in answer["error"], (path, answer)
+
+
+def test_unknown_paths_and_methods_get_json_errors(server):
+    assert _call(server, "GET", "/nowhere")[0] == 404
+    status, answer = _call(server, "GET", "/move")
+    assert status == 405 and "error" in answer
+
+
+def test_default_address_is_localhost():
+    srv = BattlesnakeServer(port=0, warmup_sizes=())
+    try:
+        assert srv.address[0] == "127.0.0.1"
+    finally:
+        srv.stop()
+
+
+class _SlowAgent(_FirstOnBoardHostAgent):
+    """A host agent that thinks for ``seconds`` before its move."""
+
+    seconds = 1.0
+
+    def act(self, env, state, rng, player):
+        time.sleep(self.seconds)
+        return super().act(env, state, rng, player)
+
+
+def test_a_late_agent_is_answered_by_a_safe_fallback_within_the_timeout():
+    # beta (you) at (0, 5) facing left along the wall, alpha's body above: only "down" is safe.
+    snakes = [_snake("alpha", [(0, 6), (1, 6), (2, 6), (3, 6)]), _snake("beta", [(0, 5), (1, 5), (2, 5)])]
+    req = _request(snakes, food=[(5, 5)], you=1)
+    req["game"]["timeout"] = 300
+    with BattlesnakeServer(_SlowAgent(), port=0, warmup_sizes=(), answer_margin_ms=100) as srv:
+        t0 = time.perf_counter()
+        status, answer = _call(srv, "POST", "/move", req)
+        elapsed = time.perf_counter() - t0
+        assert status == 200 and answer["move"] == "down" and answer["fallback"] is True
+        assert 0.2 <= elapsed < 0.3 + 0.15, elapsed  # budget: 300 - 100 ms
+        assert srv.fallbacks == 1
+
+
+def test_stop_with_requests_in_flight_answers_them(server):
+    srv = BattlesnakeServer(_SlowAgent(), port=0, warmup_sizes=())
+    srv.start()
+    answers = []
+    client = threading.Thread(target=lambda: answers.append(_call(srv, "POST", "/move", REQUEST)))
+    client.start()
+    time.sleep(0.2)  # the request is in the agent's hands
+    t0 = time.perf_counter()
+    srv.stop()
+    client.join()
+    assert time.perf_counter() - t0 < 3
+    assert answers and answers[0][0] == 200 and answers[0][1]["move"] in rules.MOVE_NAMES
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_command_line_shuts_down_cleanly_on_sigint_and_sigterm():
+    # Both servers start at once (each compiles for 11x11); then each gets its signal under load.
+    env = {**os.environ, "JAX_PLATFORMS": "cpu"}
+    procs = {}
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        port = _free_port()
+        cmd = [sys.executable, "-m", "jaxgames.games.battlesnake.server", "--port", str(port), "--warmup-sizes", "11"]
+        procs[sig] = port, subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        for sig, (port, proc) in procs.items():
+            assert f"127.0.0.1:{port}" in proc.stdout.readline()
+            body = json.dumps(REQUEST)
+            stop, outcomes = threading.Event(), []
+
+            def hammer(port=port, stop=stop, outcomes=outcomes):
+                while not stop.is_set():
+                    try:
+                        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+                        conn.request("POST", "/move", body=body)
+                        outcomes.append(conn.getresponse().status)
+                        conn.close()
+                    except OSError:  # refused or reset once the server stops listening
+                        outcomes.append("closed")
+                        time.sleep(0.01)
+
+            clients = [threading.Thread(target=hammer) for _ in range(6)]
+            for c in clients:
+                c.start()
+            while outcomes.count(200) < 20:
+                time.sleep(0.01)
+            proc.send_signal(sig)
+            t0 = time.perf_counter()
+            last = proc.stdout.readline()
+            stop.set()
+            for c in clients:
+                c.join()
+            code = proc.wait(timeout=20)
+            assert time.perf_counter() - t0 < 10
+            stderr = proc.stderr.read()
+            assert code == 0 and "stopped" in last, (sig, code, stderr[-2000:])
+            assert "Traceback" not in stderr, stderr[-2000:]
+            assert set(outcomes) <= {200, "closed"}, set(outcomes)
+    finally:
+        for _, proc in procs.values():
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()

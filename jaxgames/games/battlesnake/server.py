@@ -1,10 +1,39 @@
 """A Battlesnake HTTP server (the official snake API) for any agent of `jaxgames.agents`.
 
 Endpoints (docs.battlesnake.com/api): ``GET /`` (snake info), ``POST /start``,
-``POST /move`` (answers ``{"move": ..., "shout": ...}``), ``POST /end``. A
-malformed request (bad JSON, a missing or mistyped field, a board the rules
-reject) is answered ``400`` with ``{"error": reason}``; the server never
-crashes on input. Standard library only (``http.server``).
+``POST /move`` (answers ``{"move": ..., "shout": ...}``), ``POST /end``.
+
+HTTP is served by uvicorn (its pure-Python ``h11`` protocol) with a Starlette
+application: the optional ``server`` extra, ``pip install -e ".[server]"``.
+What the server guarantees, whatever a client sends:
+
+* a malformed request is answered ``400`` with ``{"error": reason}``: a bad
+  ``Content-Length`` (``abc``, ``-5``) or request line (h11, plain text),
+  bad JSON, JSON nested too deeply, a missing or mistyped field
+  (``hazards: null``), a number out of range (``turn: 2**40``), a board the
+  rules reject (`api.parse_request`); never a ``500`` on input;
+* a body over ``max_body_bytes`` (declared, or streamed chunk by chunk) is
+  answered ``413`` without being read, and the connection closed;
+* the request line and headers must arrive within ``header_timeout`` seconds
+  of the connection opening (or of the previous response on a kept-alive
+  connection), and the body within ``body_timeout`` seconds of the headers
+  (then ``408`` and the connection is closed): a client trickling bytes
+  cannot hold the server; an idle kept-alive connection closes after
+  ``keep_alive_timeout`` seconds;
+* at most ``limit_concurrency`` connections or requests at once (beyond:
+  ``503``), a listen backlog of ``backlog``; connections cost no thread;
+* ``/move`` is answered within the engine's timeout (``game.timeout`` ms,
+  500 if absent) less ``answer_margin_ms`` for the network (at least half
+  the timeout): if the agent is late, the server answers a *fallback move*
+  (the first of up/right/down/left that leaves the snake on the board and
+  off every body but tails, plain Python on the JSON; ``"fallback": true``
+  in the answer) and the late decision is dropped;
+* SIGINT or SIGTERM (`serve`, the command line) stops accepting, answers
+  the requests in flight, closes the connections and returns (exit status
+  0) within ``shutdown_timeout`` seconds.
+
+TCP_NODELAY is set on every connection (asyncio's default), so a kept-alive
+connection pays no delayed-ACK wait between the response's head and body.
 
 Any agent is served (`jaxgames.agents.base`): the request becomes an
 unbatched `BattlesnakeState` of a `Battlesnake` Env of the board's size,
@@ -12,10 +41,11 @@ padded to ``num_snakes`` (default 8, so that one compile serves every request
 of a board size), and the agent acts for seat ``you``. A ``JaxAgent``'s
 ``policy(env, state, key, player)`` is jitted once per board size, together
 with the state's construction, when the server starts (``warmup_sizes``) so
-that ``/move`` answers in milliseconds, well inside the 500 ms timeout; a
-``HostAgent``'s ``act(env, state, rng, player)`` is called on the state's
-numpy leaves. The Battlesnake agents are in `jaxgames.agents.battlesnake`
-(random, random-safe, the flood-fill heuristic, a greedy Q-function).
+that ``/move`` answers in milliseconds; a ``HostAgent``'s ``act(env, state,
+rng, player)`` is called on the state's numpy leaves. Decisions run on a pool
+of ``workers`` threads (JAX dispatch is thread-safe), never on the event
+loop. The Battlesnake agents are in `jaxgames.agents.battlesnake` (random,
+random-safe, the flood-fill heuristic, a greedy Q-function).
 
     python -m jaxgames.games.battlesnake.server --port 8000 --agent heuristic
     python -m jaxgames.games.battlesnake.server --host 0.0.0.0 --agent random_safe   # reachable from outside
@@ -24,10 +54,14 @@ numpy leaves. The Battlesnake agents are in `jaxgames.agents.battlesnake`
 from __future__ import annotations
 
 import argparse
+import asyncio
+import concurrent.futures
 import json
+import logging
+import signal
+import socket
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import jax
 import jax.numpy as jnp
@@ -35,9 +69,17 @@ import numpy as np
 
 from jaxgames.agents.base import Agent, HostAgent, JaxAgent
 from jaxgames.core import SIMULTANEOUS
-from jaxgames.games.battlesnake import api, rules, spawn
+from jaxgames.games.battlesnake import api, rules
 from jaxgames.games.battlesnake.env import Battlesnake, BattlesnakeState
 from jaxgames.games.battlesnake.rules import Board
+
+_log = logging.getLogger(__name__)
+
+DEFAULT_TIMEOUT_MS = 500
+"""The engine's default move timeout (``game.timeout``, ms), used when a request has none."""
+
+_INT32_MAX = 2**31 - 1
+_FALLBACK_ORDER = (("up", 0, 1), ("right", 1, 0), ("down", 0, -1), ("left", -1, 0))
 
 
 def state_of(env: Battlesnake, board: Board) -> BattlesnakeState:
@@ -64,23 +106,125 @@ def state_of(env: Battlesnake, board: Board) -> BattlesnakeState:
     )
 
 
+def warmup_request(size: int) -> dict:
+    """A ``/move`` request on a ``size`` x ``size`` board: one snake of length 3 stacked at (1, 1) on turn 0.
+
+    Every request of a board size has the same array shapes once parsed
+    (padded to ``num_snakes``), so this one compiles what all of them need;
+    it is written by hand rather than spawned (`spawn.init_board` compiles
+    for seconds).
+    """
+    body = [{"x": 1, "y": 1}] * 3
+    snake = {"id": "warmup", "name": "warmup", "health": 100, "body": body, "head": body[0], "length": 3}
+    board = {"height": size, "width": size, "snakes": [snake], "food": [{"x": 2, "y": 2}], "hazards": []}
+    return {"game": api.default_game(), "turn": 0, "board": board, "you": snake}
+
+
+def check_shape(request) -> int:
+    """Checks the JSON shape of a decoded request beyond `api.parse_request`; returns its timeout.
+
+    ``request`` must be an object; ``turn`` an integer in ``0..2**31-1``;
+    ``game.timeout`` (when sent) an integer in ``1..2**31-1`` (ms);
+    ``board.hazards`` (when sent) a list. Every other field is checked by
+    `api.parse_request`.
+
+    Returns:
+        The move timeout in ms (`DEFAULT_TIMEOUT_MS` when not sent).
+
+    Raises:
+        ValueError: a field of the wrong JSON type or out of range.
+    """
+    if not isinstance(request, dict):
+        raise ValueError(f"request must be a JSON object; got {_json_type(request)}")
+    turn = request.get("turn")
+    if _is_int(turn) and not 0 <= turn <= _INT32_MAX:
+        raise ValueError(f"request.turn {turn} is outside [0, 2**31 - 1]")
+    game = request.get("game")
+    timeout = DEFAULT_TIMEOUT_MS
+    if isinstance(game, dict) and "timeout" in game:
+        timeout = game["timeout"]
+        if not _is_int(timeout) or not 1 <= timeout <= _INT32_MAX:
+            raise ValueError(f"game.timeout must be a positive integer (ms); got {json.dumps(timeout)[:40]}")
+    board = request.get("board")
+    if isinstance(board, dict) and "hazards" in board and not isinstance(board["hazards"], list):
+        raise ValueError(f"board.hazards must be a list; got {_json_type(board['hazards'])}")
+    return timeout
+
+
+def _is_int(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _json_type(v) -> str:
+    return {type(None): "null", bool: "boolean", int: "number", float: "number", str: "string", list: "array"}.get(type(v), "object")
+
+
+def fallback_move(request: dict) -> str:
+    """A move that does not die this turn by a wall or a body, from the request JSON alone (no JAX).
+
+    The first of up, right, down, left whose cell is on the board and not in
+    any snake's ``body[:-1]`` (tails move away; a tail doubled by eating
+    counts as occupied). Used when the agent is late. Never raises: ``"up"``
+    when the request cannot be read or no move is safe.
+    """
+    try:
+        board, you = request["board"], request["you"]
+        width, height = board["width"], board["height"]
+        occupied = set()
+        for s in board["snakes"]:
+            body = [(p["x"], p["y"]) for p in s["body"]]
+            occupied.update(body[:-1])
+            if len(body) >= 2 and body[-1] == body[-2]:
+                occupied.add(body[-1])
+        hx, hy = you["body"][0]["x"], you["body"][0]["y"]
+        for name, dx, dy in _FALLBACK_ORDER:
+            x, y = hx + dx, hy + dy
+            if 0 <= x < width and 0 <= y < height and (x, y) not in occupied:
+                return name
+    except (KeyError, TypeError, IndexError, AttributeError):
+        pass
+    return "up"
+
+
 class BattlesnakeServer:
-    """Serves an agent over HTTP; use as a context manager or `start`/`stop`.
+    """Serves an agent over HTTP; use as a context manager, `start`/`stop`, or `serve` (blocking).
+
+    The listening socket is bound when the server is built (``port`` 0: any
+    free port, see `port`); `stop` closes it, whether or not serving began.
 
     Args:
         agent: a `jaxgames.agents.base.JaxAgent` or `HostAgent` (default:
             `jaxgames.agents.battlesnake.RandomSafeAgent`).
-        host, port: where to listen (port 0: any free port, see `port`).
+        host: interface to listen on (default 127.0.0.1, this machine only;
+            ``0.0.0.0`` accepts outside connections).
+        port: where to listen.
         info: the ``GET /`` answer (``apiversion`` "1" is added).
         num_snakes: boards are padded to this many snakes (1..8).
         warmup_sizes: board sizes to compile for at start-up.
         seed: seed of the agent's PRNG keys (and of a host agent's generator).
         observation: the served Env's observation kind (``"egocentric"``,
             ``"rotated"``, ``"none"``), for agents that read ``state.observation``.
+        max_body_bytes: larger request bodies are answered ``413``.
+        header_timeout: seconds for the request line and headers (from the
+            connection's opening or the previous response).
+        body_timeout: seconds for the body, from the end of the headers (``408``).
+        keep_alive_timeout: an idle kept-alive connection is closed after
+            this many seconds.
+        limit_concurrency: most connections or requests at once (``503`` beyond).
+        backlog: the listen backlog (connections not yet accepted).
+        workers: threads that run the agent's decisions.
+        answer_margin_ms: ``/move`` is answered within ``game.timeout -
+            answer_margin_ms`` ms (at least half the timeout), by the fallback
+            move if the agent is late (module docstring).
+        shutdown_timeout: seconds that requests in flight get on SIGINT,
+            SIGTERM or `stop`; then they are cancelled.
 
     Raises:
         TypeError: ``agent`` is not a `JaxAgent` or `HostAgent`.
-        ValueError: bad ``num_snakes``, warm-up size or observation kind.
+        ValueError: bad ``num_snakes``, warm-up size, observation kind or
+            limit (all limits must be positive).
+        OSError: the address cannot be bound.
+        ImportError: uvicorn or starlette missing (the ``server`` extra).
     """
 
     def __init__(
@@ -94,6 +238,15 @@ class BattlesnakeServer:
         warmup_sizes=(7, 11, 19),
         seed: int = 0,
         observation: str = "egocentric",
+        max_body_bytes: int = 1 << 20,
+        header_timeout: float = 5.0,
+        body_timeout: float = 5.0,
+        keep_alive_timeout: float = 5.0,
+        limit_concurrency: int = 128,
+        backlog: int = 1024,
+        workers: int = 2,
+        answer_margin_ms: int = 100,
+        shutdown_timeout: float = 5.0,
     ):
         if agent is None:
             from jaxgames.agents.battlesnake import RandomSafeAgent
@@ -101,6 +254,21 @@ class BattlesnakeServer:
             agent = RandomSafeAgent()
         if not isinstance(agent, (JaxAgent, HostAgent)):
             raise TypeError(f"agent must be a JaxAgent or a HostAgent of jaxgames.agents; got {type(agent).__name__}")
+        limits = dict(
+            max_body_bytes=max_body_bytes,
+            header_timeout=header_timeout,
+            body_timeout=body_timeout,
+            keep_alive_timeout=keep_alive_timeout,
+            limit_concurrency=limit_concurrency,
+            backlog=backlog,
+            workers=workers,
+            shutdown_timeout=shutdown_timeout,
+        )
+        for name, value in limits.items():
+            if not value > 0:
+                raise ValueError(f"{name} must be positive; got {value!r}")
+        if answer_margin_ms < 0:
+            raise ValueError(f"answer_margin_ms must be >= 0; got {answer_margin_ms}")
         for size in warmup_sizes:
             rules.validate_size(size, num_snakes)
         self.agent = agent
@@ -109,22 +277,34 @@ class BattlesnakeServer:
         Battlesnake(board_size=11, num_snakes=num_snakes, observation=observation)  # validates the kind
         self.info = {"apiversion": "1", "author": "jaxgames", "color": "#3b7dd8", "head": "default", "tail": "default", "version": "0.1.0"}
         self.info.update(info or {})
+        self.max_body_bytes = max_body_bytes
+        self.header_timeout = header_timeout
+        self.body_timeout = body_timeout
+        self.answer_margin_ms = answer_margin_ms
+        self.fallbacks = 0
+        """How many ``/move`` answers were fallback moves (the agent was late)."""
         self._key = jax.random.key(seed)
         self._rng = np.random.default_rng(seed)
         self._lock = threading.Lock()
         self._per_size = {}
         self._turns = 0
+        self._uvicorn = _make_uvicorn(self, limits)  # first: a missing extra fails before the warm-up
         for size in warmup_sizes:
-            board = spawn.init_board(jax.random.key(0), num_snakes, size)
-            request = api.to_request(board, 0, [f"s{i}" for i in range(num_snakes)])
-            self.move(request)
-        self.httpd = ThreadingHTTPServer((host, port), _handler(self))
+            self.move(warmup_request(size))
+        self._executor = concurrent.futures.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="battlesnake-agent")
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        self._socket = socket.create_server((host, port), family=family, backlog=backlog)
         self._thread = None
+
+    @property
+    def address(self) -> tuple[str, int]:
+        """``(host, port)`` actually listened on."""
+        return self._socket.getsockname()[:2]
 
     @property
     def port(self) -> int:
         """The port actually listened on."""
-        return self.httpd.server_address[1]
+        return self.address[1]
 
     def _for_size(self, size: int):
         """``(env, decide)`` for a board size, built once: ``decide(board, key, you) -> int``."""
@@ -153,14 +333,38 @@ class BattlesnakeServer:
             self._per_size[size] = (env, decide)
             return env, decide
 
-    def move(self, request) -> dict:
-        """The ``/move`` answer for a request body (dict or JSON text).
+    def parse(self, request) -> api.Request:
+        """`api.parse_request` of a request body (dict or JSON text), every input error as `ValueError`.
 
         Raises:
-            ValueError: a malformed request (see `api.parse_request`), or
-                ``you`` not among the living snakes.
+            ValueError: a malformed request: invalid or too deeply nested
+                JSON, a field of the wrong type or out of range (`check_shape`,
+                `api.parse_request`), or ``you`` not among the living snakes.
         """
-        parsed = api.parse_request(request, num_snakes=self.num_snakes)
+        try:
+            if isinstance(request, (str, bytes)):
+                request = json.loads(request)
+            check_shape(request)
+            parsed = api.parse_request(request, num_snakes=self.num_snakes)
+        except RecursionError as e:
+            raise ValueError("request JSON is nested too deeply") from e
+        except (TypeError, KeyError, IndexError, AttributeError, OverflowError) as e:
+            raise ValueError(f"malformed request ({type(e).__name__}: {e})") from e
+        except ValueError as e:
+            if isinstance(e, json.JSONDecodeError):
+                raise ValueError(f"request is not valid JSON: {e}") from e
+            raise
+        return parsed
+
+    def move(self, request) -> dict:
+        """The ``/move`` answer for a request body (dict or JSON text), computed here (no timeout).
+
+        Raises:
+            ValueError: a malformed request (`parse`), or ``you`` not among
+                the living snakes.
+            RuntimeError: the agent answered a move code outside 0..3.
+        """
+        parsed = self.parse(request)
         if parsed.you < 0:
             raise ValueError("'you' is not among the living snakes of the board")
         _, decide = self._for_size(parsed.board.size)
@@ -173,15 +377,51 @@ class BattlesnakeServer:
         return {"move": rules.MOVE_NAMES[code], "shout": ""}
 
     def start(self) -> BattlesnakeServer:
-        """Serves in a background thread."""
-        self._thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        """Serves in a background thread; returns once the server accepts connections.
+
+        Raises:
+            RuntimeError: the server did not start within 30 s.
+        """
+        self._thread = threading.Thread(target=self._run, name="battlesnake-server", daemon=True)
         self._thread.start()
+        deadline = time.monotonic() + 30
+        while not self._uvicorn.started:
+            if not self._thread.is_alive() or time.monotonic() > deadline:
+                raise RuntimeError("the Battlesnake server did not start")
+            time.sleep(0.005)
         return self
 
+    def _run(self) -> None:
+        self._uvicorn.run(sockets=[self._socket])
+
+    def serve(self) -> None:
+        """Serves in this thread until SIGINT or SIGTERM (main thread) or `stop`, then shuts down cleanly.
+
+        Requests in flight are answered (within ``shutdown_timeout``), then
+        the connections and the socket are closed and this returns normally.
+        """
+        in_main = threading.current_thread() is threading.main_thread()
+        # uvicorn catches SIGINT/SIGTERM while serving and re-raises them into the handlers it found;
+        # these swallow them, so that a signal means "return" rather than KeyboardInterrupt or death.
+        previous = {sig: signal.signal(sig, lambda *_: None) for sig in (signal.SIGINT, signal.SIGTERM)} if in_main else {}
+        try:
+            self._run()
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+            self._close()
+
     def stop(self) -> None:
-        """Stops serving and closes the socket."""
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        """Stops serving: answers the requests in flight, closes connections, the socket and the workers."""
+        if self._thread is not None:
+            self._uvicorn.should_exit = True
+            self._thread.join()
+            self._thread = None
+        self._close()
+
+    def _close(self) -> None:
+        self._executor.shutdown(wait=True, cancel_futures=True)
+        self._socket.close()
 
     def __enter__(self):
         return self.start()
@@ -189,66 +429,169 @@ class BattlesnakeServer:
     def __exit__(self, *exc):
         self.stop()
 
+    def budget_s(self, timeout_ms: int) -> float:
+        """Seconds within which ``/move`` is answered for an engine timeout of ``timeout_ms``."""
+        return max(timeout_ms - self.answer_margin_ms, timeout_ms / 2) / 1000
 
-def _handler(server: BattlesnakeServer):
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
+    async def answer(self, path: str, body: bytes) -> tuple[int, dict]:
+        """``(status, JSON answer)`` for a ``POST`` to ``/start``, ``/move`` or ``/end`` (the event loop's side)."""
+        try:
+            request = json.loads(body)
+            timeout_ms = check_shape(request)
+        except RecursionError:
+            return 400, {"error": "request JSON is nested too deeply"}
+        except ValueError as e:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
+            message = f"request is not valid JSON: {e}" if isinstance(e, (json.JSONDecodeError, UnicodeDecodeError)) else str(e)
+            return 400, {"error": message}
+        loop = asyncio.get_running_loop()
+        t0 = time.perf_counter()
+        work = self.move if path == "/move" else self.parse
+        future = loop.run_in_executor(self._executor, work, request)
+        try:
+            # wait_for cancels a decision that has not started when the budget runs out.
+            result = await asyncio.wait_for(future, self.budget_s(timeout_ms))
+        except asyncio.TimeoutError:
+            if path != "/move":
+                return 200, {}
+            self.fallbacks += 1
+            return 200, {"move": fallback_move(request), "shout": "", "fallback": True, "latency_ms": _ms(t0)}
+        except ValueError as e:
+            return 400, {"error": str(e)}
+        except Exception as e:  # noqa: BLE001 -- an agent's bug is the server's error, never a crash
+            _log.exception("agent failed on %s", path)
+            return 500, {"error": f"{type(e).__name__}: {e}"}
+        if path != "/move":
+            return 200, {}
+        return 200, {**result, "latency_ms": _ms(t0)}
 
-        def log_message(self, *args):  # quiet
-            pass
 
-        def _send(self, code: int, payload: dict) -> None:
-            body = json.dumps(payload).encode()
-            self.send_response(code)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
+def _ms(t0: float) -> float:
+    return round(1000 * (time.perf_counter() - t0), 3)
 
-        def do_GET(self):
-            if self.path.rstrip("/") == "":
-                self._send(200, server.info)
-            else:
-                self._send(404, {"error": f"unknown path {self.path!r}"})
 
-        def do_POST(self):
-            length = int(self.headers.get("Content-Length") or 0)
-            raw = self.rfile.read(length) if length else b""
-            path = self.path.rstrip("/")
-            if path not in ("/start", "/move", "/end"):
-                self._send(404, {"error": f"unknown path {self.path!r}"})
-                return
+def _make_uvicorn(server: BattlesnakeServer, limits: dict):
+    """The uvicorn server of a `BattlesnakeServer`: its Starlette app on the h11 protocol with a header deadline."""
+    try:
+        import h11
+        import uvicorn
+        from starlette.applications import Starlette
+        from starlette.exceptions import HTTPException
+        from starlette.requests import Request
+        from starlette.responses import JSONResponse
+        from starlette.routing import Route
+        from uvicorn.protocols.http.h11_impl import H11Protocol
+    except ImportError as e:
+        raise ImportError(f"the Battlesnake server needs the 'server' extra (uvicorn, starlette): pip install -e '.[server]' ({e})") from e
+
+    close = {"connection": "close"}
+
+    async def info(request: Request):
+        return JSONResponse(server.info)
+
+    async def post(request: Request):
+        declared = request.headers.get("content-length")
+        if declared is not None and int(declared) > server.max_body_bytes:  # h11 rejected non-integers
+            return JSONResponse({"error": f"body of {declared} bytes is over the limit of {server.max_body_bytes}"}, 413, close)
+        body = bytearray()
+        deadline = time.monotonic() + server.body_timeout
+        while True:
             try:
-                if path == "/move":
-                    t0 = time.perf_counter()
-                    answer = server.move(raw)
-                    answer["latency_ms"] = round(1000 * (time.perf_counter() - t0), 3)
-                else:
-                    api.parse_request(raw, num_snakes=server.num_snakes)  # validate
-                    answer = {}
-            except ValueError as e:
-                self._send(400, {"error": str(e)})
-                return
-            except Exception as e:  # noqa: BLE001 -- never crash the server on a request
-                self._send(500, {"error": f"{type(e).__name__}: {e}"})
-                return
-            self._send(200, answer)
+                message = await asyncio.wait_for(request.receive(), max(0.0, deadline - time.monotonic()))
+            except asyncio.TimeoutError:
+                return JSONResponse({"error": f"body not received within {server.body_timeout:g} s"}, 408, close)
+            if message["type"] == "http.disconnect":
+                return JSONResponse({"error": "client disconnected"}, 400, close)
+            body += message.get("body", b"")
+            if len(body) > server.max_body_bytes:
+                return JSONResponse({"error": f"body is over the limit of {server.max_body_bytes} bytes"}, 413, close)
+            if not message.get("more_body", False):
+                break
+        status, answer = await server.answer(request.url.path, bytes(body))
+        return JSONResponse(answer, status)
 
-    return Handler
+    async def http_error(request: Request, exc: HTTPException):
+        return JSONResponse({"error": f"{exc.detail}: {request.method} {request.url.path}"}, exc.status_code)
+
+    app = Starlette(
+        routes=[Route("/", info, methods=["GET"]), *(Route(p, post, methods=["POST"]) for p in ("/start", "/move", "/end"))],
+        exception_handlers={HTTPException: http_error},
+    )
+
+    header_timeout = limits["header_timeout"]
+
+    class Protocol(H11Protocol):
+        """uvicorn's h11 protocol, plus a deadline for the request line and headers.
+
+        The deadline is armed when the connection opens and after every
+        response; data arriving does not push it back (uvicorn's keep-alive
+        timer does), so a client trickling a byte a second is cut off. When it
+        passes while the connection still waits for a request's headers, the
+        connection is closed (after a ``408`` if part of a request came).
+        """
+
+        _header_timer = None
+
+        def connection_made(self, transport):
+            super().connection_made(transport)
+            # asyncio sets TCP_NODELAY only on sockets made with proto=IPPROTO_TCP; ours may not be.
+            sock = transport.get_extra_info("socket")
+            if sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6):
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            self._arm_header_timer()
+
+        def on_response_complete(self):
+            super().on_response_complete()
+            self._arm_header_timer()
+
+        def connection_lost(self, exc):
+            if self._header_timer is not None:
+                self._header_timer.cancel()
+            super().connection_lost(exc)
+
+        def _arm_header_timer(self):
+            if self._header_timer is not None:
+                self._header_timer.cancel()
+            self._header_timer = self.loop.call_later(header_timeout, self._header_deadline)
+
+        def _header_deadline(self):
+            self._header_timer = None
+            if self.transport.is_closing() or self.conn.their_state is not h11.IDLE:
+                return  # a request is being read or answered: the body deadline and the app take over
+            if self.conn.trailing_data[0]:
+                self.transport.write(b"HTTP/1.1 408 Request Timeout\r\nconnection: close\r\ncontent-length: 0\r\n\r\n")
+            self.transport.close()
+
+    config = uvicorn.Config(
+        app,
+        http=Protocol,
+        ws="none",
+        lifespan="off",
+        loop="asyncio",
+        log_config=None,
+        log_level="warning",
+        access_log=False,
+        server_header=False,
+        limit_concurrency=limits["limit_concurrency"],
+        backlog=limits["backlog"],
+        timeout_keep_alive=limits["keep_alive_timeout"],
+        timeout_graceful_shutdown=limits["shutdown_timeout"],
+    )
+    return uvicorn.Server(config)
 
 
 def server_from_args(argv=None) -> tuple[BattlesnakeServer, str]:
-    """The server the command line asks for (not started) and its description.
+    """The server the command line asks for (bound, not serving) and its description.
 
-    Options: ``--host`` (default 127.0.0.1; 0.0.0.0 accepts outside
-    connections), ``--port`` (8000), ``--agent`` (a name of
-    `jaxgames.agents.battlesnake.AGENTS`, default ``random_safe``),
-    ``--seed``, ``--warmup-sizes`` (comma-separated board sizes compiled at
-    start-up, default ``7,11,19``).
+    Options: ``--host`` (default 127.0.0.1, this machine only; 0.0.0.0
+    accepts outside connections), ``--port`` (8000; 0 picks a free port),
+    ``--agent`` (a name of `jaxgames.agents.battlesnake.AGENTS`, default
+    ``random_safe``), ``--seed``, ``--warmup-sizes`` (comma-separated board
+    sizes compiled at start-up, default ``7,11,19``), ``--workers`` (threads
+    running the agent, default 2), ``--limit-concurrency`` (128).
 
     Raises:
         SystemExit: bad options (argparse's usage message).
-        ValueError: a bad warm-up size.
+        ValueError: a bad warm-up size or limit.
     """
     from jaxgames.agents.battlesnake import AGENTS
 
@@ -258,25 +601,33 @@ def server_from_args(argv=None) -> tuple[BattlesnakeServer, str]:
     p.add_argument("--agent", choices=sorted(AGENTS), default="random_safe")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--warmup-sizes", default="7,11,19", help="board sizes compiled at start-up, comma-separated")
+    p.add_argument("--workers", type=int, default=2, help="threads running the agent's decisions")
+    p.add_argument("--limit-concurrency", type=int, default=128, help="most connections or requests at once (503 beyond)")
     a = p.parse_args(argv)
     try:
         sizes = tuple(int(v) for v in a.warmup_sizes.split(",") if v.strip())
     except ValueError:
         p.error(f"--warmup-sizes must be comma-separated integers; got {a.warmup_sizes!r}")
-    srv = BattlesnakeServer(AGENTS[a.agent](), host=a.host, port=a.port, seed=a.seed, warmup_sizes=sizes, observation="none")
-    return srv, f"Battlesnake server ({a.agent}) on http://{a.host}:{srv.port}"
+    srv = BattlesnakeServer(
+        AGENTS[a.agent](),
+        host=a.host,
+        port=a.port,
+        seed=a.seed,
+        warmup_sizes=sizes,
+        observation="none",
+        workers=a.workers,
+        limit_concurrency=a.limit_concurrency,
+    )
+    host, port = srv.address
+    return srv, f"Battlesnake server ({a.agent}) on http://{host}:{port}"
 
 
 def main(argv=None) -> None:
-    """Command line: serve a built-in agent until interrupted (`server_from_args`)."""
+    """Command line: serve a built-in agent until SIGINT or SIGTERM (`server_from_args`), exit status 0."""
     srv, line = server_from_args(argv)
     print(line, flush=True)
-    try:
-        srv.httpd.serve_forever()
-    except KeyboardInterrupt:
-        pass
-    finally:
-        srv.httpd.server_close()
+    srv.serve()
+    print("Battlesnake server stopped", flush=True)
 
 
 if __name__ == "__main__":
