@@ -1,0 +1,269 @@
+"""Load test of the Battlesnake HTTP server on 127.0.0.1: latency, errors and throughput of ``/move``.
+
+The server is the command line (``python -m jaxgames.games.battlesnake.server``)
+in its own process, listening on 127.0.0.1 only; this process is the client:
+``clients`` concurrent asyncio clients (one thread, raw HTTP/1.1, one write
+per request, TCP_NODELAY as the official engine's Go client) send
+``requests`` ``/move`` requests in all, either on kept-alive connections or
+on a new connection per request (``Connection: close``). The requests are
+boards of real games (``num_snakes`` random-safe snakes on ``board_size``,
+the engine's spawn and food rules), turn by turn.
+
+Anchor, measured in the same run: the *bare decision*, `BattlesnakeServer.move`
+called in this process on the same request texts (JSON decode, `api.parse_request`,
+the jitted policy: everything the server does but HTTP), and the policy alone
+(the jitted call on a parsed board). ``p50 - bare`` is what HTTP adds.
+
+An error is anything but a ``200`` with a move (a refused or reset connection,
+a ``4xx``/``5xx``); ``fallback`` counts moves the server answered by its
+fallback because the agent was late (``game.timeout`` 500 ms less 100 ms).
+At the end the server gets SIGINT and must exit with status 0.
+
+    python benchmarks/server.py                                   # 5000 requests, 16 clients, random_safe
+    python benchmarks/server.py requests=1000 agent=heuristic workers=1
+
+Targets (issue 10): zero errors; one kept-alive client's p50 within 2 ms of the
+bare decision; p99 under 50 ms at 16 concurrent clients with the random-safe
+agent. Writes ``results/benchmarks/server/results.json`` and ``config.json``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+
+from jaxgames.agents.battlesnake import AGENTS, RandomSafeAgent
+from jaxgames.experiment import parse_config
+from jaxgames.games.battlesnake import Battlesnake, api
+from jaxgames.games.battlesnake.server import BattlesnakeServer
+
+MODES = ("keep_alive", "new_connection")
+
+
+@dataclasses.dataclass(frozen=True)
+class Config:
+    """Settings (``key=value`` on the command line).
+
+    Attributes:
+        agent: a name of `jaxgames.agents.battlesnake.AGENTS`.
+        requests: ``/move`` requests per scenario.
+        clients: concurrent clients of the loaded scenarios (also measured: 1).
+        modes: ``keep_alive`` and/or ``new_connection``.
+        workers: the server's agent threads (``--workers``).
+        board_size, num_snakes: the games the requests come from.
+        boards: distinct request bodies (turns of real games), sent in turn.
+        bare_repeats: calls of the bare decision for the anchor.
+        seed: PRNG seed of the games.
+        out_dir: where the results go.
+    """
+
+    agent: str = "random_safe"
+    requests: int = 5000
+    clients: int = 16
+    modes: tuple[str, ...] = MODES
+    workers: int = 2
+    board_size: int = 11
+    num_snakes: int = 4
+    boards: int = 64
+    bare_repeats: int = 500
+    seed: int = 0
+    out_dir: str = "results/benchmarks/server"
+
+    def __post_init__(self):
+        if self.agent not in AGENTS:
+            raise ValueError(f"unknown agent {self.agent!r}; choose from {sorted(AGENTS)}")
+        for m in self.modes:
+            if m not in MODES:
+                raise ValueError(f"unknown mode {m!r}; choose from {MODES}")
+        for name in ("requests", "clients", "workers", "boards", "bare_repeats"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1; got {getattr(self, name)}")
+
+
+def game_requests(cfg: Config) -> list[bytes]:
+    """``cfg.boards`` request bodies: consecutive turns of random-safe games, for a living snake."""
+    env = Battlesnake(board_size=cfg.board_size, num_snakes=cfg.num_snakes, observation="none")
+    agent, n = RandomSafeAgent(), cfg.num_snakes
+    ids = [f"snake-{i}" for i in range(n)]
+
+    @jax.jit
+    def turn(state, key):
+        k_step, k_act = jax.random.split(key)
+        acts = jax.vmap(lambda k, p: agent.policy(env, state, k, p))(jax.random.split(k_act, n), jnp.arange(n))
+        return env.step(state, acts, k_step)
+
+    key = jax.random.key(cfg.seed)
+    key, k = jax.random.split(key)
+    state = jax.jit(env.init)(k)
+    out = []
+    while len(out) < cfg.boards:
+        alive = np.flatnonzero(np.asarray(state.board.alive))
+        if state.terminated or state.truncated or len(alive) < 2:
+            key, k = jax.random.split(key)
+            state = jax.jit(env.init)(k)
+            continue
+        you = int(alive[len(out) % len(alive)])
+        out.append(json.dumps(api.to_request(state.board, you, ids)).encode())
+        key, k = jax.random.split(key)
+        state = turn(state, k)
+    return out
+
+
+def bare_decision(cfg: Config, bodies: list[bytes]) -> dict:
+    """Median and p99 (ms) of `BattlesnakeServer.move` and of the jitted policy alone, in this process."""
+    srv = BattlesnakeServer(AGENTS[cfg.agent](), port=0, warmup_sizes=(cfg.board_size,), observation="none")
+    try:
+        _, decide = srv._for_size(cfg.board_size)
+        parsed = [srv.parse(b) for b in bodies]
+        move, policy = [], []
+        key = jax.random.key(cfg.seed)
+        for i in range(cfg.bare_repeats + 20):
+            body = bodies[i % len(bodies)]
+            t0 = time.perf_counter()
+            srv.move(body)
+            t1 = time.perf_counter()
+            p = parsed[i % len(parsed)]
+            decide(p.board, key, p.you)
+            t2 = time.perf_counter()
+            if i >= 20:  # the first calls warm caches
+                move.append(t1 - t0)
+                policy.append(t2 - t1)
+    finally:
+        srv.stop()
+    ms = lambda xs, q: 1000 * float(np.percentile(xs, q))  # noqa: E731
+    return {"move_p50": ms(move, 50), "move_p99": ms(move, 99), "policy_p50": ms(policy, 50), "policy_p99": ms(policy, 99)}
+
+
+async def _read_response(reader: asyncio.StreamReader) -> tuple[int, bytes]:
+    head = await reader.readuntil(b"\r\n\r\n")
+    lines = head.split(b"\r\n")
+    status = int(lines[0].split(b" ", 2)[1])
+    length = next((int(ln.split(b":", 1)[1]) for ln in lines[1:] if ln.lower().startswith(b"content-length:")), 0)
+    return status, await reader.readexactly(length)
+
+
+async def load(port: int, bodies: list[bytes], *, requests: int, clients: int, keep_alive: bool) -> dict:
+    """Sends ``requests`` ``/move`` requests over ``clients`` concurrent clients; latency in ms, errors, req/s."""
+    heads = [
+        (
+            f"POST /move HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\n"
+            f"Content-Length: {len(b)}\r\n{'' if keep_alive else 'Connection: close' + chr(13) + chr(10)}\r\n"
+        ).encode()
+        + b
+        for b in bodies
+    ]
+    latencies, errors, fallbacks = [], [], 0
+    counter = iter(range(requests))
+
+    async def client():
+        nonlocal fallbacks
+        reader = writer = None
+        for i in counter:
+            t0 = time.perf_counter()
+            try:
+                if writer is None:
+                    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+                writer.write(heads[i % len(heads)])
+                status, body = await _read_response(reader)
+                if not keep_alive:
+                    writer.close()
+                    writer = None
+                if status != 200 or b'"move"' not in body:
+                    errors.append(f"status {status}")
+                    continue
+                fallbacks += b'"fallback"' in body
+                latencies.append(time.perf_counter() - t0)
+            except (OSError, asyncio.IncompleteReadError, ValueError) as e:
+                errors.append(type(e).__name__)
+                if writer is not None:
+                    writer.close()
+                writer = None
+        if writer is not None:
+            writer.close()
+
+    t0 = time.perf_counter()
+    await asyncio.gather(*(client() for _ in range(clients)))
+    seconds = time.perf_counter() - t0
+    lat = 1000 * np.asarray(latencies) if latencies else np.full(1, np.nan)
+    return {
+        "requests": requests,
+        "clients": clients,
+        "keep_alive": keep_alive,
+        "ok": len(latencies),
+        "errors": len(errors),
+        "error_kinds": sorted(set(errors)),
+        "fallbacks": int(fallbacks),
+        "p50_ms": float(np.percentile(lat, 50)),
+        "p99_ms": float(np.percentile(lat, 99)),
+        "max_ms": float(np.max(lat)),
+        "requests_per_s": requests / seconds,
+    }
+
+
+def start_server(cfg: Config) -> tuple[subprocess.Popen, int]:
+    """The command-line server on 127.0.0.1, any free port; returns once it serves."""
+    cmd = [sys.executable, "-m", "jaxgames.games.battlesnake.server", "--host", "127.0.0.1", "--port", "0",
+           "--agent", cfg.agent, "--warmup-sizes", str(cfg.board_size), "--workers", str(cfg.workers)]
+    root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+    proc = subprocess.Popen(cmd, cwd=root, stdout=subprocess.PIPE, text=True)
+    line = proc.stdout.readline()
+    if "http://127.0.0.1:" not in line:
+        proc.kill()
+        raise RuntimeError(f"the server did not start: {line!r}")
+    return proc, int(line.rsplit(":", 1)[1])
+
+
+def main(argv=None) -> None:
+    cfg = parse_config(Config, sys.argv[1:] if argv is None else argv)
+    os.makedirs(cfg.out_dir, exist_ok=True)
+    with open(os.path.join(cfg.out_dir, "config.json"), "w") as f:
+        json.dump(dataclasses.asdict(cfg), f, indent=2)
+    bodies = game_requests(cfg)
+    proc, port = start_server(cfg)
+    try:
+        bare = bare_decision(cfg, bodies)
+        asyncio.run(load(port, bodies, requests=min(200, cfg.requests), clients=2, keep_alive=True))  # warm-up
+        rows = []
+        for mode in cfg.modes:
+            for clients in sorted({1, cfg.clients}):
+                r = asyncio.run(load(port, bodies, requests=cfg.requests, clients=clients, keep_alive=mode == "keep_alive"))
+                rows.append({"mode": mode, **r})
+    finally:
+        proc.send_signal(signal.SIGINT)
+        try:
+            exit_code = proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            exit_code = "killed after 30 s"
+    print(f"agent {cfg.agent}, {cfg.num_snakes} snakes on {cfg.board_size}x{cfg.board_size}, server workers {cfg.workers}, "
+          f"{os.cpu_count()} CPUs, jax {jax.__version__} ({jax.default_backend()})")
+    print(f"bare decision (server.move in-process): p50 {bare['move_p50']:.2f} ms, p99 {bare['move_p99']:.2f} ms; "
+          f"policy alone: p50 {bare['policy_p50']:.2f} ms, p99 {bare['policy_p99']:.2f} ms")
+    print(f"| {'connections':14} | {'clients':>7} | {'requests':>8} | {'errors':>6} | {'fallbacks':>9} | {'p50 ms':>7} | "
+          f"{'p99 ms':>7} | {'max ms':>7} | {'req/s':>7} | {'p50 - bare ms':>13} |")
+    print("|" + "|".join("-" * (w + 2) for w in (14, 7, 8, 6, 9, 7, 7, 7, 7, 13)) + "|")
+    for r in rows:
+        print(f"| {r['mode']:14} | {r['clients']:7d} | {r['requests']:8d} | {r['errors']:6d} | {r['fallbacks']:9d} | "
+              f"{r['p50_ms']:7.2f} | {r['p99_ms']:7.2f} | {r['max_ms']:7.1f} | {r['requests_per_s']:7.0f} | "
+              f"{r['p50_ms'] - bare['move_p50']:13.2f} |")
+    print(f"server exit status after SIGINT: {exit_code}")
+    tmp = os.path.join(cfg.out_dir, "results.json.tmp")
+    with open(tmp, "w") as f:
+        json.dump({"config": dataclasses.asdict(cfg), "bare": bare, "rows": rows, "server_exit_status": exit_code}, f, indent=2)
+    os.replace(tmp, os.path.join(cfg.out_dir, "results.json"))
+
+
+if __name__ == "__main__":
+    main()
