@@ -199,3 +199,74 @@ def test_replay_rejects_an_impossible_game():
     f1["board"]["snakes"][0]["health"] = 100  # no health lost: not the standard rules
     with pytest.raises(ValueError, match="not reachable"):
         api.replay([f0, f1])
+
+
+# Issue 10: lengths and hazard stacks beyond what the int8 grids hold.
+
+
+def _serpentine(n, size):
+    """``n`` cells boustrophedon by columns from (0, 0), listed tail first."""
+    cells = [(x, y if x % 2 == 0 else size - 1 - y) for x in range(size) for y in range(size)]
+    return cells[:n]
+
+
+def test_bodies_as_long_as_the_board_parse_and_play_like_the_reference():
+    """19x19: a coiled snake of 200 and a stacked one of 200 (both under 361 cells) play 3 turns exactly."""
+    coiled = _serpentine(200, 19)[::-1]  # head first: (10, 9), neck (10, 8)
+    assert coiled[0] == (10, 9) and coiled[1] == (10, 8)
+    stacked = [(15, 15)] * 200
+    req = _request([_snake("a", coiled, 80), _snake("b", stacked, 80)], food=[(10, 11)], you=0, size=19)
+    r = api.parse_request(req)
+    assert r.board.length.tolist() == [200, 200]
+    assert rules.body_list(r.board, 0) == coiled and rules.body_list(r.board, 1) == stacked
+    want = ref.Board(size=19, snakes=[ref.Snake(list(coiled), 80), ref.Snake(list(stacked), 80)], food=[(10, 11)], turn=7)
+    board = r.board
+    for moves in (["up", "right"], ["up", "up"], ["right", "up"]):  # a eats (10, 11) on the second turn
+        want = ref.step(want, moves, [])
+        board = api.apply_turn(board, dict(zip(r.ids, moves)), [], r.ids)
+        for i, s in enumerate(want.snakes):
+            assert s.alive and bool(board.alive[i])
+            assert rules.body_list(board, i) == s.body and int(board.health[i]) == s.health
+    assert board.length.tolist() == [201, 200]
+
+
+def test_a_stack_longer_than_the_board_is_refused_not_wrapped():
+    """11x11 holds 121 cells + 2 stacked segments: 123 works, 124 and 200 are ValueErrors (int8 wrapped 200 to -56)."""
+    ok = api.parse_request(_request([_snake("a", [(3, 3)] * 123), _snake("b", [(7, 7)] * 3)], food=[], you=0))
+    assert int(ok.board.length[0]) == 123
+    b = api.apply_turn(ok.board, {"a": "up", "b": "up"}, [], ok.ids)
+    assert rules.body_list(b, 0) == [(3, 4)] + [(3, 3)] * 122 and bool(b.alive.all())
+    for n in (124, 200):
+        with pytest.raises(ValueError, match=f"{n} segments; a 11x11 board holds at most 123"):
+            api.parse_request(_request([_snake("a", [(3, 3)] * n), _snake("b", [(7, 7)] * 3)], food=[], you=0))
+
+
+def test_apply_turn_refuses_growth_past_the_board():
+    """7x7: a 51-stack (49 cells + 2) eating food would be 52, which no engine game reaches."""
+    r = api.parse_request(_request([_snake("a", [(3, 3)] * 51), _snake("b", [(6, 6)] * 3)], food=[(3, 4)], you=0, size=7))
+    with pytest.raises(ValueError, match="52 segments after the turn; a 7x7 board holds at most 51"):
+        api.apply_turn(r.board, {"a": "up", "b": "down"}, [], r.ids)
+
+
+@pytest.mark.parametrize(
+    "stack, damage, health, cause",
+    [
+        (3, 7, 90 - 1 - 3 * 7, ""),  # standard.go: damage per stacked hazard, after the turn's health loss
+        (127, 1, 0, "hazard"),  # 100 - 1 - 127 < 0: clamped to 0, eliminated
+    ],
+)
+def test_stacked_hazards_damage_per_hazard(stack, damage, health, cause):
+    req = _request([_snake("a", [(3, 3), (3, 2), (3, 1)], 100 if stack == 127 else 90), _snake("b", [(7, 7)] * 3)],
+                   food=[], you=0, hazards=[(3, 4)] * stack)
+    r = api.parse_request(req)
+    assert int(np.asarray(r.board.hazards).reshape(11, 11)[3, 4]) == stack
+    b = api.apply_turn(r.board, {"a": "up", "b": "up"}, [], r.ids, rules.Params(hazard_damage=damage))
+    assert int(b.health[0]) == health and rules.ELIMINATION_CAUSES[int(b.eliminated_cause[0])] == cause
+    assert len(api.to_request(r.board, 0, r.ids)["board"]["hazards"]) == stack
+
+
+def test_a_hazard_stack_over_127_is_refused_not_wrapped():
+    """int8 wrapped 130 hazards to -126, and the cell did no damage."""
+    req = _request([_snake("a", [(3, 3), (3, 2), (3, 1)]), _snake("b", [(7, 7)] * 3)], food=[], you=0, hazards=[(3, 4)] * 128)
+    with pytest.raises(ValueError, match=r"128 hazards on cell \(3, 4\); a cell holds at most 127"):
+        api.parse_request(req)

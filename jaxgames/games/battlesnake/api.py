@@ -87,8 +87,11 @@ def parse_request(request: Mapping | str | bytes, *, num_snakes: int | None = No
         ValueError: invalid JSON, a missing or mistyped field, a non-square
             board or a size outside 7..25, more snakes than ``num_snakes`` or
             8, an unknown or duplicate id, coordinates off the board, bodies
-            that are empty, not contiguous or whose ``head``/``length``
-            disagree with ``body``, health outside 0..100.
+            that are empty, not contiguous, longer than the board holds
+            (`rules.max_length`: ``width * height + 2``) or whose
+            ``head``/``length`` disagree with ``body``, more than
+            `rules.MAX_HAZARD_STACK` hazards on one cell, health outside
+            0..100.
     """
     if isinstance(request, (str, bytes)):
         try:
@@ -267,11 +270,15 @@ def apply_turn(
 
     Raises:
         ValueError: a living snake without a move (the engine's
-            ``ErrorNoMoveFound``), an unknown id, food off the board.
+            ``ErrorNoMoveFound``), an unknown id, food off the board, a
+            snake longer than `rules.max_length` before or after the turn
+            (food the engine never spawns, on a snake's own cells, can grow
+            one past it; its grid would wrap).
         TypeError: a move that is not a string (the engine's
             ``SnakeMove.Move`` is a Go ``string``).
     """
     ids = list(ids)
+    _check_lengths(board, "before the turn")
     alive = np.asarray(board.alive)
     codes = np.zeros(board.num_snakes, np.int32)
     for sid, m in moves.items():
@@ -290,7 +297,20 @@ def apply_turn(
         if not (0 <= x < size and 0 <= y < size):
             raise ValueError(f"spawned food {(x, y)} is off the {size}x{size} board")
         new[rules.cell_index(size, x, y)] = True
-    return _finish(_resolve(board, jnp.asarray(codes), params), jnp.asarray(new))
+    out = _finish(_resolve(board, jnp.asarray(codes), params), jnp.asarray(new))
+    _check_lengths(out, "after the turn")
+    return out
+
+
+def _check_lengths(board: Board, when: str) -> None:
+    """Raises ValueError if a snake is longer than `rules.max_length` (what `Board.body` holds)."""
+    length = np.asarray(board.length)
+    limit = rules.max_length(board.size)
+    if length.size and length.max() > limit:
+        s = int(np.argmax(length))
+        raise ValueError(
+            f"snake {s} has {int(length[s])} segments {when}; a {board.size}x{board.size} board holds at most {limit}"
+        )
 
 
 def _frame_state(frame: Request) -> tuple:

@@ -115,11 +115,13 @@ class Board:
             snake eliminated by a wall).
         length: int32 ``[S]``, number of body segments.
         health: int32 ``[S]``, 0..100.
-        body: int8 (int16 on boards over 125 cells) ``[S, size * size]``:
-            moves until snake ``s`` leaves the cell (module docstring).
-            Frozen when the snake is eliminated.
+        body: int8 (int16 on boards over 11x11, `body_dtype`) ``[S, size *
+            size]``: moves until snake ``s`` leaves the cell (module
+            docstring); lengths up to `max_length`. Frozen when the snake is
+            eliminated.
         food: bool ``[size * size]``.
-        hazards: int8 ``[size * size]``, number of hazards on each cell.
+        hazards: int8 ``[size * size]``, number of hazards on each cell (at
+            most `MAX_HAZARD_STACK`).
         eliminated_cause: int32 ``[S]``, a code of `ELIMINATION_CAUSES`.
         eliminated_on_turn: int32 ``[S]``, 0 while alive.
         eliminated_by: int32 ``[S]``, index of the eliminating snake, -1 if none.
@@ -207,9 +209,32 @@ def validate_size(size: int, num_snakes: int) -> None:
         raise ValueError(f"num_snakes must be in [1, {MAX_SNAKES}]; got {num_snakes}")
 
 
+MAX_HAZARD_STACK = int(np.iinfo(np.int8).max)
+"""The most hazards one cell may hold (127: `Board.hazards` is int8; real maps stack a few)."""
+
+
+def max_length(size: int) -> int:
+    """The longest body a ``size x size`` board holds: ``size * size + 2`` segments.
+
+    No game of the engine gets longer. A snake eats only on a free cell, so
+    the number of stacked segments beyond its distinct cells never grows past
+    the two of the stacked start (eating adds one segment and one cell, or
+    doubles a tail that was not doubled): length <= cells + 2.
+    `board_from_bodies` and `jaxgames.games.battlesnake.api.apply_turn`
+    reject longer bodies, which `body_dtype` could not hold.
+    """
+    return size * size + 2
+
+
 def body_dtype(size: int):
-    """The dtype of `Board.body` for a board size: int8 while lengths fit, else int16."""
-    return jnp.int8 if size * size + 2 <= 127 else jnp.int16
+    """The dtype of `Board.body` for a board size: int8 while `max_length` + 1 fits, else int16.
+
+    The extra 1 is the growth of one turn: a turn applied to a board within
+    `max_length` never wraps the grid (`api.apply_turn` checks the result).
+    Measured: int16 grids on 11x11 cost about a fifth of the kernel's
+    throughput, so small boards keep int8.
+    """
+    return jnp.int8 if max_length(size) + 1 <= np.iinfo(np.int8).max else jnp.int16
 
 
 def _isqrt(n: int) -> int:
@@ -476,8 +501,10 @@ def board_from_bodies(
     Raises:
         ValueError: a point off the board, an empty or non-contiguous body
             (consecutive segments must be equal or adjacent), a body that
-            overlaps itself other than by stacking at the tail or start, or
-            health outside ``[0, 100]``.
+            overlaps itself other than by stacking at the tail or start, a
+            body longer than `max_length` (``size * size + 2``), more than
+            `MAX_HAZARD_STACK` hazards on one cell, or health outside
+            ``[0, 100]``.
     """
     validate_size(size, max(len(bodies), 1))
     n = len(bodies)
@@ -500,6 +527,11 @@ def board_from_bodies(
         pts = [_pt(p, f"snake {s} body") for p in b]
         if not pts:
             raise ValueError(f"snake {s} has an empty body")
+        if len(pts) > max_length(size):
+            raise ValueError(
+                f"snake {s} body has {len(pts)} segments; a {size}x{size} board holds at most "
+                f"{max_length(size)} (its {size * size} cells plus 2 stacked segments)"
+            )
         for a, c in itertools.pairwise(pts):
             if abs(a[0] - c[0]) + abs(a[1] - c[1]) > 1:
                 raise ValueError(f"snake {s} body is not contiguous between {a} and {c}")
@@ -518,17 +550,20 @@ def board_from_bodies(
     for p in food:
         x, y = _pt(p, "food")
         food_grid[x, y] = True
-    hz = np.zeros((size, size), np.int8)
+    hz = np.zeros((size, size), np.int32)
     for p in hazards:
         x, y = _pt(p, "hazard")
         hz[x, y] += 1
+    if hz.max(initial=0) > MAX_HAZARD_STACK:
+        x, y = np.unravel_index(np.argmax(hz), hz.shape)
+        raise ValueError(f"{int(hz[x, y])} hazards on cell {(int(x), int(y))}; a cell holds at most {MAX_HAZARD_STACK}")
     return Board(
         head=jnp.asarray(heads),
         length=jnp.asarray([len(b) for b in bodies], jnp.int32),
         health=jnp.asarray(health, jnp.int32),
         body=jnp.asarray(body.reshape(n, size * size), body_dtype(size)),
         food=jnp.asarray(food_grid.reshape(-1)),
-        hazards=jnp.asarray(hz.reshape(-1)),
+        hazards=jnp.asarray(hz.reshape(-1), jnp.int8),
         eliminated_cause=jnp.zeros(n, jnp.int32),
         eliminated_on_turn=jnp.zeros(n, jnp.int32),
         eliminated_by=jnp.full(n, -1, jnp.int32),
