@@ -295,6 +295,7 @@ class BattlesnakeServer:
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
         self._socket = socket.create_server((host, port), family=family, backlog=backlog)
         self._thread = None
+        self._stopped = threading.Event()  # set when serving has ended
 
     @property
     def address(self) -> tuple[str, int]:
@@ -392,7 +393,10 @@ class BattlesnakeServer:
         return self
 
     def _run(self) -> None:
-        self._uvicorn.run(sockets=[self._socket])
+        try:
+            self._uvicorn.run(sockets=[self._socket])
+        finally:
+            self._stopped.set()
 
     def serve(self) -> None:
         """Serves in this thread until SIGINT or SIGTERM (main thread) or `stop`, then shuts down cleanly.
@@ -401,9 +405,13 @@ class BattlesnakeServer:
         the connections and the socket are closed and this returns normally.
         """
         in_main = threading.current_thread() is threading.main_thread()
-        # uvicorn catches SIGINT/SIGTERM while serving and re-raises them into the handlers it found;
-        # these swallow them, so that a signal means "return" rather than KeyboardInterrupt or death.
-        previous = {sig: signal.signal(sig, lambda *_: None) for sig in (signal.SIGINT, signal.SIGTERM)} if in_main else {}
+        # uvicorn catches SIGINT/SIGTERM while serving and, once stopped, re-raises them into the
+        # handlers it found. Ours ask for the stop as uvicorn's do (so a signal before uvicorn's are
+        # installed is not lost) and raise nothing: a signal means "return", not KeyboardInterrupt or death.
+        def ask_to_stop(*_):
+            self._uvicorn.should_exit = True
+
+        previous = {sig: signal.signal(sig, ask_to_stop) for sig in (signal.SIGINT, signal.SIGTERM)} if in_main else {}
         try:
             self._run()
         finally:
@@ -412,9 +420,12 @@ class BattlesnakeServer:
             self._close()
 
     def stop(self) -> None:
-        """Stops serving: answers the requests in flight, closes connections, the socket and the workers."""
+        """Stops serving (`start`, or `serve` in another thread): answers the requests in flight, closes
+        the connections, the socket and the workers. A server that never served is just closed."""
+        self._uvicorn.should_exit = True
+        if self._uvicorn.started:
+            self._stopped.wait()
         if self._thread is not None:
-            self._uvicorn.should_exit = True
             self._thread.join()
             self._thread = None
         self._close()
@@ -490,7 +501,9 @@ def _make_uvicorn(server: BattlesnakeServer, limits: dict):
 
     async def post(request: Request):
         declared = request.headers.get("content-length")
-        if declared is not None and int(declared) > server.max_body_bytes:  # h11 rejected non-integers
+        if declared is not None and not declared.isdigit():  # h11 answers these 400 before we see them
+            return JSONResponse({"error": f"bad Content-Length {declared[:40]!r}"}, 400, close)
+        if declared is not None and int(declared) > server.max_body_bytes:
             return JSONResponse({"error": f"body of {declared} bytes is over the limit of {server.max_body_bytes}"}, 413, close)
         body = bytearray()
         deadline = time.monotonic() + server.body_timeout
