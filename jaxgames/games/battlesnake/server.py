@@ -27,13 +27,16 @@ What the server guarantees, whatever a client sends:
   the timeout): if the agent is late, the server answers a *fallback move*
   (the first of up/right/down/left that leaves the snake on the board and
   off every body but tails, plain Python on the JSON; ``"fallback": true``
-  in the answer) and the late decision is dropped;
+  in the answer) and the late decision is dropped. The first request of a
+  board size not in ``warmup_sizes`` compiles for seconds, so it (and those
+  queued behind it) get the fallback;
 * SIGINT or SIGTERM (`serve`, the command line) stops accepting, answers
   the requests in flight, closes the connections and returns (exit status
   0) within ``shutdown_timeout`` seconds.
 
-TCP_NODELAY is set on every connection (asyncio's default), so a kept-alive
-connection pays no delayed-ACK wait between the response's head and body.
+TCP_NODELAY is set on every accepted connection, so a kept-alive connection
+pays no delayed-ACK wait (about 40 ms on Linux) between the response's head
+and body, which are written separately.
 
 Any agent is served (`jaxgames.agents.base`): the request becomes an
 unbatched `BattlesnakeState` of a `Battlesnake` Env of the board's size,
@@ -340,7 +343,7 @@ class BattlesnakeServer:
         Raises:
             ValueError: a malformed request: invalid or too deeply nested
                 JSON, a field of the wrong type or out of range (`check_shape`,
-                `api.parse_request`), or ``you`` not among the living snakes.
+                `api.parse_request`).
         """
         try:
             if isinstance(request, (str, bytes)):
@@ -352,7 +355,7 @@ class BattlesnakeServer:
         except (TypeError, KeyError, IndexError, AttributeError, OverflowError) as e:
             raise ValueError(f"malformed request ({type(e).__name__}: {e})") from e
         except ValueError as e:
-            if isinstance(e, json.JSONDecodeError):
+            if isinstance(e, (json.JSONDecodeError, UnicodeDecodeError)):
                 raise ValueError(f"request is not valid JSON: {e}") from e
             raise
         return parsed
