@@ -453,18 +453,24 @@ def test_a_late_agent_is_answered_by_a_safe_fallback_within_the_timeout():
         assert srv.fallbacks == 1
 
 
-def test_stop_with_requests_in_flight_answers_them(server):
-    srv = BattlesnakeServer(_SlowAgent(), port=0, warmup_sizes=())
+def test_stop_with_requests_in_flight_answers_them():
+    agent = _SlowAgent()
+    agent.seconds = 0.0  # no wait in the warm-up
+    srv = BattlesnakeServer(agent, port=0, warmup_sizes=(11,))
+    agent.seconds = 1.0
+    req = copy.deepcopy(REQUEST)
+    req["game"]["timeout"] = 5000  # the agent's own answer comes in time, during the shutdown
     srv.start()
     answers = []
-    client = threading.Thread(target=lambda: answers.append(_call(srv, "POST", "/move", REQUEST)))
+    client = threading.Thread(target=lambda: answers.append(_call(srv, "POST", "/move", req)))
     client.start()
-    time.sleep(0.2)  # the request is in the agent's hands
+    time.sleep(0.3)  # the request is in the agent's hands
     t0 = time.perf_counter()
     srv.stop()
     client.join()
     assert time.perf_counter() - t0 < 3
-    assert answers and answers[0][0] == 200 and answers[0][1]["move"] in rules.MOVE_NAMES
+    assert answers and answers[0][0] == 200 and "fallback" not in answers[0][1]
+    assert answers[0][1]["move"] == "up"  # beta at (5, 5): up (5, 6) is on the board, the first move code
 
 
 def _free_port() -> int:
@@ -501,8 +507,10 @@ def test_command_line_shuts_down_cleanly_on_sigint_and_sigterm():
             clients = [threading.Thread(target=hammer) for _ in range(6)]
             for c in clients:
                 c.start()
-            while outcomes.count(200) < 20:
+            deadline = time.monotonic() + 30
+            while outcomes.count(200) < 20 and time.monotonic() < deadline:
                 time.sleep(0.01)
+            assert outcomes.count(200) >= 20, outcomes[-5:]
             proc.send_signal(sig)
             t0 = time.perf_counter()
             last = proc.stdout.readline()
