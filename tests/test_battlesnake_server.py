@@ -449,7 +449,7 @@ def test_a_late_agent_is_answered_by_a_safe_fallback_within_the_timeout():
         status, answer = _call(srv, "POST", "/move", req)
         elapsed = time.perf_counter() - t0
         assert status == 200 and answer["move"] == "down" and answer["fallback"] is True
-        assert 0.2 <= elapsed < 0.3 + 0.15, elapsed  # budget: 300 - 100 ms
+        assert 0.2 <= elapsed < 0.6, elapsed  # budget: 300 - 100 ms; the agent alone takes 1 s
         assert srv.fallbacks == 1
 
 
