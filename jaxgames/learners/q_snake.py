@@ -2,29 +2,37 @@
 
 Source: seed 003 (Siddiqui et al., "Multiagent Reinforcement Learning in a
 Synchronous Strategy Game"), section 3 (method) and section 4 (network).
-The generation loop (`QSnakeLearner.generation`, one compiled function):
+The generation loop (`QSnakeLearner.generation`):
 
-1. **Self-play** (`QSnakeLearner.self_play`): ``B`` games of ``S`` snakes in
-   parallel, every snake driven by the current *best* network (inference
-   mode), each picking a relative action (turn left, straight, turn right)
-   by sampling the power-softmax policy pi_n of its Q-vector (eq. 4; the
-   first move too: a stacked snake faces up). One compiled
-   ``lax.while_loop`` over turns that stops when every game is over (a
-   ``lax.scan`` over ``max_turns`` would keep stepping finished games; the
-   buffers are the same fixed ``[T, B, ...]`` arrays). Per snake and turn it
+1. **Self-play** (`QSnakeLearner.self_play`): ``B`` game slots of ``S``
+   snakes in parallel for ``num_turns`` turns, in one compiled ``lax.scan``;
+   a game that ends is restarted at once in its slot (as
+   `jaxgames.wrappers.auto_reset_step` does; done inline here because the
+   step's final board, not only its observation, is needed), so every slot
+   is always playing. Every snake is driven by the current *best* network
+   (inference mode) and picks a relative action (turn left, straight, turn
+   right) by sampling the power-softmax policy pi_n of its Q-vector (eq. 4;
+   the first move too: a stacked snake faces up). Per snake and turn it
    records the chosen action, the Q-vector, whether the snake acted, the
-   transition weight Psi (eq. 8, `transition_weights`), and whether the snake
-   died or won in that step. The rotated 21x21x3 views are not stored: the
-   board of every turn is (about 0.9 kB for 4 snakes on 11x11 against 21 kB
-   for the four views), and the views of the positions drawn for training
-   are recomputed from it, exactly as the env computed them
-   (`jaxgames.games.battlesnake.observe.observe`, ``rotated=True``).
+   transition weight Psi (eq. 8, `transition_weights`), whether the snake
+   died or won in that step and whether its game's chain ended there. The
+   rotated 21x21x3 views are not stored: the board of every turn is (about
+   0.9 kB for 4 snakes on 11x11 against 21 kB for the four views), and the
+   views of the positions drawn for training are recomputed from it, exactly
+   as the env computed them (`jaxgames.games.battlesnake.observe.observe`,
+   ``rotated=True``). Why restart games rather than play ``B`` games to
+   their end: the network evaluates every seat of every slot each turn, and
+   with games of very different lengths most slots would sit finished
+   (measured: under 20% of the evaluations were living snakes); the price is
+   the games still running when the record ends, whose chains have no
+   outcome and are not trained on (choose ``num_turns`` several times the
+   typical game length).
 2. **Targets** (`chain_targets`): the backward recursion of eqs. 5-7 along
    each snake's chain, from its last state to its first.
-3. **Training** (`QSnakeLearner.train_steps`): ``train_steps`` Optax steps
-   (Adam by default) on minibatches drawn from the sampled positions
-   (`sample_distances`: exponentially growing gaps from the end of each
-   chain), each position mirrored left-right with probability 1/2
+3. **Training** (`QSnakeLearner._train_step`): ``train_steps`` Optax steps
+   (Adam by default) on minibatches drawn uniformly from the sampled
+   positions (`sample_distances`: exponentially growing gaps from the end
+   of each chain), each position mirrored left-right with probability 1/2
    (`reflect_example`: the view mirrored, turn-left and turn-right swapped).
    The *candidate* network keeps training from generation to generation
    (AlphaGo Zero's scheme: the best network only generates data).
@@ -57,7 +65,8 @@ Where the seed is ambiguous, the choices made here:
   ends gets 1 for its last action. A game cut off at ``max_turns`` gives no
   information: the survivors' last actions keep the network's own
   prediction (the recursion starts with ``max Q* - max Q = 0``), and the
-  recursion runs back from there.
+  recursion runs back from there. A chain still running when the self-play
+  record ends has no end at all and is not sampled for training.
 * **Untaken entries.** By default (``targets="vector"``) the training target
   is the recorded Q-vector with only the taken entry refined (the seed
   "refine[s] the Q value vector by updating its explored entry"): the
@@ -76,8 +85,8 @@ Where the seed is ambiguous, the choices made here:
   snakes of both sides fall together or survive the turn limit count as no
   win for the candidate. Team games stop once one team is out.
 
-The ``[T, B, S]`` record layout: ``T = max_turns`` turns, ``B = num_games``
-games, ``S = num_snakes`` snakes. Entry points: `QSnakeConfig` (static
+The ``[T, B, S]`` record layout: ``T = num_turns`` turns, ``B = num_games``
+game slots, ``S = num_snakes`` snakes. Entry points: `QSnakeConfig` (static
 settings), `QSnakeLearner` (the compiled pieces), `train` (the generation
 loop with checkpoints and a wall-clock budget).
 """
@@ -146,10 +155,13 @@ class QSnakeConfig:
         board_size: board width = height (the views are ``2 board_size - 1`` wide).
         num_snakes: snakes per game, ``S`` (even, >= 2: the team pit gives
             each side half the seats).
-        max_turns: self-play turn limit, ``T`` (a longer game is truncated).
+        max_turns: a self-play game's turn limit (a longer game is truncated).
+        num_turns: turns of self-play per generation, ``T`` (every slot
+            restarts its game when it ends; chains still running at the
+            end are not trained on).
         features: filters of the conv stack (`jaxgames.networks.q_snake`);
             the seed's ``(32, 32, 64, 64, 128, 128)`` by default.
-        num_games: self-play games per generation, ``B``.
+        num_games: self-play game slots, ``B`` (games played in parallel).
         power: n of the power-softmax pi_n(v) = v^n / sum_j v_j^n (eq. 4), > 0.
         walk_generations: generations played with ``walk_health_loss`` (the
             "learn to walk" curriculum), then health loss 1.
@@ -177,7 +189,8 @@ class QSnakeConfig:
 
     board_size: int = 11
     num_snakes: int = 4
-    max_turns: int = 300
+    max_turns: int = 500
+    num_turns: int = 256
     features: tuple[int, ...] = SEED_FEATURES
     num_games: int = 256
     power: float = 4.0
@@ -205,7 +218,7 @@ class QSnakeConfig:
         if self.num_snakes < 2 or self.num_snakes % 2:
             raise ValueError(f"num_snakes must be even and >= 2 (the pit's team games split the seats); got {self.num_snakes}")
         object.__setattr__(self, "features", validate_features(self.features))
-        for name in ("max_turns", "num_games", "batch_size", "train_steps", "pit_max_turns", "eval_games"):
+        for name in ("max_turns", "num_turns", "num_games", "batch_size", "train_steps", "pit_max_turns", "eval_games"):
             _pos_int(name, getattr(self, name))
         for name in ("walk_generations", "pit_team_games", "pit_solo_games", "reference_generation", "eval_every"):
             _pos_int(name, getattr(self, name), lo=0)
@@ -307,45 +320,65 @@ def transition_weights(logp_taken: jax.Array, acting: jax.Array, died: jax.Array
 
 
 def chain_targets(
-    q: jax.Array, action: jax.Array, psi: jax.Array, acting: jax.Array, died: jax.Array, won: jax.Array
-) -> tuple[jax.Array, jax.Array]:
-    """Targets of one snake's chain by the backward recursion of seed 003, eqs. 5-7.
+    q: jax.Array,
+    action: jax.Array,
+    psi: jax.Array,
+    acting: jax.Array,
+    died: jax.Array,
+    won: jax.Array,
+    chain_end: jax.Array,
+) -> tuple[jax.Array, jax.Array, jax.Array, jax.Array]:
+    """Targets along one seat's turns by the backward recursion of seed 003, eqs. 5-7.
 
-    From the chain's last step to its first:
+    The turns of one seat hold one or more chains (one per game the seat
+    played: self-play restarts finished games). From each chain's last step
+    to its first:
 
         Q*(s_t, a_t) = min(max(Psi_t [max_a Q*(s_{t+1}, a) - max_a Q(s_{t+1}, a)] + Q(s_t, a_t), 0), 1)   (eq. 7)
 
     where the refined vector Q*(s_{t+1}, .) is Q(s_{t+1}, .) with its taken
     entry replaced by Q*(s_{t+1}, a_{t+1}). Chain ends (module docstring):
-    ``died`` -> 0, ``won`` -> 1, a truncated chain's last step starts from
-    ``max Q* - max Q = 0`` (no change). Steps where the snake did not act
-    are skipped (their target is their own Q and they pass nothing back).
+    ``died`` -> 0, ``won`` -> 1; any other last step (the game truncated at
+    its turn limit) starts from ``max Q* - max Q = 0``, i.e. keeps its own
+    prediction. A chain still running at the last recorded turn has no end:
+    it is marked incomplete (its targets carry no outcome).
 
     Args:
         q: float32 ``[T, 3]``: the Q-vector the snake computed at each turn.
         action: int ``[T]``: the relative action taken.
         psi: float32 ``[T]``: `transition_weights` of each step.
-        acting: bool ``[T]``: the snake acted at that turn (a prefix of the turns).
+        acting: bool ``[T]``: the snake acted at that turn.
         died, won: bool ``[T]``: the step eliminated the snake / left it the last one alive.
+        chain_end: bool ``[T]``: the step was the chain's last (died, won, or the game ended).
 
     Returns:
-        ``(taken, vector)``: float32 ``[T]``, Q*(s_t, a_t), and ``[T, 3]``,
-        the refined vectors (0 rows where the snake did not act).
+        ``(taken, vector, distance, complete)``: float32 ``[T]``, Q*(s_t,
+        a_t); float32 ``[T, 3]``, the refined vectors; int32 ``[T]``, steps
+        from ``t`` to its chain's last step; bool ``[T]``, the chain ended
+        within the record. Turns where the snake did not act hold 0, a huge
+        distance and False.
     """
+    far = jnp.int32(2**30)
 
-    def back(delta_next, x):
-        q_t, a_t, psi_t, acting_t, died_t, won_t = x
+    def back(carry, x):
+        delta_next, dist_next, complete_next = carry
+        q_t, a_t, psi_t, acting_t, died_t, won_t, end_t = x
+        delta_next = jnp.where(end_t, 0.0, delta_next)
         onehot = jnp.arange(q_t.shape[-1]) == a_t
         q_taken = jnp.sum(jnp.where(onehot, q_t, 0.0))
         star = jnp.clip(psi_t * delta_next + q_taken, 0.0, 1.0)
         star = jnp.where(died_t, 0.0, jnp.where(won_t, 1.0, star))
         refined = jnp.where(onehot, star, q_t)
         delta = jnp.where(acting_t, jnp.max(refined) - jnp.max(q_t), 0.0)
-        return delta, (jnp.where(acting_t, star, 0.0), jnp.where(acting_t, refined, 0.0))
+        dist = jnp.where(acting_t, jnp.where(end_t, 0, jnp.minimum(dist_next, far - 1) + 1), far)
+        complete = acting_t & (end_t | complete_next)
+        out = (jnp.where(acting_t, star, 0.0), jnp.where(acting_t, refined, 0.0), dist, complete)
+        return (delta, dist, complete), out
 
-    xs = (q.astype(jnp.float32), action.astype(jnp.int32), psi.astype(jnp.float32), acting, died, won)
-    _, (taken, vector) = jax.lax.scan(back, jnp.float32(0.0), xs, reverse=True)
-    return taken, vector
+    xs = (q.astype(jnp.float32), action.astype(jnp.int32), psi.astype(jnp.float32), acting, died, won, chain_end)
+    init = (jnp.float32(0.0), far, jnp.bool_(False))
+    _, (taken, vector, dist, complete) = jax.lax.scan(back, init, xs, reverse=True)
+    return taken, vector, dist, complete
 
 
 def sample_distances(num_turns: int, sampler: str = "exponential", gap_growth: float = 2.0) -> np.ndarray:
@@ -432,18 +465,21 @@ def pit_threshold(team_games: int, solo_games: int, num_snakes: int = 4, alpha: 
 
 # ----------------------------------------------------------------------------- records
 class SelfPlayRecord(NamedTuple):
-    """The self-play games of one generation; turn-major ``[T, B, ...]``.
+    """The self-play turns of one generation; turn-major ``[T, B, ...]`` (``T = num_turns``, ``B = num_games`` slots).
+
+    Each slot plays game after game (a finished game restarts at once), so
+    one seat's turns hold several chains, separated by ``chain_end``.
 
     Attributes:
         boards: `rules.Board` with leaves ``[T, B, ...]``: the board before each turn
-            (the rotated views are `observe.observe(board, rotated=True)` of it).
+            (the rotated views are ``observe.observe(board, rotated=True)`` of it).
         action: int8 ``[T, B, S]``: the relative action taken (0 left, 1 straight, 2 right).
         q: float32 ``[T, B, S, 3]``: the Q-vector computed.
-        acting: bool ``[T, B, S]``: the snake was alive and the game on before the turn.
+        acting: bool ``[T, B, S]``: the snake was alive and its game on before the turn.
         psi: float32 ``[T, B, S]``: `transition_weights`.
         died, won: bool ``[T, B, S]``: the turn eliminated the snake / left it the winner.
-        final: `BattlesnakeState` ``[B]``: the final states.
-        turns: int32 ``[]``: loop iterations run (the longest game).
+        chain_end: bool ``[T, B, S]``: the turn was the snake's last in its game.
+        totals: `game_metrics` summed over the games that ended in the record.
     """
 
     boards: Board
@@ -453,8 +489,26 @@ class SelfPlayRecord(NamedTuple):
     psi: jax.Array
     died: jax.Array
     won: jax.Array
-    final: BattlesnakeState
-    turns: jax.Array
+    chain_end: jax.Array
+    totals: dict
+
+
+class TrainingData(NamedTuple):
+    """What the training steps of one generation read.
+
+    Attributes:
+        record: the `SelfPlayRecord`.
+        vector: float32 ``[T, B, S, 3]``: the refined Q-vectors (`chain_targets`).
+        t, b, s: int32 ``[T * B * S]``: the sampled positions first (turn, slot, seat).
+        count: int32 ``[]``: how many positions were sampled.
+    """
+
+    record: SelfPlayRecord
+    vector: jax.Array
+    t: jax.Array
+    b: jax.Array
+    s: jax.Array
+    count: jax.Array
 
 
 @struct.dataclass
@@ -507,7 +561,7 @@ def game_metrics(final: Board, seats: jax.Array) -> dict:
         (head-to-head eliminations of other snakes that the counted snake
         survived), ``collisions`` (deaths by running into something deadly:
         a wall, its own body or another's; head-to-head losses are counted
-        apart), ``snakes`` and ``game_turns`` (sum of the games' lengths).
+        apart), ``snakes`` and ``game_turns`` (sum of the lengths of the games with a counted snake).
     """
     cause = final.eliminated_cause
     turn_out = final.eliminated_on_turn
@@ -525,7 +579,7 @@ def game_metrics(final: Board, seats: jax.Array) -> dict:
     hunter_counted = jnp.take_along_axis(seats, by, axis=1)
     out["heads_hunted"] = jnp.sum(hunted & hunter_counted)
     out["snakes"] = jnp.sum(seats)
-    out["game_turns"] = jnp.sum(final.turn)
+    out["game_turns"] = jnp.sum(jnp.where(jnp.any(seats, axis=1), final.turn, 0))
     return {k: v.astype(jnp.float32) for k, v in out.items()}
 
 
@@ -574,7 +628,7 @@ def memory_estimate(config: QSnakeConfig) -> dict:
     widest = max(max(config.features), 3)
     board = S * C * np.dtype(np.int8 if C + 2 <= 127 else np.int16).itemsize + 2 * C + S * 24 + 4
     per_turn = board + S * (1 + 12 + 1 + 4 + 1 + 1)
-    record = config.max_turns * config.num_games * per_turn
+    record = config.num_turns * config.num_games * per_turn * 2  # the record, and the refined targets beside it
     # a forward pass keeps a few maps of the widest layer alive, plus the views of every snake
     infer = lambda n: n * cells * (3 * widest + 3 * 2) * 4  # noqa: E731
     train = config.batch_size * cells * (3 + 4 * sum(config.features)) * 4 * 2  # activations and their cotangents
@@ -601,7 +655,7 @@ def check_memory(config: QSnakeConfig, fraction: float = 0.8) -> None:
         raise ValueError(
             f"{worst}={value} does not fit in memory: a generation needs about {total / 2**30:.1f} GiB "
             f"({worst}: {need[worst] / 2**30:.1f} GiB) and the {where} is {avail / 2**30:.1f} GiB; lower {worst}"
-            + (" or max_turns" if worst == "num_games" else "")
+            + (" or num_turns" if worst == "num_games" else "")
         )
 
 
@@ -609,7 +663,7 @@ def _reraise_oom(err: Exception, config: QSnakeConfig):
     if "RESOURCE_EXHAUSTED" in str(err) or "Out of memory" in str(err):
         raise MemoryError(
             f"out of memory with num_games={config.num_games}, batch_size={config.batch_size}, "
-            f"max_turns={config.max_turns}: lower them ({str(err).splitlines()[0][:200]})"
+            f"num_turns={config.num_turns}: lower them ({str(err).splitlines()[0][:200]})"
         ) from err
     raise err
 
@@ -643,13 +697,16 @@ class QSnakeLearner:
         opt = {"adam": optax.adam, "sgd": optax.sgd}[c.optimizer]
         self.tx = opt(c.learning_rate)
         self.threshold = pit_threshold(c.pit_team_games, c.pit_solo_games, c.num_snakes, c.pit_alpha)
-        self.distances = sample_distances(c.max_turns, c.sampler, c.gap_growth)
+        self.distances = sample_distances(c.num_turns, c.sampler, c.gap_growth)
+        self.sample_table = np.zeros(c.num_turns + 1, bool)
+        self.sample_table[self.distances] = True
         jitted = _jitted(config)
         self.self_play = functools.partial(jitted["self_play"], self)
-        self.train_steps = functools.partial(jitted["train_steps"], self)
         self.versus = functools.partial(jitted["versus"], self)
-        self.generation = functools.partial(jitted["generation"], self)
         self.evaluate = functools.partial(jitted["evaluate"], self)
+        self._collect_jit = functools.partial(jitted["collect"], self)
+        self._train_step_jit = functools.partial(jitted["train_step"], self)
+        self._pit_jit = functools.partial(jitted["pit"], self)
 
     # learners of one config are interchangeable (jit caches on them as static arguments)
     def __hash__(self):
@@ -690,78 +747,97 @@ class QSnakeLearner:
 
     # ------------------------------------------------------------ pieces (traced)
     def _self_play(self, variables: dict, params: BattlesnakeParams, key: jax.Array) -> SelfPlayRecord:
+        """``num_turns`` turns of ``num_games`` self-play slots in one ``lax.scan`` (module docstring, step 1)."""
         TRACES["self_play"] += 1
         c, env = self.config, self.env
-        B, S, T = c.num_games, c.num_snakes, c.max_turns
+        B = c.num_games
         key, init_key = jax.random.split(key)
         states = jax.vmap(env.init, in_axes=(0, None))(jax.random.split(init_key, B), params)
-        boards0 = jax.tree.map(lambda x: jnp.zeros((T,) + x.shape, x.dtype), states.board)
-        buf = (
-            boards0,
-            jnp.zeros((T, B, S), jnp.int8),
-            jnp.zeros((T, B, S, 3), jnp.float32),
-            jnp.zeros((T, B, S), bool),
-            jnp.zeros((T, B, S), jnp.float32),
-            jnp.zeros((T, B, S), bool),
-            jnp.zeros((T, B, S), bool),
-        )
-        def cond(carry):
-            states, t, _, _ = carry
-            return (t < T) & ~jnp.all(states.terminated | states.truncated)
+        zero_totals = jax.tree.map(jnp.zeros_like, game_metrics(states.board, jnp.zeros(states.board.alive.shape, bool)))
 
-        def body(carry):
-            states, t, key, buf = carry
-            key, act_key, step_key = jax.random.split(key, 3)
+        def turn(carry, k):
+            states, totals = carry
+            act_key, step_key, reset_key = jax.random.split(k, 3)
             board = states.board
-            done = states.terminated | states.truncated
-            acting = board.alive & ~done[:, None]
+            acting = board.alive & ~(states.terminated | states.truncated)[:, None]
             q = self.q_values(variables, states.observation)  # [B, S, 3]
             logpi = log_power_softmax(q, c.power)
             rel = jax.random.categorical(act_key, logpi).astype(jnp.int32)  # [B, S]
-            facing = jax.vmap(rules.facing)(board)
-            moves = observe.relative_to_absolute(rel, facing)
+            moves = observe.relative_to_absolute(rel, jax.vmap(rules.facing)(board))
             nxt = jax.vmap(env.step, in_axes=(0, 0, 0, None))(states, moves, jax.random.split(step_key, B), params)
             died = acting & ~nxt.board.alive
             won = acting & nxt.board.alive & nxt.terminated[:, None]
+            done = nxt.terminated | nxt.truncated
+            chain_end = acting & (died | done[:, None])
             logp_taken = jnp.take_along_axis(logpi, rel[..., None], axis=-1)[..., 0]
             psi = jax.vmap(transition_weights)(logp_taken, acting, died)
-            new = (board, rel.astype(jnp.int8), q, acting, psi, died, won)
-            buf = jax.tree.map(lambda b, x: jax.lax.dynamic_update_index_in_dim(b, x, t, 0), buf, new)
-            return nxt, t + 1, key, buf
+            ended = game_metrics(nxt.board, jnp.broadcast_to(done[:, None], acting.shape))
+            ended["games"] = jnp.sum(done).astype(jnp.float32)
+            ended["truncated"] = jnp.sum(nxt.truncated & ~nxt.terminated).astype(jnp.float32)
+            totals = jax.tree.map(lambda a, b: a + b, totals, ended)
+            fresh = jax.vmap(env.init, in_axes=(0, None))(jax.random.split(reset_key, B), params)
+            nxt = jax.tree.map(lambda f, n: jnp.where(done.reshape((-1,) + (1,) * (n.ndim - 1)), f, n), fresh, nxt)
+            out = (board, rel.astype(jnp.int8), q, acting, psi, died, won, chain_end)
+            return (nxt, totals), out
 
-        states, turns, _, buf = jax.lax.while_loop(cond, body, (states, jnp.int32(0), key, buf))
-        boards, action, q, acting, psi, died, won = buf
-        return SelfPlayRecord(boards, action, q, acting, psi, died, won, states, turns)
+        zero_totals = {**zero_totals, "games": jnp.float32(0), "truncated": jnp.float32(0)}
+        (_, totals), out = jax.lax.scan(turn, (states, zero_totals), jax.random.split(key, c.num_turns))
+        return SelfPlayRecord(*out, totals=totals)
 
     def _targets(self, rec: SelfPlayRecord):
-        """``(taken [T, B, S], vector [T, B, S, 3])`` by `chain_targets` over every chain."""
-        over_snakes = jax.vmap(chain_targets, in_axes=(1, 1, 1, 1, 1, 1), out_axes=(1, 1))
-        over_games = jax.vmap(over_snakes, in_axes=(1, 1, 1, 1, 1, 1), out_axes=(1, 1))
-        return over_games(rec.q, rec.action, rec.psi, rec.acting, rec.died, rec.won)
+        """`chain_targets` of every seat: ``(taken, vector, distance, complete)``, ``[T, B, S, ...]``."""
+        fn = chain_targets
+        for _ in range(2):  # over seats, then slots (axis 1 of the [T, B, S] arrays)
+            fn = jax.vmap(fn, in_axes=1, out_axes=1)
+        return fn(rec.q, rec.action, rec.psi, rec.acting, rec.died, rec.won, rec.chain_end)
 
-    def _dataset(self, rec: SelfPlayRecord, vector: jax.Array):
-        """The sampled positions: ``(t, b, s)`` int32 ``[N]`` each, valid bool ``[N]``, the count."""
+    def _collect(self, state: LearnerState):
+        """Self-play with the best network under the curriculum, targets and sampled positions (steps 1-2).
+
+        Returns:
+            ``(data, train_keys [train_steps], metrics)``: `TrainingData`, one key
+            per training step, the self-play metrics.
+        """
+        TRACES["collect"] += 1
         c = self.config
-        B, S = c.num_games, c.num_snakes
-        last = jnp.sum(rec.acting, axis=0) - 1  # [B, S]: each chain's last step (chains start at turn 0)
-        d = jnp.asarray(self.distances)
-        t = last[:, :, None] - d[None, None, :]  # [B, S, K]
-        valid = t >= 0
-        b = jnp.broadcast_to(jnp.arange(B)[:, None, None], t.shape)
-        s = jnp.broadcast_to(jnp.arange(S)[None, :, None], t.shape)
-        t, b, s, valid = (x.reshape(-1) for x in (jnp.maximum(t, 0), b, s, valid))
-        order = jnp.argsort(~valid, stable=True)  # valid positions first
-        return t[order], b[order], s[order], jnp.sum(valid)
+        key = jax.random.wrap_key_data(state.rng)
+        _, play_key, train_key, _ = jax.random.split(key, 4)
+        health = self.health_loss(state.generation)
+        rec = self._self_play(state.best, self.params_for(health), play_key)
+        taken, vector, dist, complete = self._targets(rec)
+        pick = jnp.asarray(self.sample_table)[jnp.minimum(dist, c.num_turns)]
+        sampled = rec.acting & complete & pick  # [T, B, S]
+        T, B, S = sampled.shape
+        t, b, s = (x.reshape(-1) for x in jnp.meshgrid(jnp.arange(T), jnp.arange(B), jnp.arange(S), indexing="ij"))
+        order = jnp.argsort(~sampled.reshape(-1), stable=True)  # sampled positions first
+        count = jnp.sum(sampled).astype(jnp.int32)
+        data = TrainingData(rec, vector, t[order].astype(jnp.int32), b[order].astype(jnp.int32), s[order].astype(jnp.int32), count)
+        decisions = jnp.maximum(jnp.sum(rec.acting), 1)
+        q_taken = jnp.take_along_axis(rec.q, rec.action[..., None].astype(jnp.int32), -1)[..., 0]
+        t1 = min(1, c.num_turns - 1)
+        metrics = dict(
+            health_loss=health,
+            decisions=jnp.sum(rec.acting),
+            samples=count,
+            complete_decisions=jnp.sum(rec.acting & complete),
+            mean_q_taken=jnp.sum(jnp.where(rec.acting, q_taken, 0.0)) / decisions,
+            mean_target_taken=jnp.sum(jnp.where(rec.acting & complete, taken, 0.0)) / jnp.maximum(jnp.sum(rec.acting & complete), 1),
+            # 100 - the health loss applied on the first turn (no snake can eat on its first move)
+            first_turn_health=jnp.sum(jnp.where(rec.acting[t1], rec.boards.health[t1], 0)) / jnp.maximum(jnp.sum(rec.acting[t1]), 1),
+            **rec.totals,
+        )
+        return data, jax.random.split(train_key, c.train_steps), metrics
 
-    def _example(self, rec: SelfPlayRecord, vector, t, b, s):
-        """One training example: the rotated view of snake ``s`` at turn ``t`` of game ``b``, target, loss mask."""
-        board = jax.tree.map(lambda x: x[t, b], rec.boards)
+    def _example(self, data: TrainingData, i):
+        """Training example ``i`` of the sampled positions: rotated view ``[V, V, 3]``, target ``[3]``, loss mask ``[3]``."""
+        t, b, s = data.t[i], data.b[i], data.s[i]
+        board = jax.tree.map(lambda x: x[t, b], data.record.boards)
         view = observe.observe(board, rotated=True)[s]
-        target = vector[t, b, s]
+        target = data.vector[t, b, s]
         if self.config.targets == "vector":
             mask = jnp.ones((3,), jnp.float32)
         else:
-            mask = (jnp.arange(3) == rec.action[t, b, s]).astype(jnp.float32)
+            mask = (jnp.arange(3) == data.record.action[t, b, s]).astype(jnp.float32)
         return view, target, mask
 
     def _loss(self, params, batch_stats, views, target, mask):
@@ -776,28 +852,28 @@ class QSnakeLearner:
         loss = jnp.sum(err * mask) / jnp.maximum(jnp.sum(mask), 1.0)
         return loss, updates["batch_stats"]
 
-    def _train_steps(self, state: LearnerState, rec: SelfPlayRecord, vector: jax.Array, key: jax.Array):
-        """``train_steps`` Optax steps of the candidate on minibatches of the sampled positions."""
+    def _train_step(self, state: LearnerState, data: TrainingData, key: jax.Array):
+        """One Optax step of the candidate on ``batch_size`` positions drawn uniformly from the sampled ones (step 3).
+
+        One jitted call per step, not a ``lax.scan`` of steps: XLA's CPU
+        backend runs the convolutions' gradients about 15x slower inside a
+        loop than as a top-level computation (measured on this repo's 2-core
+        machine), and a call per step costs nothing next to a step.
+        """
+        TRACES["train_step"] += 1
         c = self.config
-        t_idx, b_idx, s_idx, count = self._dataset(rec, vector)
-        grad_fn = jax.value_and_grad(self._loss, has_aux=True)
-
-        def step(carry, k):
-            params, batch_stats, opt_state = carry
-            pick_key, flip_key = jax.random.split(k)
-            i = jax.random.randint(pick_key, (c.batch_size,), 0, jnp.maximum(count, 1))
-            views, target, mask = jax.vmap(functools.partial(self._example, rec, vector))(t_idx[i], b_idx[i], s_idx[i])
-            if c.reflect:
-                flip = jax.random.bernoulli(flip_key, 0.5, (c.batch_size,))
-                views, target, mask = jax.vmap(reflect_example)(views, target, mask, flip)
-            (loss, batch_stats), grads = grad_fn(params, batch_stats, views, target, mask)
-            updates, opt_state = self.tx.update(grads, opt_state, params)
-            params = optax.apply_updates(params, updates)
-            return (params, batch_stats, opt_state), loss
-
-        keys = jax.random.split(key, c.train_steps)
-        (params, batch_stats, opt_state), losses = jax.lax.scan(step, (state.params, state.batch_stats, state.opt_state), keys)
-        return state.replace(params=params, batch_stats=batch_stats, opt_state=opt_state), losses, count
+        pick_key, flip_key = jax.random.split(key)
+        i = jax.random.randint(pick_key, (c.batch_size,), 0, jnp.maximum(data.count, 1))
+        views, target, mask = jax.vmap(functools.partial(self._example, data))(i)
+        if c.reflect:
+            flip = jax.random.bernoulli(flip_key, 0.5, (c.batch_size,))
+            views, target, mask = jax.vmap(reflect_example)(views, target, mask, flip)
+        (loss, batch_stats), grads = jax.value_and_grad(self._loss, has_aux=True)(
+            state.params, state.batch_stats, views, target, mask
+        )
+        updates, opt_state = self.tx.update(grads, state.opt_state, state.params)
+        params = optax.apply_updates(state.params, updates)
+        return state.replace(params=params, batch_stats=batch_stats, opt_state=opt_state), loss
 
     def _versus(self, vars_a: dict, vars_b: dict, key: jax.Array, num_games: int, seats_a: int, params):
         """Greedy games of network A (``seats_a`` seats, rotated) against B; stops a game once one side is out.
@@ -805,6 +881,7 @@ class QSnakeLearner:
         Returns:
             ``(a_wins bool [G], final boards [G], seat mask of A bool [G, S])``.
         """
+        TRACES["versus"] += 1
         env, S, G = self.pit_env, self.config.num_snakes, num_games
         idx_a, idx_b = (jnp.asarray(x) for x in _seating(G, S, seats_a))
         mask_a = jnp.zeros((G, S), bool).at[jnp.arange(G)[:, None], idx_a].set(True)
@@ -825,11 +902,9 @@ class QSnakeLearner:
             key, step_key = jax.random.split(key)
             obs = states.observation  # [G, S, V, V, 3]
             take = lambda idx: jnp.take_along_axis(obs, idx[:, :, None, None, None], axis=1)  # noqa: E731
-            qa = self.q_values(vars_a, take(idx_a))
             rows = jnp.arange(G)[:, None]
-            q = jnp.zeros((G, S, 3), jnp.float32).at[rows, idx_a].set(qa)
-            if S - seats_a:
-                q = q.at[rows, idx_b].set(self.q_values(vars_b, take(idx_b)))
+            q = jnp.zeros((G, S, 3), jnp.float32).at[rows, idx_a].set(self.q_values(vars_a, take(idx_a)))
+            q = q.at[rows, idx_b].set(self.q_values(vars_b, take(idx_b)))
             rel = jnp.argmax(q, axis=-1).astype(jnp.int32)
             moves = observe.relative_to_absolute(rel, jax.vmap(rules.facing)(states.board))
             nxt = jax.vmap(env.step, in_axes=(0, 0, 0, None))(states, moves, jax.random.split(step_key, G), params)
@@ -843,17 +918,13 @@ class QSnakeLearner:
         best_b = jnp.max(jnp.where(mask_a, -1, surv), axis=1)
         return best_a > best_b, states.board, mask_a
 
-    def _generation(self, state: LearnerState):
-        """One generation: self-play -> targets -> train -> pit -> accept (module docstring)."""
-        TRACES["generation"] += 1
+    def _pit(self, state: LearnerState):
+        """Step 4: the candidate against the best; the best replaced if the wins reach `threshold`; the key advanced."""
+        TRACES["pit"] += 1
         c = self.config
         key = jax.random.wrap_key_data(state.rng)
-        key, play_key, train_key, team_key, solo_key = jax.random.split(key, 5)
-        health = self.health_loss(state.generation)
-        params = self.params_for(health)
-        rec = self._self_play(state.best, params, play_key)
-        taken, vector = self._targets(rec)
-        state, losses, count = self._train_steps(state, rec, vector, train_key)
+        next_key, _, _, pit_key = jax.random.split(key, 4)
+        team_key, solo_key = jax.random.split(pit_key)
         pit_params = self.pit_env.default_params
         wins_team = wins_solo = jnp.int32(0)
         if c.pit_team_games:
@@ -868,34 +939,34 @@ class QSnakeLearner:
             best_params=pick(state.params, state.best_params),
             best_batch_stats=pick(state.batch_stats, state.best_batch_stats),
             generation=state.generation + 1,
-            rng=jax.random.key_data(key),
+            rng=jax.random.key_data(next_key),
         )
-        final = rec.final.board
-        t1 = min(1, c.max_turns - 1)
-        stats = game_metrics(final, jnp.ones(final.alive.shape, bool))
-        metrics = dict(
-            health_loss=health,
-            games=jnp.int32(c.num_games),
-            decisions=jnp.sum(rec.acting),
-            truncated=jnp.sum(rec.final.truncated),
-            samples=count,
-            loss_first=losses[0],
-            loss_last=losses[-1],
-            loss_mean=jnp.mean(losses),
-            mean_q_taken=jnp.sum(jnp.where(rec.acting, jnp.take_along_axis(rec.q, rec.action[..., None].astype(jnp.int32), -1)[..., 0], 0.0))
-            / jnp.maximum(jnp.sum(rec.acting), 1),
-            mean_target_taken=jnp.sum(jnp.where(rec.acting, taken, 0.0)) / jnp.maximum(jnp.sum(rec.acting), 1),
-            # 100 - the health loss actually applied (no snake can eat on its first move)
-            first_turn_health=jnp.sum(jnp.where(rec.acting[t1], rec.boards.health[t1], 0)) / jnp.maximum(jnp.sum(rec.acting[t1]), 1),
-            pit_wins_team=wins_team,
-            pit_wins_solo=wins_solo,
-            accepted=accepted,
-            **stats,
-        )
+        return state, dict(pit_wins_team=wins_team, pit_wins_solo=wins_solo, accepted=accepted)
+
+    def generation(self, state: LearnerState) -> tuple[LearnerState, dict]:
+        """One generation: self-play -> targets -> ``train_steps`` training steps -> pit -> accept (module docstring).
+
+        Three compiled pieces (`_collect`, `_train_step` once per step, `_pit`),
+        each traced once per config: the curriculum's health loss and every
+        key are traced values. Every random draw comes from ``state.rng``, so
+        the result depends on ``state`` alone.
+
+        Returns:
+            ``(next state, metrics)``: metrics are device scalars (`metrics_to_host`).
+        """
+        data, keys, metrics = self._collect_jit(state)
+        losses = []
+        for i in range(self.config.train_steps):
+            state, loss = self._train_step_jit(state, data, keys[i])
+            losses.append(loss)
+        state, pit = self._pit_jit(state)
+        losses = jnp.stack(losses)
+        metrics = {**metrics, **pit, "loss_first": losses[0], "loss_last": losses[-1], "loss_mean": jnp.mean(losses)}
         return state, metrics
 
     def _evaluate(self, vars_a: dict, vars_b: dict, key: jax.Array):
         """A's win counts and its snakes' `game_metrics` in ``eval_games`` team and solo games against B."""
+        TRACES["evaluate"] += 1
         c = self.config
         team_key, solo_key = jax.random.split(key)
         p = self.pit_env.default_params
@@ -913,9 +984,10 @@ def _jitted(config: QSnakeConfig) -> dict:
     """The jitted methods of `QSnakeLearner` for one config (the learner is a static argument: it hashes by config)."""
     return {
         "self_play": jax.jit(QSnakeLearner._self_play, static_argnums=0),
-        "train_steps": jax.jit(QSnakeLearner._train_steps, static_argnums=0),
+        "collect": jax.jit(QSnakeLearner._collect, static_argnums=0),
+        "train_step": jax.jit(QSnakeLearner._train_step, static_argnums=0),
+        "pit": jax.jit(QSnakeLearner._pit, static_argnums=0),
         "versus": jax.jit(QSnakeLearner._versus, static_argnums=(0, 4, 5)),
-        "generation": jax.jit(QSnakeLearner._generation, static_argnums=0),
         "evaluate": jax.jit(QSnakeLearner._evaluate, static_argnums=0),
     }
 
@@ -1002,7 +1074,8 @@ def _history_row(learner: QSnakeLearner, generation: int, m: dict, seconds: floa
     row = {"generation": generation, "health_loss": m["health_loss"], "accepted": int(m["accepted"]),
            "pit_wins_team": m["pit_wins_team"], "pit_wins_solo": m["pit_wins_solo"],
            "pit_wins": m["pit_wins_team"] + m["pit_wins_solo"], "pit_threshold": learner.threshold,
-           "games": m["games"], "decisions": m["decisions"], "truncated": m["truncated"],
+           "games": int(m["games"]), "decisions": m["decisions"], "complete_decisions": m["complete_decisions"],
+           "truncated": int(m["truncated"]),
            "game_length": m["game_turns"] / games}
     for name in DEATH_CAUSES:
         row[f"deaths_{name}"] = m[f"deaths_{name}"]

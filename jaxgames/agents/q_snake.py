@@ -1,0 +1,204 @@
+"""The AlphaSnake Zero snake: greedy on a trained `QSnakeNet` (seed 003), and its shipped weights.
+
+`QSnakeAgent` is a `jaxgames.agents.battlesnake.QAgent` whose Q-function is a
+trained network: it turns snake ``player``'s egocentric view (seed 003,
+eqs. 1-3) to face up and plays the relative action with the largest
+Q-value (estimated win rate). By default it loads the weights shipped in
+``jaxgames/weights/q_snake/`` (``q_snake.msgpack`` with the variables,
+``q_snake.json`` with the network's shape, the command and budget that
+trained them and whether they are trained at all). Weights marked
+``"trained": false`` (a placeholder) load with an `UntrainedWeightsWarning`
+and an agent name ending in ``(untrained)``.
+
+Other board sizes: the network reads views of the size it was trained on
+(``2 board_size - 1``). On a smaller board the view is padded with wall
+cells (what the snake would see if the board were surrounded by more
+wall), on a larger one it is cropped around the head (the snake sees
+``board_size - 1`` cells each way). The view's scale factors are those of the
+training board (`observe.default_multipliers`), so values mean the same.
+
+The server serves it with ``python -m jaxgames.games.battlesnake.server
+--agent q_snake`` (registered lazily in `jaxgames.agents.battlesnake.AGENTS`:
+nothing is loaded until it is asked for).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import warnings
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxgames.agents.battlesnake import QAgent
+from jaxgames.games.battlesnake import observe, rules
+from jaxgames.networks.q_snake import QSnakeNet, init_variables, validate_features, variable_shapes
+
+WEIGHTS_DIR = pathlib.Path(__file__).resolve().parent.parent / "weights" / "q_snake"
+"""The shipped weights' folder (package data)."""
+
+WEIGHTS_FILE = "q_snake.msgpack"
+METADATA_FILE = "q_snake.json"
+
+
+class UntrainedWeightsWarning(UserWarning):
+    """The weights loaded are a placeholder, not a trained snake."""
+
+
+def save_weights(variables: dict, directory, metadata: dict) -> pathlib.Path:
+    """Writes ``variables`` (msgpack, `flax.serialization`) and ``metadata`` (JSON) into ``directory``, atomically.
+
+    Args:
+        variables: ``{"params", "batch_stats"}`` of a `QSnakeNet`.
+        directory: the folder (created).
+        metadata: must hold ``features`` (list of ints), ``board_size`` and
+            ``trained`` (bool); add the command and budget that made them.
+
+    Raises:
+        ValueError: metadata without those keys.
+    """
+    from flax import serialization
+
+    from jaxgames.experiment import atomic_write_bytes
+
+    for k in ("features", "board_size", "trained"):
+        if k not in metadata:
+            raise ValueError(f"weights metadata needs {k!r}; got keys {sorted(metadata)}")
+    directory = pathlib.Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    host = jax.tree.map(np.asarray, {"params": variables["params"], "batch_stats": variables["batch_stats"]})
+    atomic_write_bytes(directory / WEIGHTS_FILE, serialization.msgpack_serialize(host))
+    atomic_write_bytes(directory / METADATA_FILE, (json.dumps(metadata, indent=2, default=str) + "\n").encode())
+    return directory
+
+
+def load_weights(directory=None) -> tuple[dict, dict]:
+    """``(variables, metadata)`` from a weights folder (default: the shipped `WEIGHTS_DIR`).
+
+    Raises:
+        FileNotFoundError: no weights there (the message says how to make them).
+        ValueError: metadata without the network's shape, or variables of
+            another shape than its ``features``/``board_size`` say.
+    """
+    from flax import serialization
+
+    directory = pathlib.Path(WEIGHTS_DIR if directory is None else directory)
+    wfile, mfile = directory / WEIGHTS_FILE, directory / METADATA_FILE
+    if not (wfile.exists() and mfile.exists()):
+        raise FileNotFoundError(
+            f"no q_snake weights in {directory} ({WEIGHTS_FILE} and {METADATA_FILE}); train them with "
+            "`python experiments/q_snake.py ship=true` (see jaxgames/weights/q_snake/README.md)"
+        )
+    metadata = json.loads(mfile.read_text())
+    try:
+        features = validate_features(tuple(metadata["features"]))
+        board_size = int(metadata["board_size"])
+    except (KeyError, TypeError, ValueError) as err:
+        raise ValueError(f"{mfile}: metadata must give the network's features and board_size ({err})") from err
+    variables = serialization.msgpack_restore(wfile.read_bytes())
+    v = 2 * board_size - 1
+    expected = variable_shapes(jax.eval_shape(lambda: init_variables(QSnakeNet(features), jax.random.key(0), (v, v, 3))))
+    got = variable_shapes(variables)
+    if expected != got:
+        raise ValueError(f"{wfile} holds variables of another shape than features={features}, board_size={board_size} say")
+    return jax.tree.map(jnp.asarray, variables), metadata
+
+
+def fit_view(view: jax.Array, size: int) -> jax.Array:
+    """A rotated view ``[v, v, 3]`` padded with walls (``v < size``) or cropped around its centre (``v > size``) to ``[size, size, 3]``."""
+    v = view.shape[0]
+    if v == size:
+        return view
+    if v < size:
+        p = (size - v) // 2
+        pads = ((p, p), (p, p))
+        return jnp.stack(
+            [jnp.pad(view[..., 0], pads), jnp.pad(view[..., 1], pads, constant_values=1.0), jnp.pad(view[..., 2], pads)], -1
+        )
+    o = (v - size) // 2
+    return view[o : o + size, o : o + size]
+
+
+class QSnakeAgent(QAgent):
+    """Greedy on a trained `QSnakeNet` (module docstring).
+
+    Args:
+        variables: ``{"params", "batch_stats"}``; default: the shipped weights
+            (`load_weights` of ``weights_dir``).
+        features: the network's filters (required with ``variables``).
+        board_size: the board size the network was trained on (required with ``variables``).
+        weights_dir: a weights folder to load instead of the shipped one.
+        trained: whether ``variables`` are trained (given ``variables``; a
+            loaded folder says it in its metadata).
+        name: a label (default ``"q_snake"``; ``"q_snake(untrained)"`` for a placeholder).
+
+    Attributes:
+        metadata: the weights' metadata (``{}`` for variables passed in).
+        trained: bool.
+
+    Raises:
+        FileNotFoundError, ValueError: see `load_weights`; ``variables``
+            without ``features``/``board_size``.
+    """
+
+    def __init__(
+        self,
+        variables: dict | None = None,
+        *,
+        features=None,
+        board_size: int | None = None,
+        weights_dir=None,
+        trained: bool = True,
+        name: str | None = None,
+    ):
+        if variables is None:
+            variables, metadata = load_weights(weights_dir)
+            features, board_size = tuple(metadata["features"]), int(metadata["board_size"])
+            trained = bool(metadata.get("trained", False))
+        else:
+            if features is None or board_size is None:
+                raise ValueError("QSnakeAgent(variables=...) needs features= and board_size= (the network's shape)")
+            metadata = {}
+        rules.validate_size(board_size, 1)
+        self.metadata = metadata
+        self.trained = trained
+        self.features = validate_features(features)
+        self.board_size = int(board_size)
+        self.view_size = 2 * self.board_size - 1
+        self.variables = variables
+        self.net = QSnakeNet(features=self.features)
+        if not trained:
+            warnings.warn(
+                "the q_snake weights loaded are an UNTRAINED placeholder (metadata 'trained': false), not a trained snake; "
+                "train them with experiments/q_snake.py (jaxgames/weights/q_snake/README.md)",
+                UntrainedWeightsWarning,
+                stacklevel=2,
+            )
+        label = name if name is not None else ("q_snake" if trained else "q_snake(untrained)")
+        super().__init__(self.q_values, name=label)
+
+    def q_values(self, view: jax.Array) -> jax.Array:
+        """float32 ``[3]``: the network's win rates of turn left, straight, turn right for one rotated view ``[view_size, view_size, 3]``."""
+        return self.net.apply(self.variables, view[None], train=False)[0]
+
+    def view(self, board: rules.Board, player: jax.Array) -> jax.Array:
+        """float32 ``[view_size, view_size, 3]``: snake ``player``'s view, rotated to face up and fitted to the network (`fit_view`)."""
+        mh, mb, mf = observe.default_multipliers(self.board_size)
+        ego = observe.egocentric(board, head_multiplier=mh, body_multiplier=mb, food_multiplier=mf)[player]
+        rotated = observe.rotate_to_facing(ego, rules.facing(board)[player])
+        return fit_view(rotated, self.view_size)
+
+    def policy(self, env, state, key: jax.Array, player: jax.Array) -> jax.Array:
+        """int32 ``[]``: the absolute move of the relative action with the largest Q-value."""
+        del env, key
+        board = state.board
+        q = self.q_values(self.view(board, player))
+        return observe.relative_to_absolute(jnp.argmax(q), rules.facing(board)[player]).astype(jnp.int32)
+
+
+def is_shipped() -> bool:
+    """Whether weights are present in `WEIGHTS_DIR` (trained or a placeholder)."""
+    return os.path.exists(WEIGHTS_DIR / WEIGHTS_FILE) and os.path.exists(WEIGHTS_DIR / METADATA_FILE)
