@@ -283,5 +283,12 @@ class QAgent(JaxAgent):
         return observe.relative_to_absolute(jnp.argmax(self.q_function(view)), facing).astype(jnp.int32)
 
 
-AGENTS = {"random": RandomAgent, "random_safe": RandomSafeAgent, "heuristic": HeuristicAgent}
+def _q_snake(**kwargs):
+    """The shipped AlphaSnake Zero snake, `jaxgames.agents.q_snake.QSnakeAgent` (imported and loaded only when built)."""
+    from jaxgames.agents.q_snake import QSnakeAgent
+
+    return QSnakeAgent(**kwargs)
+
+
+AGENTS = {"random": RandomAgent, "random_safe": RandomSafeAgent, "heuristic": HeuristicAgent, "q_snake": _q_snake}
 """Agents built without arguments, by name (the server's ``--agent``)."""
