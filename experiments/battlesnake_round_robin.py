@@ -17,7 +17,10 @@ Writes, under ``results/battlesnake_round_robin/``: the tournament tables
 and figures of `jaxgames.evaluation.report` (``ratings.csv``, ``ratings.png``,
 ``win_rate.png``, ``net_wins.csv/png``, ``mean_length.csv/png``,
 ``elo_history.csv/png``), ``eliminations.csv`` (per agent, the share of its
-snakes eliminated by each cause), ``config.json`` and ``README.md``.
+snakes eliminated by each cause), ``config.json`` and ``README.md``. The
+folder follows `jaxgames.experiment.ResultsDir` (a lock against a second
+concurrent run, a refusal to mix in a run of other settings unless
+``overwrite=true``, atomic writes).
 
     python experiments/battlesnake_round_robin.py              # 24 games per mix (288 games)
     python experiments/battlesnake_round_robin.py num_games=200
@@ -25,7 +28,6 @@ snakes eliminated by each cause), ``config.json`` and ``README.md``.
 
 from __future__ import annotations
 
-import csv
 import dataclasses
 import sys
 
@@ -36,7 +38,7 @@ from tqdm import tqdm
 import jaxgames
 from jaxgames.agents.battlesnake import HeuristicAgent, RandomAgent, RandomSafeAgent
 from jaxgames.evaluation import elo, report
-from jaxgames.experiment import output_dir, parse_config
+from jaxgames.experiment import ResultsDir, check_positive, parse_config
 from jaxgames.games.battlesnake import rules
 
 AGENTS = ("random", "random_safe", "heuristic")
@@ -54,6 +56,7 @@ class Config:
         seed: PRNG seed.
         bootstrap_samples: resamples for the rating intervals.
         out: results folder.
+        overwrite: replace the results of another configuration in ``out``.
     """
 
     agents: tuple[str, ...] = AGENTS
@@ -63,6 +66,7 @@ class Config:
     seed: int = 0
     bootstrap_samples: int = 200
     out: str = "results/battlesnake_round_robin"
+    overwrite: bool = False
 
     def __post_init__(self):
         for a in self.agents:
@@ -74,6 +78,7 @@ class Config:
             raise ValueError(f"num_games must be >= 1; got {self.num_games}")
         if self.bootstrap_samples < 1:
             raise ValueError(f"bootstrap_samples must be >= 1; got {self.bootstrap_samples}")
+        check_positive(max_turns=self.max_turns)
         jaxgames.make("battlesnake", board_size=self.board_size, max_turns=self.max_turns)
 
 
@@ -99,8 +104,17 @@ def elimination_table(t: elo.Tournament) -> list[dict]:
 
 
 def run(config: Config) -> elo.Tournament:
-    """Plays the round robin, writes tables, figures and the README; returns the `elo.Tournament`."""
-    out = output_dir(config, config.out)
+    """Plays the round robin, writes tables, figures and the README into ``config.out``; returns the `elo.Tournament`.
+
+    Raises:
+        jaxgames.experiment.ResultsDirLocked: another run writes into ``config.out``.
+        jaxgames.experiment.ConfigMismatch: ``config.out`` holds another configuration's results.
+    """
+    with ResultsDir(config.out, config, overwrite=config.overwrite) as rd:
+        return _run(config, rd)
+
+
+def _run(config: Config, rd: ResultsDir) -> elo.Tournament:
     env = jaxgames.make("battlesnake", board_size=config.board_size, num_snakes=4, max_turns=config.max_turns, observation="none")
     agents = [make_agent(a) for a in config.agents]
     names = [a.name for a in agents]
@@ -119,12 +133,10 @@ def run(config: Config) -> elo.Tournament:
             bootstrap_samples=config.bootstrap_samples, progress=progress,
         )
         bar.update(1)
-    rows = report.write_tournament(t, out, games_per_lineup=config.num_games, what="lineup")
+    with rd.staging() as tmp:  # write_tournament writes its own files: each is moved in atomically
+        rows = report.write_tournament(t, tmp, games_per_lineup=config.num_games, what="lineup")
     elim = elimination_table(t)
-    with open(out / "eliminations.csv", "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=list(elim[0]))
-        w.writeheader()
-        w.writerows(elim)
+    rd.write_csv("eliminations.csv", elim)
     games = sum(r.num_games for r in t.results)
     truncated = sum(int(r.truncated.sum()) for r in t.results)
     lines = [
@@ -158,7 +170,7 @@ def run(config: Config) -> elo.Tournament:
         "[mean_length.png](mean_length.png), [elo_history.png](elo_history.png). Settings: [config.json](config.json).",
         "",
     ]
-    (out / "README.md").write_text("\n".join(lines))
+    rd.write_text("README.md", "\n".join(lines))
     print("\n".join(lines))
     return t
 

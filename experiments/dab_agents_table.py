@@ -11,6 +11,10 @@ writes, under ``results/dab_agents_table/``:
   the seed's numbers;
 * ``config.json``.
 
+The folder follows `jaxgames.experiment.ResultsDir` (a lock against a second
+concurrent run, a refusal to mix in a run of other settings unless
+``overwrite=true``, atomic writes).
+
 A *timeout* is a game in which the alpha-beta agent (or a host opponent)
 took longer than ``move_time_limit`` (the seed's 200 ms) on one move, or a
 game that did not end within the step limit. JAX agents (MCTS, random,
@@ -41,7 +45,7 @@ import jaxgames
 from jaxgames.agents import FirstLegalAgent, RandomAgent
 from jaxgames.agents.dots_and_boxes import AlphaBetaAgent
 from jaxgames.evaluation import arena
-from jaxgames.experiment import output_dir, parse_config
+from jaxgames.experiment import ResultsDir, check_names, check_positive, parse_config
 from jaxgames.games.dots_and_boxes.search.bitboard import bitboard
 
 SEED_TABLE = {
@@ -68,6 +72,7 @@ class Config:
         seed: PRNG seed.
         full: the seed's setting (5x5, 500 games, 150 ms budget, 400 simulations).
         out: results folder.
+        overwrite: replace the results of another configuration in ``out``.
     """
 
     num_rows: int = 3
@@ -81,6 +86,7 @@ class Config:
     seed: int = 0
     full: bool = False
     out: str = "results/dab_agents_table"
+    overwrite: bool = False
 
     def __post_init__(self):
         if self.full:
@@ -90,8 +96,10 @@ class Config:
         for o in self.opponents:
             if o not in SEED_TABLE:
                 raise ValueError(f"unknown opponent {o!r}; choose from {tuple(SEED_TABLE)}")
+        check_names("opponents", self.opponents)
         if self.num_games < 1:
             raise ValueError(f"num_games must be >= 1; got {self.num_games}")
+        check_positive(depth=self.depth, mcts_simulations=self.mcts_simulations)
         if not 0 < self.time_budget <= self.move_time_limit:
             raise ValueError(f"need 0 < time_budget <= move_time_limit; got {self.time_budget}, {self.move_time_limit}")
         jaxgames.make("dots_and_boxes", num_rows=self.num_rows, num_cols=self.num_cols)
@@ -111,8 +119,17 @@ def make_opponent(name: str, config: Config):
 
 
 def run(config: Config) -> list[dict]:
-    """Plays every match, writes the table, returns its rows."""
-    out = output_dir(config, config.out)
+    """Plays every match, writes the table into ``config.out``, returns its rows.
+
+    Raises:
+        jaxgames.experiment.ResultsDirLocked: another run writes into ``config.out``.
+        jaxgames.experiment.ConfigMismatch: ``config.out`` holds another configuration's results.
+    """
+    with ResultsDir(config.out, config, overwrite=config.overwrite) as rd:
+        return _run(config, rd)
+
+
+def _run(config: Config, rd: ResultsDir) -> list[dict]:
     env = jaxgames.make("dots_and_boxes", num_rows=config.num_rows, num_cols=config.num_cols)
     bitboard(config.num_rows, config.num_cols)  # build the tables outside the timed moves
     agent = AlphaBetaAgent(depth=config.depth, time_budget=config.time_budget)
@@ -133,12 +150,7 @@ def run(config: Config) -> list[dict]:
             seconds=time.perf_counter() - start,
         ))
         tqdm.write(str(rows[-1]))
-    import csv
-
-    with open(out / "table.csv", "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=list(rows[0]))
-        w.writeheader()
-        w.writerows(rows)
+    rd.write_csv("table.csv", rows)
     lines = [
         f"Alpha-beta (depth {config.depth}, {1000 * config.time_budget:.0f} ms/move) on {config.num_rows}x{config.num_cols}, "
         f"{config.num_games} games per opponent; seed 000 section 5.7 (500 games, board size not stated) in brackets.",
@@ -151,7 +163,7 @@ def run(config: Config) -> list[dict]:
             f"| {r['opponent']} | {r['agent_wins']} ({r['seed_agent_wins']}) | {r['opponent_wins']} ({r['seed_opponent_wins']}) "
             f"| {r['draws']} | {r['timeouts']} ({r['seed_timeouts']}) | {r['mean_length']:.1f} | {r['slowest_move_ms']:.0f} |"
         )
-    (out / "table.md").write_text("\n".join(lines) + "\n")
+    rd.write_text("table.md", "\n".join(lines) + "\n")
     print("\n".join(lines))
     return rows
 

@@ -14,6 +14,10 @@ keys in the transposition table. It writes, under ``results/dab_minimax_study/``
 * ``figure3_table_keys.png``: transposition-table keys per variant per board (figure 3);
 * ``config.json``.
 
+The folder follows `jaxgames.experiment.ResultsDir` (a lock against a second
+concurrent run, a refusal to mix in a run of other settings unless
+``overwrite=true``, atomic writes).
+
 A variant that exceeds ``time_limit`` on a board is marked ``timeout`` and
 skipped on the larger boards. Run ``python experiments/dab_minimax_study.py``
 (small default: boards up to 3x3, 20 s per search, a few minutes on 2 CPU
@@ -22,7 +26,6 @@ cores) or ``full=true`` (10 minutes per search, boards up to 3x3 plus 2x4).
 
 from __future__ import annotations
 
-import csv
 import dataclasses
 import sys
 
@@ -33,7 +36,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 from tqdm import tqdm  # noqa: E402
 
-from jaxgames.experiment import output_dir, parse_config  # noqa: E402
+from jaxgames.experiment import ResultsDir, check_names, parse_config  # noqa: E402
 from jaxgames.games.dots_and_boxes import rules  # noqa: E402
 from jaxgames.games.dots_and_boxes.search import minimax, solver  # noqa: E402
 
@@ -49,6 +52,7 @@ class Config:
         full: the full setting (10 min per search, adds 2x4).
         out: results folder.
         progress: show a progress bar.
+        overwrite: replace the results of another configuration in ``out``.
     """
 
     boards: tuple[str, ...] = ("1x1", "1x2", "1x3", "2x2", "2x3", "3x3")
@@ -57,6 +61,7 @@ class Config:
     full: bool = False
     out: str = "results/dab_minimax_study"
     progress: bool = True
+    overwrite: bool = False
 
     def __post_init__(self):
         if self.full:
@@ -64,10 +69,10 @@ class Config:
                 object.__setattr__(self, "time_limit", 600.0)
             if self.boards == Config.boards:
                 object.__setattr__(self, "boards", Config.boards + ("2x4",))
-        for b in self.boards:
-            parse_board(b)
+        check_names("boards", [parse_board(b) for b in self.boards])  # 2x3 and 2X3 are one board
         for v in self.variants:
             minimax.SearchOptions.variant(v)
+        check_names("variants", self.variants)
         if not self.time_limit > 0:
             raise ValueError(f"time_limit must be positive; got {self.time_limit}")
 
@@ -86,8 +91,17 @@ def parse_board(text: str) -> tuple[int, int]:
 
 
 def run(config: Config) -> list[dict]:
-    """Runs the study and writes CSV and figures; returns the rows."""
-    out = output_dir(config, config.out)
+    """Runs the study and writes CSV and figures into ``config.out``; returns the rows.
+
+    Raises:
+        jaxgames.experiment.ResultsDirLocked: another run writes into ``config.out``.
+        jaxgames.experiment.ConfigMismatch: ``config.out`` holds another configuration's results.
+    """
+    with ResultsDir(config.out, config, overwrite=config.overwrite) as rd:
+        return _run(config, rd)
+
+
+def _run(config: Config, rd: ResultsDir) -> list[dict]:
     boards = sorted((parse_board(b) for b in config.boards), key=lambda rc: (rules.geometry(*rc).num_edges, rc))
     rows = []
     timed_out: set[str] = set()
@@ -111,10 +125,7 @@ def run(config: Config) -> list[dict]:
                 timed_out.add(variant)
                 row.update(value="", agrees="", seconds=config.time_limit, nodes="", table_keys="", status="timeout")
         rows.append(row)
-    with open(out / "minimax_study.csv", "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=list(rows[0]))
-        w.writeheader()
-        w.writerows(rows)
+    rd.write_csv("minimax_study.csv", rows)
     labels = [f"{R}x{C}" for R, C in boards]
     for key, fname, ylabel, title in [
         ("seconds", "figure2_search_time.png", "search time (s)", "Search time of the minimax variants (seed fig. 2)"),
@@ -139,7 +150,7 @@ def run(config: Config) -> list[dict]:
         ax.set_title(title, fontsize=10)
         ax.legend(fontsize=8)
         fig.tight_layout()
-        fig.savefig(out / fname, dpi=120)
+        rd.save_figure(fig, fname, dpi=120)
         plt.close(fig)
     return rows
 

@@ -17,6 +17,10 @@ for comparison (`jaxgames.evaluation.elo`). Writes, under
 * ``mean_length.csv`` / ``mean_length.png``: mean game length in moves;
 * ``config.json``.
 
+The folder follows `jaxgames.experiment.ResultsDir` (a lock against a second
+concurrent run, a refusal to mix in a run of other settings unless
+``overwrite=true``, atomic writes).
+
 Agents: random, first open edge, greedy, pure MCTS, alpha-beta and (where
 the solver fits in memory) the exact solver as a perfect player. Run
 ``python experiments/dab_tournament.py`` (small default: 3x3, 10 rounds,
@@ -36,7 +40,7 @@ import jaxgames
 from jaxgames.agents import FirstLegalAgent, RandomAgent
 from jaxgames.agents.dots_and_boxes import AlphaBetaAgent, GreedyAgent, PerfectAgent
 from jaxgames.evaluation import elo, report
-from jaxgames.experiment import output_dir, parse_config
+from jaxgames.experiment import ResultsDir, check_names, check_positive, parse_config
 from jaxgames.games.dots_and_boxes.search import solver
 
 AGENTS = ("random", "first_open_edge", "greedy", "mcts", "alphabeta", "perfect")
@@ -56,6 +60,7 @@ class Config:
         seed: PRNG seed.
         full: 100 rounds, 200 simulations, 100 ms alpha-beta moves.
         out: results folder.
+        overwrite: replace the results of another configuration in ``out``.
     """
 
     num_rows: int = 3
@@ -68,6 +73,7 @@ class Config:
     seed: int = 0
     full: bool = False
     out: str = "results/dab_tournament"
+    overwrite: bool = False
 
     def __post_init__(self):
         if self.full:
@@ -79,8 +85,10 @@ class Config:
                 raise ValueError(f"unknown agent {a!r}; choose from {AGENTS}")
         if len(set(self.agents)) < 2:
             raise ValueError("a tournament needs at least two different agents")
+        check_names("agents", self.agents, at_least=2)
         if self.num_rounds < 1:
             raise ValueError(f"num_rounds must be >= 1; got {self.num_rounds}")
+        check_positive(mcts_simulations=self.mcts_simulations, time_budget=self.time_budget, k=self.k)
         jaxgames.make("dots_and_boxes", num_rows=self.num_rows, num_cols=self.num_cols)
         if "perfect" in self.agents:
             solver.check_size(self.num_rows, self.num_cols)
@@ -105,8 +113,17 @@ def make_agent(name: str, config: Config):
 
 
 def run(config: Config) -> elo.Tournament:
-    """Plays the tournament, writes tables and plots, returns the `elo.Tournament`."""
-    out = output_dir(config, config.out)
+    """Plays the tournament, writes tables and plots into ``config.out``, returns the `elo.Tournament`.
+
+    Raises:
+        jaxgames.experiment.ResultsDirLocked: another run writes into ``config.out``.
+        jaxgames.experiment.ConfigMismatch: ``config.out`` holds another configuration's results.
+    """
+    with ResultsDir(config.out, config, overwrite=config.overwrite) as rd:
+        return _run(config, rd)
+
+
+def _run(config: Config, rd: ResultsDir) -> elo.Tournament:
     env = jaxgames.make("dots_and_boxes", num_rows=config.num_rows, num_cols=config.num_cols)
     agents = [make_agent(a, config) for a in config.agents]
     names = [a.name for a in agents]
@@ -126,7 +143,8 @@ def run(config: Config) -> elo.Tournament:
             max_steps=env.num_actions + 1, progress=progress,
         )
         bar.update(1)
-    report.write_tournament(t, out, games_per_lineup=config.num_rounds)
+    with rd.staging() as tmp:  # write_tournament writes its own files: each is moved in atomically
+        report.write_tournament(t, tmp, games_per_lineup=config.num_rounds)
     lo, hi = t.ratings.bradley_terry_ci.T
     for i, n in enumerate(names):
         print(f"{n:>16}: Elo {t.elo[-1, i]:7.1f}  BT {t.bradley_terry[i]:7.1f} [{lo[i]:.0f}, {hi[i]:.0f}]  win rate {t.win_rate[i]:.3f}")

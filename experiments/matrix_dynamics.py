@@ -34,7 +34,12 @@ policies with several seeds and every parameter setting, all runs of a
 * ``empirical_fields.png``: the learners' measured mean flow (many short
   runs from each grid point) over their theoretical fields.
 * ``runs_<game>_<learner>_<hash>.npz`` (cached runs, keyed by the settings
-  that made them, so a resume never mixes settings) and ``config.json``.
+  that made them, so a resume never mixes settings; an unreadable one is
+  recomputed with a warning) and ``config.json``.
+
+The folder follows `jaxgames.experiment.ResultsDir`: ``config.json`` first, a
+lock against a second concurrent run, a refusal to mix in a run of other
+settings (``out=`` another folder, or ``overwrite=true``), atomic writes.
 
 Run ``python experiments/matrix_dynamics.py`` for the small default (the
 seed's settings: alpha = 0.001, 100,000 iterations, tau linear 0.5 -> 0.01,
@@ -55,14 +60,8 @@ obtaining the highest reward" of section 3.2.1 is 1 - (1/2)^kappa.
 
 from __future__ import annotations
 
-import contextlib
-import csv
 import dataclasses
-import fcntl
 import functools
-import io
-import json
-import os
 import pathlib
 import sys
 import time
@@ -75,7 +74,7 @@ import numpy as np
 import jaxgames
 from jaxgames.analysis import equilibria
 from jaxgames.dynamics import empirical, fields
-from jaxgames.experiment import output_dir, parse_config
+from jaxgames.experiment import NEUTRAL_FIELDS, ResultsDir, check_names, check_positive, config_key, parse_config
 from jaxgames.games import matrix
 from jaxgames.learners import tabular
 
@@ -111,11 +110,22 @@ SEED_CLAIMS = {
 }
 DEMO_STARTS_2X2 = ((0.2, 0.3), (0.35, 0.85), (0.75, 0.15), (0.6, 0.65))
 NOT_CONVERGED = "not_converged"
+GAMES = matrix.SEED_GAMES + ("matching_pennies", "rock_paper_scissors", "stag_hunt")
+# Settings that do not change results: a resume may change them (chunk_size only splits the vmapped runs).
+NEUTRAL = NEUTRAL_FIELDS + ("chunk_size",)
 
 
 @dataclasses.dataclass(frozen=True)
 class Config:
-    """Settings of the experiment (every field is a ``key=value`` override)."""
+    """Settings of the experiment (every field is a ``key=value`` override).
+
+    ``out`` is the results folder; a run into a folder that holds another
+    configuration's results is refused unless ``overwrite=true``; ``resume``
+    reuses the cached runs of this configuration; ``chunk_size`` (runs per
+    compiled call), ``progress``, ``out``, ``resume`` and ``overwrite`` do not
+    change results (`NEUTRAL`). Every value is checked here, before anything
+    is written: tuples must be non-empty without repeats, sizes positive.
+    """
 
     games: tuple[str, ...] = matrix.SEED_GAMES
     learners: tuple[str, ...] = tuple(LEARNERS)
@@ -143,6 +153,7 @@ class Config:
     out: str = "results/matrix_dynamics"
     resume: bool = True
     progress: bool = True
+    overwrite: bool = False
 
     def __post_init__(self):
         if self.full:
@@ -153,13 +164,16 @@ class Config:
                 if getattr(self, name) == getattr(Config, name):
                     object.__setattr__(self, name, value)
         for g in self.games:
-            if g not in matrix.SEED_GAMES + ("matching_pennies", "rock_paper_scissors", "stag_hunt"):
-                raise ValueError(f"unknown matrix game {g!r}")
+            if g not in GAMES:
+                raise ValueError(f"unknown matrix game {g!r}; choose from {GAMES}")
         for name in self.learners:
             if name not in LEARNERS:
                 raise ValueError(f"unknown learner {name!r}; choose from {tuple(LEARNERS)}")
+        for name in ("games", "learners", "temperature_starts", "epsilons", "leniencies"):
+            check_names(name, getattr(self, name))
         if self.start_grid < 1 or self.seeds < 1:
             raise ValueError("start_grid and seeds must be >= 1")
+        check_positive(num_iterations=self.num_iterations, record_every=self.record_every, chunk_size=self.chunk_size)
         if not 0 < self.tolerance < 1:
             raise ValueError(f"tolerance must be in (0, 1); got {self.tolerance}")
         if not 0 < self.verdict_share <= 1:
@@ -269,46 +283,25 @@ def seed_claim(game_name: str, kind: str, profile: equilibria.Profile, learner: 
     return "-"
 
 
-def _config_hash(*parts) -> str:
-    return f"{zlib.crc32(json.dumps(parts, sort_keys=True, default=str).encode()):08x}"
-
-
-def _save_npz(path: pathlib.Path, **arrays) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "wb") as f:
-        np.savez_compressed(f, **arrays)
-    os.replace(tmp, path)
-
-
-def _write_text(path: pathlib.Path, text: str) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text)
-    os.replace(tmp, path)
-
-
-def _save_figure(fig, path: pathlib.Path) -> None:
-    tmp = path.with_name(path.stem + ".tmp" + path.suffix)
-    fig.savefig(tmp, dpi=110, bbox_inches="tight")
-    os.replace(tmp, path)
-
-
-def run_game_learner(cfg: Config, game: matrix.MatrixGame, learner: str, out: pathlib.Path, key) -> dict:
+def run_game_learner(cfg: Config, game: matrix.MatrixGame, learner: str, rd: ResultsDir, key) -> dict:
     """All runs of one (game, learner) pair; cached in ``runs_<game>_<learner>_<hash>.npz``.
 
     The hash covers every setting that changes the runs, so a resume with
-    other settings recomputes instead of mixing.
+    other settings recomputes instead of mixing. A cached file that cannot be
+    read (e.g. truncated by a kill during an old non-atomic write) is
+    recomputed with a `jaxgames.experiment.CachedPieceWarning`.
     """
     lcfg = cfg.learner_config(learner)
     settings = cfg.settings(learner)
-    digest = _config_hash(game.payoffs_np.tolist(), dataclasses.asdict(lcfg) | {"q_module": None, "optimizer": None},
+    digest = config_key(game.payoffs_np.tolist(), dataclasses.asdict(lcfg) | {"q_module": None, "optimizer": None},
                           settings, cfg.start_grid, cfg.seeds)
-    path = out / f"runs_{game.name}_{learner}_{digest}.npz"
-    for stale in out.glob(f"runs_{game.name}_{learner}_*.npz"):
-        if stale != path:
+    name = f"runs_{game.name}_{learner}_{digest}.npz"
+    for stale in rd.path.glob(f"runs_{game.name}_{learner}_*.npz"):
+        if stale.name != name:
             stale.unlink()
-    if cfg.resume and path.exists():
-        data = np.load(path, allow_pickle=False)
-        return {k: data[k] for k in data.files}
+    cached = rd.load_npz(name) if cfg.resume else None
+    if cached is not None:
+        return cached
     rng = np.random.default_rng(zlib.crc32(f"{game.name}/{learner}".encode()))
     starts = starting_policies(game, cfg.start_grid, rng)
     demos = demo_starts(game)
@@ -343,7 +336,7 @@ def run_game_learner(cfg: Config, game: matrix.MatrixGame, learner: str, out: pa
         demo_trajectory=res.trajectory[is_demo],
         demo_setting=np.asarray(setting_idx)[is_demo],
     )
-    _save_npz(path, **data)
+    rd.save_npz(name, data)
     return data
 
 
@@ -436,14 +429,10 @@ def convergence_rows(cfg: Config, game: matrix.MatrixGame, learner: str, data: d
 # ----------------------------------------------------------------------------- tables
 
 
-def write_tables(cfg: Config, rows: list[dict], out: pathlib.Path) -> None:
+def write_tables(cfg: Config, rows: list[dict], rd: ResultsDir) -> None:
     """``convergence.csv`` (every row) and ``convergence.md`` (seed layout, then every setting)."""
-    buf = io.StringIO()
-    w = csv.DictWriter(buf, fieldnames=list(rows[0]))
-    w.writeheader()
-    w.writerows(rows)
-    _write_text(out / "convergence.csv", buf.getvalue())
-    _write_text(out / "convergence.md", "\n".join(
+    rd.write_csv("convergence.csv", rows)
+    rd.write_text("convergence.md", "\n".join(
         ["# Convergence of independent learners in the seed's matrix games", "", settings_text(cfg), ""]
         + seed_layout_tables(cfg, rows) + ["", "## Every setting", ""] + setting_tables(cfg, rows)
     ))
@@ -646,7 +635,7 @@ def _slug(label: str) -> str:
     return label.replace("=", "").replace(",", "_")
 
 
-def plot_dynamics(cfg: Config, learner: str, results: dict, out: pathlib.Path) -> tuple[list[str], list[dict]]:
+def plot_dynamics(cfg: Config, learner: str, results: dict, rd: ResultsDir) -> tuple[list[str], list[dict]]:
     """``dynamics_<learner>_<setting>.png`` for every setting.
 
     Returns:
@@ -722,13 +711,13 @@ def plot_dynamics(cfg: Config, learner: str, results: dict, out: pathlib.Path) -
         )
         fig.tight_layout()
         fname = f"dynamics_{learner}_{_slug(label)}.png"
-        _save_figure(fig, out / fname)
+        rd.save_figure(fig, fname, dpi=110, bbox_inches="tight")
         plt.close(fig)
         names.append(fname)
     return names, overlay
 
 
-def plot_basins(cfg: Config, learner: str, results: dict, classes: dict, out: pathlib.Path) -> str | None:
+def plot_basins(cfg: Config, learner: str, results: dict, classes: dict, rd: ResultsDir) -> str | None:
     """``basins_<learner>.png``: each start of the 2x2 grid coloured by the outcome most of its seeds reached."""
     import matplotlib
 
@@ -776,12 +765,12 @@ def plot_basins(cfg: Config, learner: str, results: dict, classes: dict, out: pa
                  "paler = seeds disagree)", fontsize=9)
     fig.tight_layout(rect=(0, 0, 1, 0.96))
     fname = f"basins_{learner}.png"
-    _save_figure(fig, out / fname)
+    rd.save_figure(fig, fname, dpi=110, bbox_inches="tight")
     plt.close(fig)
     return fname
 
 
-def plot_empirical_fields(cfg: Config, out: pathlib.Path, key) -> str | None:
+def plot_empirical_fields(cfg: Config, rd: ResultsDir, key) -> str | None:
     """``empirical_fields.png``: measured mean flow (red) and the theoretical field at the same points (blue).
 
     Boltzmann-family learners at constant tau = the first temperature start
@@ -829,7 +818,7 @@ def plot_empirical_fields(cfg: Config, out: pathlib.Path, key) -> str | None:
                  "against the expected dynamics (blue; streamlines: the same field)", fontsize=9)
     fig.tight_layout()
     fname = "empirical_fields.png"
-    _save_figure(fig, out / fname)
+    rd.save_figure(fig, fname, dpi=110, bbox_inches="tight")
     plt.close(fig)
     return fname
 
@@ -937,7 +926,7 @@ def other_findings(cfg: Config, rows: list[dict]) -> list[str]:
     return lines or ["- None."]
 
 
-def write_report(cfg: Config, rows: list[dict], figures: dict, out: pathlib.Path, seconds: float,
+def write_report(cfg: Config, rows: list[dict], figures: dict, rd: ResultsDir, seconds: float,
                  overlay: list[dict]) -> None:
     """``README.md`` of the results folder: what to open first."""
     seed_rows = [r for r in rows if r["agrees"] != "-"]
@@ -1030,27 +1019,12 @@ def write_report(cfg: Config, rows: list[dict], figures: dict, out: pathlib.Path
         "- Prisoner's dilemma: (C, D) and (D, C) are Pareto optimal too.",
         "",
     ]
-    _write_text(out / "README.md", "\n".join(lines))
-
-
-@contextlib.contextmanager
-def _lock(out: pathlib.Path):
-    """Refuses a second concurrent run writing into the same folder."""
-    with open(out / ".lock", "w") as f:
-        try:
-            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            raise RuntimeError(f"another matrix_dynamics run is writing into {out}") from None
-        try:
-            yield
-        finally:
-            fcntl.flock(f, fcntl.LOCK_UN)
+    rd.write_text("README.md", "\n".join(lines))
 
 
 def main(argv: list[str]) -> pathlib.Path:
-    cfg = parse_config(Config, argv)
-    out = output_dir(cfg, cfg.out)
-    with _lock(out):
+    cfg = parse_config(Config, argv)  # every bad override fails here, before the folder is touched
+    with ResultsDir(cfg.out, cfg, overwrite=cfg.overwrite, neutral=NEUTRAL) as rd:
         key = jax.random.key(0)
         results, classes, rows = {}, {}, []
         t0 = time.time()
@@ -1060,27 +1034,24 @@ def main(argv: list[str]) -> pathlib.Path:
         for name, learner in tqdm(pairs, desc="game x learner", disable=not cfg.progress):
             game = jaxgames.make(name)
             pair_key = jax.random.fold_in(key, zlib.crc32(f"{name}/{learner}".encode()) & 0x7FFFFFFF)
-            data = run_game_learner(cfg, game, learner, out, pair_key)
+            data = run_game_learner(cfg, game, learner, rd, pair_key)
             results[(name, learner)] = data
             classes[(name, learner)] = classify_runs(cfg, game, learner, data)
             rows += convergence_rows(cfg, game, learner, data, classes[(name, learner)])
-        write_tables(cfg, rows, out)
+        write_tables(cfg, rows, rd)
         figures = {"dynamics": [], "basins": []}
         overlay = []
         for learner in cfg.learners:
-            names, gaps = plot_dynamics(cfg, learner, results, out)
+            names, gaps = plot_dynamics(cfg, learner, results, rd)
             figures["dynamics"] += names
             overlay += gaps
-            b = plot_basins(cfg, learner, results, classes, out)
+            b = plot_basins(cfg, learner, results, classes, rd)
             if b:
                 figures["basins"].append(b)
-        figures["empirical"] = plot_empirical_fields(cfg, out, jax.random.fold_in(key, 999))
-        buf = io.StringIO()
-        w = csv.DictWriter(buf, fieldnames=list(overlay[0]))
-        w.writeheader()
-        w.writerows(overlay)
-        _write_text(out / "overlay_check.csv", buf.getvalue())
-        write_report(cfg, rows, figures, out, time.time() - t0, overlay)
+        figures["empirical"] = plot_empirical_fields(cfg, rd, jax.random.fold_in(key, 999))
+        rd.write_csv("overlay_check.csv", overlay)
+        write_report(cfg, rows, figures, rd, time.time() - t0, overlay)
+    out = rd.path
     print(f"done in {time.time() - t0:.0f} s; results in {out}/ (README.md, convergence.md/.csv, dynamics_*.png, "
           "basins_*.png, empirical_fields.png)")
     return out

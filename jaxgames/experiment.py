@@ -419,7 +419,7 @@ class ResultsDir:
             return []
         except (OSError, ValueError, KeyError, TypeError) as err:
             warnings.warn(f"{self.path / MANIFEST_NAME} is unreadable ({err}); starting a new one", CachedPieceWarning,
-                          stacklevel=3)
+                          stacklevel=4)
             return []
 
     def _check_config(self) -> None:
@@ -456,7 +456,7 @@ class ResultsDir:
             f"overwrite=true: replacing the results of another configuration in {self.path} ({'; '.join(diffs)}); "
             f"deleted {len(removed)} files" + (f"; not written by a results run, kept: {', '.join(leftover)}"
                                                if leftover else ""),
-            stacklevel=3,
+            stacklevel=5,
         )
         self._manifest = []
         self._write_manifest()

@@ -1,9 +1,14 @@
-"""The main job, end to end on a tiny setting: files, tables, resume, CLI errors; convergence by hand."""
+"""The main job, end to end on a tiny setting: files, tables, resume, results-folder rules, CLI errors; convergence by hand."""
 
 import csv
+import fcntl
 import json
+import os
 import pathlib
+import signal
+import subprocess
 import sys
+import warnings
 from collections import defaultdict
 
 import numpy as np
@@ -72,13 +77,93 @@ def test_resume_reuses_runs_and_a_new_config_discards_them(tmp_path):
     out = matrix_dynamics.main(args)
     (cached,) = out.glob("runs_stag_hunt_boltzmann_*.npz")
     stamp = cached.stat().st_mtime_ns
-    matrix_dynamics.main(args)
+    matrix_dynamics.main(args + ["chunk_size=3"])  # a setting that does not change results
     assert cached.stat().st_mtime_ns == stamp  # resumed, not recomputed
-    matrix_dynamics.main(args + ["learning_rate=0.01"])
+    with pytest.warns(UserWarning, match="replacing the results of another configuration"):
+        matrix_dynamics.main(args + ["learning_rate=0.01", "overwrite=true"])
     (fresh,) = out.glob("runs_stag_hunt_boltzmann_*.npz")  # the old settings' runs are gone, not mixed in
     assert fresh != cached
     data = np.load(fresh)
     assert data["final_policy"].shape[1:] == (2, 2)
+
+
+def _snapshot(folder: pathlib.Path) -> dict:
+    return {p.name: p.read_bytes() for p in sorted(folder.iterdir()) if p.name != ".lock"}
+
+
+def test_one_configuration_per_folder_and_one_run_at_a_time(tmp_path):
+    """Issue 10: a run with other settings, or a second concurrent run, is refused before it writes anything."""
+    args = TINY + [f"out={tmp_path}", "learners=boltzmann", "empirical_grid=0"]
+    matrix_dynamics.main(args + ["games=stag_hunt,prisoners_dilemma"])
+    before = _snapshot(tmp_path)
+    with pytest.raises(RuntimeError, match=r"(?s)holds results of another configuration.*games.*out=.*overwrite=true"):
+        matrix_dynamics.main(args + ["games=stag_hunt"])  # used to exit 0 and leave the other run's pieces
+    assert _snapshot(tmp_path) == before  # nothing written, config.json untouched
+
+    # A second run while the first still holds the lock (a separate open file: flock excludes it).
+    with open(tmp_path / ".lock", "a+") as holder:
+        fcntl.flock(holder, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        holder.truncate(0)
+        holder.write("4242\n")
+        holder.flush()
+        with pytest.raises(RuntimeError, match=rf"{tmp_path} is in use by another run \(pid 4242\)"):
+            matrix_dynamics.main(args + ["games=stag_hunt,prisoners_dilemma", "learning_rate=0.01"])
+    assert _snapshot(tmp_path) == before  # its config.json did not replace the running one's
+
+    with pytest.warns(UserWarning, match="overwrite=true"):
+        matrix_dynamics.main(args + ["games=stag_hunt", "overwrite=true"])
+    assert json.loads((tmp_path / "config.json").read_text())["games"] == ["stag_hunt"]
+    assert not [p.name for p in tmp_path.iterdir() if "prisoners_dilemma" in p.name]  # no mixture
+    assert {r["game"] for r in csv.DictReader(open(tmp_path / "convergence.csv"))} == {"stag_hunt"}
+
+
+_KILL_MID_WRITE = """
+import sys, time
+import numpy as np
+sys.path.insert(0, {experiments!r})
+import matrix_dynamics
+real = np.savez_compressed
+def hang(file, **arrays):  # writes the whole piece, then stalls before the rename: the kill lands mid-write
+    real(file, **arrays)
+    file.flush()
+    print("writing", flush=True)
+    time.sleep(600)
+np.savez_compressed = hang
+matrix_dynamics.main({args!r})
+"""
+
+
+def test_a_kill_mid_write_or_a_truncated_piece_resumes_to_the_clean_result(tmp_path):
+    """Issue 10: SIGKILL during the write of a cached piece, then resume; a truncated piece (an old non-atomic
+    writer's leftover) is recomputed with a warning. Both give the tables of a clean run."""
+    args = TINY + ["games=stag_hunt", "learners=boltzmann", "empirical_grid=0"]
+    clean = matrix_dynamics.main(args + [f"out={tmp_path / 'clean'}"])
+    expected = (clean / "convergence.csv").read_text()
+
+    folder = tmp_path / "killed"
+    script = _KILL_MID_WRITE.format(experiments=str(pathlib.Path(matrix_dynamics.__file__).parent),
+                                    args=args + [f"out={folder}"])
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        assert proc.stdout.readline().strip() == "writing"
+    finally:
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+    assert not list(folder.glob("runs_*.npz"))  # the final name never held a partial piece
+    assert [p for p in folder.iterdir() if p.name.endswith(".tmp")]  # the killed writer's temporary file
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # nothing corrupt to warn about; the lock died with the process
+        matrix_dynamics.main(args + [f"out={folder}"])
+    assert (folder / "convergence.csv").read_text() == expected
+    assert not [p for p in folder.iterdir() if p.name.endswith(".tmp")]
+
+    (piece,) = folder.glob("runs_*.npz")
+    piece.write_bytes(piece.read_bytes()[: piece.stat().st_size // 2])  # what a kill did to the old writer
+    (folder / "convergence.csv").unlink()
+    with pytest.warns(UserWarning, match="unreadable.*recomputing"):  # used to crash every resume (BadZipFile)
+        matrix_dynamics.main(args + [f"out={folder}"])
+    assert (folder / "convergence.csv").read_text() == expected
+    np.testing.assert_array_equal(np.load(piece)["final_policy"], np.load(next(clean.glob("runs_*.npz")))["final_policy"])
 
 
 @pytest.mark.parametrize(
@@ -86,8 +171,12 @@ def test_resume_reuses_runs_and_a_new_config_discards_them(tmp_path):
     [("num_iterations", "key=value"), ("nope=1", "unknown key"), ("seeds=x", "int"),
      ("games=chess", "unknown matrix game"), ("leniencies=0", "kappa"), ("epsilons=2", "epsilon"),
      ("temperature_starts=-1", "tau"), ("learning_rate=3", "alpha"), ("faq_beta=0", "faq_beta"),
-     ("learners=sarsa", "unknown learner")],
+     ("learners=sarsa", "unknown learner"), ("games=", "games needs at least 1"),
+     ("games=stag_hunt,stag_hunt", "games repeats 'stag_hunt'"), ("learners=", "learners needs at least 1"),
+     ("epsilons=", "epsilons needs"), ("leniencies=5,5", "leniencies repeats"), ("chunk_size=0", "chunk_size"),
+     ("record_every=0", "record_every"), ("num_iterations=-5", "num_iterations")],
 )
 def test_bad_command_line_raises(arg, match, tmp_path):
     with pytest.raises(ValueError, match=match):
-        matrix_dynamics.main([arg, f"out={tmp_path}"])
+        matrix_dynamics.main([arg, f"out={tmp_path / 'out'}"])
+    assert not (tmp_path / "out").exists()  # it failed before anything was written
