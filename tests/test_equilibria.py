@@ -6,7 +6,7 @@ random, degenerate and rescaled games:
 * Gambit's exact rational ``enummixed`` (``pygambit``; McKelvey, McLennan &
   Turocy, https://www.gambit-project.org), handed each player's payoffs
   mapped to [0, 1] (Gambit 16.7 loses every equilibrium once payoffs span
-  2**31, see `test_gambit_workaround_is_needed`);
+  2**31, see `test_gambit_reference_survives_large_payoffs`);
 * `oracle_extreme_equilibria`, a plain-Python brute force sharing no code
   with either: integer Cramer's rule on every square subsystem of the
   best-response polytopes P = {x >= 0, B^T x <= 1} and Q = {A y <= 1, y >= 0}
@@ -312,14 +312,14 @@ def test_matches_gambit_on_a_thousand_small_random_degenerate_and_rescaled_games
         assert exact_set(g) == gambit_extreme_equilibria(g[0], g[1]), (g.tolist(), k)
 
 
-def test_gambit_workaround_is_needed():
+def test_gambit_reference_survives_large_payoffs():
     """Why the Gambit reference maps payoffs to [0, 1]: handed battle of the sexes times 2**31 in integers,
-    Gambit 16.7's exact enummixed finds none of its three equilibria (its scale factor 1 / (max - min) goes through
-    an int). If this starts failing, Gambit has fixed it and the mapping can go."""
-    gbt = pytest.importorskip("pygambit")
-    game = gbt.Game.from_arrays(BOS[0] * 2**31, BOS[1] * 2**31)
-    assert len(gbt.nash.enummixed_solve(game, rational=True).equilibria) == 0
-    assert len(gambit_extreme_equilibria(BOS[0] * 2**31, BOS[1] * 2**31)) == 3
+    Gambit 16.7's exact enummixed finds none of its three equilibria (its scale factor 1 / (max - min) passes
+    through an int). Mapped to [0, 1], it finds all three, as derived by hand above."""
+    f = Fraction
+    assert gambit_extreme_equilibria(BOS[0] * 2**31, BOS[1] * 2**31) == {
+        ((1, 0), (1, 0)), ((0, 1), (0, 1)), ((f(3, 5), f(2, 5)), (f(2, 5), f(3, 5)))
+    }
 
 
 def test_random_games_every_equilibrium_is_a_best_response_and_count_is_odd():
