@@ -1,9 +1,9 @@
-"""The shared state contract, run on every registered game."""
+"""The shared state contract, run on every registered game, with ``jax_enable_x64`` off and on."""
 
 import pytest
 
 import jaxgames
-from jaxgames.testing.api_test import api_test
+from jaxgames.testing.api_test import api_test, x64_mode
 
 # Parameters for games whose constructor needs arguments.
 GAME_PARAMS = {
@@ -11,11 +11,14 @@ GAME_PARAMS = {
 }
 
 
+@pytest.mark.parametrize("x64", [False, True], ids=["x64_off", "x64_on"])
 @pytest.mark.parametrize("name", jaxgames.registered_games())
-def test_contract(name):
-    env = jaxgames.make(name, **GAME_PARAMS.get(name, {}))
-    assert env.name == name or name == "matrix_game"
-    api_test(env, batch_size=4, max_steps=20)
+def test_contract(name, x64):
+    """The contract; with x64 on, the state keeps the same dtypes (int32, float32, bool) as with it off."""
+    with x64_mode(x64):
+        env = jaxgames.make(name, **GAME_PARAMS.get(name, {}))
+        assert env.name == name or name == "matrix_game"
+        api_test(env, batch_size=4, max_steps=20)
 
 
 def test_unknown_game_lists_known_ones():

@@ -200,7 +200,7 @@ class MatrixGame(Env):
 
     def _step(self, state: MatrixGameState, action: jax.Array, key: jax.Array, params: MatrixGameParams) -> MatrixGameState:
         del key
-        own = jax.nn.one_hot(action, self.num_actions)
+        own = jax.nn.one_hot(action, self.num_actions, dtype=jnp.float32)
         obs = jnp.concatenate([own, own[::-1]], axis=-1)
         return state.replace(
             observation=obs,

@@ -1,16 +1,38 @@
 """The contract every registered game passes (after Pgx's ``api_test``).
 
 Call ``api_test(env)`` from a test; it raises ``AssertionError`` naming the
-first broken clause of the state contract (see :mod:`jaxgames.core`).
+first broken clause of the state contract (see :mod:`jaxgames.core`). Run it
+inside ``x64_mode(True)`` to check a game with ``jax_enable_x64`` on.
 """
 
 from __future__ import annotations
+
+import contextlib
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from jaxgames.core import SIMULTANEOUS, Env, State
+
+
+def x64_mode(enabled: bool = True) -> contextlib.AbstractContextManager:
+    """A context manager that sets ``jax_enable_x64`` inside its block only.
+
+    ``jax.enable_x64(flag)`` on JAX versions that have it (0.10 does), else
+    ``jax.experimental.enable_x64()``/``disable_x64()``, which older versions
+    have instead. Compiled functions are cached per mode, so a block does not
+    disturb code outside it.
+
+    Args:
+        enabled: the value of ``jax_enable_x64`` inside the block.
+    """
+    manager = getattr(jax, "enable_x64", None)
+    if manager is not None:
+        return manager(enabled)
+    from jax import experimental  # older JAX
+
+    return experimental.enable_x64() if enabled else experimental.disable_x64()
 
 
 def random_legal_action(key: jax.Array, state: State) -> jax.Array:
@@ -100,8 +122,35 @@ def _check_actions_refused(env: Env, state: State) -> None:
             raise AssertionError(f"step accepted a bad action {action.dtype}{list(action.shape)} (expected {error.__name__})")
 
 
-def _check_keys(env: Env, state: State, action: jax.Array) -> None:
-    """Stochastic games refuse a missing key; different keys give different trajectories."""
+def _dtypes(tree) -> dict:
+    return {jax.tree_util.keystr(path): leaf.dtype for path, leaf in jax.tree_util.tree_leaves_with_path(tree)}
+
+
+def _check_dtypes(env: Env, state: State, action: jax.Array, key: jax.Array) -> None:
+    """Every state leaf has one dtype: through ``step``, and with ``jax_enable_x64`` on or off.
+
+    The contract fixes ``current_player`` int32, ``rewards`` float32 and so
+    on; a game that lets x64 widen a leaf (a Python int or float promoted to
+    64 bits) breaks it, and a ``lax.scan`` over its steps (dtype of the
+    carry changed) too. Checked by abstract evaluation: nothing is compiled.
+    """
+    want = _dtypes(state)
+    for enabled in (False, True):
+        with x64_mode(enabled):
+            for what, got in (
+                ("init", jax.eval_shape(env.init, key)),
+                ("step", jax.eval_shape(env.step, state, action, key)),
+            ):
+                changed = {k: (want[k], v) for k, v in _dtypes(got).items() if want.get(k) != v}
+                assert not changed, f"{env.name}: {what} with jax_enable_x64={enabled} changes dtypes {changed}"
+
+
+def _check_keys(env: Env, state: State, action: jax.Array, step, choose, batch_size: int) -> None:
+    """Stochastic games refuse a missing key; different keys give different trajectories.
+
+    ``step`` and ``choose`` are the batched kernels of `api_test` (reused,
+    so nothing is compiled again).
+    """
     if not env.stochastic:
         env.step(state, action)  # a deterministic game steps without a key
         return
@@ -113,10 +162,8 @@ def _check_keys(env: Env, state: State, action: jax.Array) -> None:
         raise AssertionError(f"{env.name} is stochastic but step without a key did not raise ValueError")
     # Two batches of games from the same start, stepped with the same actions and
     # different keys, must not be identical everywhere (chance events differ).
-    step = jax.jit(jax.vmap(env.step))
-    choose = jax.jit(jax.vmap(random_legal_action))
-    n = 16
-    a = b = jax.tree.map(lambda x: jnp.stack([x] * n), state)
+    n = batch_size
+    a = b = _broadcast(state, n)
     differs = False
     for t in range(30):
         acts = choose(jax.random.split(jax.random.key(1000 + t), n), a)
@@ -128,13 +175,23 @@ def _check_keys(env: Env, state: State, action: jax.Array) -> None:
     assert differs, f"{env.name} is stochastic but different keys gave identical trajectories"
 
 
-def _check_params(env: Env, state: State, action: jax.Array, key: jax.Array, single_step) -> None:
-    """Params are a pytree that step takes explicitly, traced, and vmapped."""
+def _broadcast(tree, n: int):
+    """``n`` copies of every leaf, stacked on a new leading axis."""
+    return jax.tree.map(lambda x: jnp.stack([x] * n), tree)
+
+
+def _check_params(env: Env, state: State, action: jax.Array, key: jax.Array, step, batch_size: int):
+    """Params are a pytree that step takes explicitly, traced, and vmapped.
+
+    ``step`` is the batched kernel of `api_test` (default params). Returns
+    the jitted single-game ``step(state, action, key, params)`` it compiled,
+    which `api_test` reuses.
+    """
     from jaxgames.core import EnvParams
 
     params = env.default_params
     assert isinstance(params, EnvParams), type(params)
-    default = single_step(state, action, key)
+    default = jax.tree.map(lambda x: x[0], step(*(_broadcast(v, batch_size) for v in (state, action, key))))
     traces = []
 
     def traced(s, a, k, p):
@@ -148,10 +205,11 @@ def _check_params(env: Env, state: State, action: jax.Array, key: jax.Array, sin
     assert len(traces) == 1, "step retraced for new params values: params must be traced leaves"
     # vmap over a stacked params batch (a sweep is one vmap).
     if not jax.tree.leaves(params):
-        return
+        return jitted
     stacked = jax.tree.map(lambda x: jnp.stack([jnp.asarray(x)] * 2), params)
     both = jax.jit(jax.vmap(env.step, in_axes=(None, None, None, 0)))(state, action, key, stacked)
     _leaves_equal(jax.tree.map(lambda x: x[1], both), default, "step vmapped over params")
+    return jitted
 
 
 def _check_observe(env: Env, state: State) -> None:
@@ -173,7 +231,9 @@ def api_test(env: Env, *, batch_size: int = 8, max_steps: int = 200, seed: int =
     """Checks ``env`` against the state contract under ``jit`` and ``vmap``.
 
     Plays ``batch_size`` random games for up to ``max_steps`` steps and checks
-    dtypes and shapes, legal-action masks (all True once the game is over),
+    dtypes and shapes (every state leaf keeps its dtype through ``step`` and
+    whether ``jax_enable_x64`` is on or off), legal-action masks (all True
+    once the game is over),
     the terminal no-op with zero rewards, agreement of the batched and the
     single-game kernels, that repeated calls do not retrace, ``observe``
     against the observation field, keys (a stochastic game refuses a missing
@@ -212,10 +272,16 @@ def api_test(env: Env, *, batch_size: int = 8, max_steps: int = 200, seed: int =
     _check_state(env, state, (batch_size,))
     np.testing.assert_array_equal(np.asarray(state.observation[0]), np.asarray(single.observation))
     first_action = random_legal_action(jax.random.key(seed + 1), single)
+    _check_dtypes(env, single, first_action, keys[0])
     _check_actions_refused(env, single)
-    _check_keys(env, single, first_action)
-    single_step = jax.jit(env.step)
-    _check_params(env, single, first_action, jax.random.key(seed + 2), single_step)
+    _check_keys(env, single, first_action, step, choose, batch_size)
+    # The single-game kernel, with the default params passed explicitly (traced).
+    explicit_step = _check_params(env, single, first_action, jax.random.key(seed + 2), step, batch_size)
+    params = env.default_params
+
+    def single_step(s, a, k):
+        return explicit_step(s, a, k, params)
+
     _check_observe(env, single)
 
     finished = 0

@@ -91,7 +91,7 @@ def egocentric(
     def view(head, length, health):
         top = size - head[1]
         left = head[0] + 1
-        w = jax.lax.dynamic_slice(padded, (top, left, 0), (2 * size - 1, 2 * size - 1, 4))
+        w = jax.lax.dynamic_slice(padded, (top, left, jnp.zeros_like(top)), (2 * size - 1, 2 * size - 1, 4))
         heads = w[..., 0] * (w[..., 1] - length.astype(jnp.float32) + 0.5) * mh
         food = w[..., 3] * (101.0 - health.astype(jnp.float32)) * mf
         return jnp.stack([heads, w[..., 2], food], -1)

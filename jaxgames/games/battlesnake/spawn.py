@@ -109,7 +109,7 @@ def _pick_uniform(u: jax.Array, cand: jax.Array) -> jax.Array:
     cum_x = _cumsum(per_x)
     px = jnp.sum(cum_x <= k).astype(jnp.int32)
     before = jnp.sum(jnp.where(jnp.arange(w) < px, per_x, 0))
-    col = jax.lax.dynamic_slice(c, (jnp.minimum(px, w - 1), 0), (1, w))[0].astype(jnp.int32)  # [H]
+    col = jax.lax.dynamic_slice(c, (jnp.minimum(px, w - 1), jnp.int32(0)), (1, w))[0].astype(jnp.int32)  # [H]
     py = jnp.sum(_cumsum(col) <= k - before).astype(jnp.int32)
     (chosen,) = rules.materialize((jnp.where(total > 0, px * w + py, -1),))  # see rules.materialize
     return jnp.arange(w * w) == chosen
