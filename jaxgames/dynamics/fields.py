@@ -29,7 +29,16 @@ and the column player with ``B`` [n, m] facing ``x`` (use ``B^T``), with
   beta / kappa; otherwise (plain Q-learning; epsilon-greedy) the policy flow
   depends on the Q-values, not only on the policy, and is drawn on a slice.
 
-Everything is written for one profile and is jit/vmap-able.
+Everything is written for one profile and is jit/vmap-able. It computes in
+float32 whether or not ``jax_enable_x64`` is on (as the learners do), and
+the public functions check their settings in float32 as the learners do
+(`jaxgames.learners.tabular.learner_params`): a temperature of at least the
+smallest normal float32 (~1.2e-38), an integer leniency >= 1, a FAQ beta in
+(0, 1], an epsilon in [0, 1], finite payoffs and Q-values, and policies that
+are probability vectors of the right length. The checks see concrete values
+only: a value traced by ``jit``/``vmap`` (e.g. a swept temperature) is not
+checked. Boltzmann policies are computed from max-subtracted logits
+``(Q - max Q) / tau``, so large finite Q-values never give NaN.
 """
 
 from __future__ import annotations
@@ -38,9 +47,118 @@ from typing import Callable
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 FIELDS = ("replicator", "boltzmann_q", "lenient_boltzmann", "q_learning")
 POLICIES = ("boltzmann", "epsilon_greedy")
+
+_F32 = np.finfo(np.float32)
+# The smallest temperature (as `jaxgames.learners.tabular.TAU_MIN`): the smallest normal float32.
+TAU_MIN = float(_F32.tiny)
+_PROB_ATOL = 1e-4
+
+
+def _concrete(value):
+    """``value`` as a float64 numpy array, or None if it is traced (then it cannot be checked)."""
+    if value is None or any(isinstance(leaf, jax.core.Tracer) for leaf in jax.tree.leaves(value)):
+        return None
+    return np.asarray(value, np.float64)
+
+
+def _f32(value: np.ndarray) -> np.ndarray:
+    with np.errstate(over="ignore", under="ignore", invalid="ignore"):
+        return value.astype(np.float32)
+
+
+def _check_temperature(temperature, name: str = "temperature (tau)") -> None:
+    t = _concrete(temperature)
+    if t is not None and not np.all(np.isfinite(_f32(t)) & (_f32(t) >= TAU_MIN)):
+        raise ValueError(
+            f"{name} must be finite and at least {TAU_MIN:.3g} in float32 (the smallest normal float32; a smaller "
+            f"tau is 0 or denormal in float32); got {temperature!r}"
+        )
+
+
+def _check_temperature_fn(tau_fn: Callable, num_iterations: int) -> None:
+    """Checks a temperature schedule at t = 0 and t = num_iterations (the ends of a monotone schedule)."""
+    for t in (0.0, float(num_iterations)):
+        value = tau_fn(jnp.float32(t))
+        try:
+            _check_temperature(value)
+        except ValueError as e:
+            raise ValueError(f"the temperature schedule at t={t:g}: {e}") from None
+
+
+def _check_leniency(leniency) -> None:
+    k = _concrete(leniency)
+    if k is not None and not np.all((k >= 1) & (k == np.round(k)) & np.isfinite(k)):
+        raise ValueError(f"leniency (kappa) must be an integer >= 1; got {leniency!r}")
+
+
+def _check_beta(beta) -> None:
+    b = _concrete(beta)
+    if b is not None and not np.all((_f32(b) > 0) & (b <= 1)):
+        raise ValueError(f"beta (FAQ beta) must be None or in (0, 1] in float32; got {beta!r}")
+
+
+def _check_epsilon(epsilon) -> None:
+    e = _concrete(epsilon)
+    if e is not None and not np.all((e >= 0) & (e <= 1)):
+        raise ValueError(f"epsilon must be in [0, 1]; got {epsilon!r}")
+
+
+def _check_learning_rate(learning_rate) -> None:
+    a = _concrete(learning_rate)
+    if a is not None and not np.all(np.isfinite(_f32(a)) & (_f32(a) > 0)):
+        raise ValueError(f"learning_rate (alpha) must be finite and > 0 in float32; got {learning_rate!r}")
+
+
+def _check_payoffs(payoffs, *, square: bool = False, who: str = "") -> None:
+    p = _concrete(payoffs)
+    if p is None:
+        return
+    if p.ndim != 3 or p.shape[0] != 2:
+        raise ValueError(f"payoffs must be [2, n, m]; got shape {p.shape}")
+    if square and p.shape[1] != p.shape[2]:
+        raise ValueError(f"{who} needs a square game; got payoffs {p.shape}")
+    if not np.all(np.isfinite(_f32(p))):
+        raise ValueError(f"payoffs must be finite in float32 (|payoff| <= {_F32.max:.3g}); got {p.tolist()}")
+
+
+def _check_policy(policy, length: int, name: str) -> None:
+    """Raises ValueError unless a concrete ``policy`` is a probability vector ``[length]``."""
+    x = _concrete(policy)
+    if x is None:
+        return
+    if x.shape != (length,):
+        raise ValueError(f"{name} must be a policy of shape ({length},) for this game; got shape {x.shape}")
+    if not (np.all(np.isfinite(x) & (x >= 0)) and abs(x.sum() - 1) <= _PROB_ATOL):
+        raise ValueError(f"{name} must be a probability vector (finite, >= 0, summing to 1 within {_PROB_ATOL:g}); got {x.tolist()}")
+
+
+def _check_q(q, shape: tuple, name: str = "q") -> None:
+    v = _concrete(q)
+    if v is None:
+        return
+    if v.shape != shape:
+        raise ValueError(f"{name} must be both players' Q-values {list(shape)}; got shape {v.shape}")
+    if not np.all(np.isfinite(_f32(v))):
+        raise ValueError(f"{name} must be finite in float32; got {v.tolist()}")
+
+
+def _as_f32(value):
+    """Float32 unless a Python number (weakly typed already), so x64 on or off computes the same."""
+    if value is None or type(value) in (int, float):  # not np.float64, a float subclass that x64 keeps float64
+        return value
+    return jnp.asarray(value, jnp.float32)
+
+
+def _as_leniency(leniency):
+    """A Python int stays one (``f ** k`` is then an integer power); arrays become int32 or float32."""
+    if isinstance(leniency, int):
+        return leniency
+    leniency = jnp.asarray(leniency)
+    return leniency.astype(jnp.int32 if jnp.issubdtype(leniency.dtype, jnp.integer) else jnp.float32)
 
 
 def lenient_utility(payoff_matrix: jax.Array, opponent: jax.Array, leniency) -> jax.Array:
@@ -59,7 +177,12 @@ def lenient_utility(payoff_matrix: jax.Array, opponent: jax.Array, leniency) -> 
 
     Returns:
         float32 ``[n]``. For kappa = 1 this is ``payoff_matrix @ opponent``.
+
+    Raises:
+        ValueError: for a (concrete) leniency that is not an integer >= 1.
     """
+    _check_leniency(leniency)
+    leniency = _as_leniency(leniency)
     a = jnp.asarray(payoff_matrix, jnp.float32)
     y = jnp.asarray(opponent, jnp.float32)
     le = a[:, None, :] <= a[:, :, None]  # [n, j, k]: A_ik <= A_ij
@@ -88,6 +211,22 @@ def _player_field(kind: str, x, u, temperature, learning_rate):
     return learning_rate * (_replicator_term(x, u) / temperature + _exploration_term(x))
 
 
+def _check_field_args(kind, payoffs, x, y, temperature, leniency, learning_rate, beta, names=("x", "y")) -> None:
+    if kind not in FIELDS:
+        raise ValueError(f"kind must be one of {FIELDS}; got {kind!r}")
+    _check_payoffs(payoffs, square=kind == "q_learning", who="the q_learning field")
+    n, m = np.shape(payoffs)[1:]
+    _check_policy(x, n, f"{names[0]} (row strategy)")
+    _check_policy(y, m, f"{names[1]} (column strategy)")
+    _check_learning_rate(learning_rate)
+    if kind != "replicator" and not callable(temperature):
+        _check_temperature(temperature)
+    if kind in ("lenient_boltzmann", "q_learning"):
+        _check_leniency(leniency)
+    if kind == "q_learning":
+        _check_beta(beta)
+
+
 def vector_field(
     kind: str, payoffs: jax.Array, x: jax.Array, y: jax.Array, *, temperature=1.0, leniency=1, learning_rate=1.0, beta=1.0
 ):
@@ -111,14 +250,21 @@ def vector_field(
         ``(dx [n], dy [m])`` float32, per learner iteration.
 
     Raises:
-        ValueError: for an unknown kind.
+        ValueError: for an unknown kind, payoffs that are not ``[2, n, m]``
+            or not finite in float32, ``x`` or ``y`` not a probability
+            vector of the right length, a temperature below `TAU_MIN`
+            (~1.2e-38) or not finite in float32 (fields that use it), a
+            leniency that is not an integer >= 1 (lenient and q_learning),
+            a beta outside (0, 1] (q_learning), or a learning rate that is
+            not finite and > 0. Only concrete values are checked (not values
+            traced by jit or vmap).
     """
-    if kind not in FIELDS:
-        raise ValueError(f"kind must be one of {FIELDS}; got {kind!r}")
+    _check_field_args(kind, payoffs, x, y, temperature, leniency, learning_rate, beta)
+    x, y = jnp.asarray(x, jnp.float32), jnp.asarray(y, jnp.float32)
+    temperature, learning_rate, beta = _as_f32(temperature), _as_f32(learning_rate), _as_f32(beta)
+    leniency = _as_leniency(leniency)
     a, b = jnp.asarray(payoffs[0], jnp.float32), jnp.asarray(payoffs[1], jnp.float32)
     if kind == "q_learning":
-        if a.shape[0] != a.shape[1]:
-            raise ValueError(f"the q_learning field needs a square game; got payoffs {a.shape}")
         z = jnp.stack([x, y])
         q = temperature * jnp.log(jnp.clip(z, 1e-30, None))
         dq = expected_q_update(payoffs, q, temperature=temperature, leniency=leniency, learning_rate=learning_rate, beta=beta)
@@ -161,7 +307,15 @@ def integrate(
         ``(xs [num_steps + 1, n], ys [num_steps + 1, m])``, states at the times
         ``linspace(0, num_iterations, num_steps + 1)``. The simplex is kept by
         clipping at 0 and renormalising after each step.
+
+    Raises:
+        ValueError: as `vector_field`, for ``x0`` and ``y0`` and the settings;
+            a temperature function is checked at t = 0 and t = num_iterations
+            (the ends of a monotone schedule) when it gives concrete values.
     """
+    _check_field_args(kind, payoffs, x0, y0, temperature, leniency, learning_rate, 1.0, names=("x0", "y0"))
+    if callable(temperature) and kind != "replicator":
+        _check_temperature_fn(temperature, num_iterations)
     tau_fn = temperature if callable(temperature) else (lambda t: temperature)
     dt = num_iterations / num_steps
 
@@ -200,16 +354,29 @@ def _rk4(f, z0, dt: float, num_steps: int, project=lambda z: z):
 
 
 def policy_of_q(q: jax.Array, *, exploration: str = "boltzmann", temperature=1.0, epsilon=0.0) -> jax.Array:
-    """Both players' policies ``[2, n]`` from Q-values ``[2, n]``.
+    """Both players' policies ``[2, n]`` from Q-values ``[2, n]`` (float32).
 
-    ``boltzmann``: softmax(Q / tau); ``epsilon_greedy``: 1 - epsilon on the
-    greedy action(s) (ties split evenly, as the learners) plus epsilon / n.
+    ``boltzmann``: softmax(Q / tau), computed as softmax((Q - max Q) / tau)
+    (every logit <= 0, so large finite Q-values or a tiny tau never give NaN;
+    see `jaxgames.learners.tabular.exploration_policy`); ``epsilon_greedy``:
+    1 - epsilon on the greedy action(s) (ties split evenly, as the learners)
+    plus epsilon / n.
+
+    Raises:
+        ValueError: for an unknown exploration, or a concrete temperature
+            below `TAU_MIN` or an epsilon outside [0, 1].
     """
+    if exploration not in POLICIES:
+        raise ValueError(f"exploration must be one of {POLICIES}; got {exploration!r}")
+    q = jnp.asarray(q, jnp.float32)
     if exploration == "epsilon_greedy":
+        _check_epsilon(epsilon)
+        epsilon = _as_f32(epsilon)
         greedy = (q == jnp.max(q, axis=-1, keepdims=True)).astype(jnp.float32)
         greedy = greedy / jnp.sum(greedy, axis=-1, keepdims=True)
         return (1.0 - epsilon) * greedy + epsilon / q.shape[-1]
-    return jax.nn.softmax(q / temperature, axis=-1)
+    _check_temperature(temperature)
+    return jax.nn.softmax((q - jnp.max(q, axis=-1, keepdims=True)) / _as_f32(temperature), axis=-1)
 
 
 def expected_q_update(
@@ -251,8 +418,21 @@ def expected_q_update(
 
     Returns:
         float32 ``[2, n]``.
+
+    Raises:
+        ValueError: for payoffs that are not square or not finite in
+            float32, Q-values that are not ``[2, n]`` or not finite, an
+            unknown exploration, or a (concrete) setting out of range as in
+            `vector_field` (epsilon in [0, 1]).
     """
+    _check_payoffs(payoffs, square=True, who="expected_q_update")
+    _check_q(q, (2, np.shape(payoffs)[1]))
+    _check_leniency(leniency)
+    _check_beta(beta)
+    _check_learning_rate(learning_rate)
+    learning_rate, beta, leniency = _as_f32(learning_rate), _as_f32(beta), _as_leniency(leniency)
     payoffs = jnp.asarray(payoffs, jnp.float32)
+    q = jnp.asarray(q, jnp.float32)
     x, y = policy_of_q(q, exploration=exploration, temperature=temperature, epsilon=epsilon)
     u = jnp.stack([lenient_utility(payoffs[0], y, leniency), lenient_utility(payoffs[1].T, x, leniency)])
     if beta is None:
@@ -264,8 +444,9 @@ def expected_q_update(
 
 def boltzmann_policy_velocity(policy: jax.Array, dq: jax.Array, temperature) -> jax.Array:
     """``d/dt softmax(Q / tau)`` at constant tau: ``x_i (dQ_i - x . dQ) / tau`` (rows are players)."""
+    policy, dq = jnp.asarray(policy, jnp.float32), jnp.asarray(dq, jnp.float32)
     mean = jnp.sum(policy * dq, axis=-1, keepdims=True)
-    return policy * (dq - mean) / temperature
+    return policy * (dq - mean) / _as_f32(temperature)
 
 
 def integrate_q(
@@ -310,15 +491,29 @@ def integrate_q(
         ``linspace(0, num_iterations, num_steps + 1)``.
 
     Raises:
-        ValueError: if the game is not square or the exploration is unknown.
+        ValueError: if the game is not square or the exploration is unknown,
+            and as `expected_q_update` for ``q0`` and the settings;
+            temperature and epsilon functions are checked at t = 0 and
+            t = num_iterations (the ends of a monotone schedule) when they
+            give concrete values.
     """
-    payoffs = jnp.asarray(payoffs, jnp.float32)
-    if payoffs.shape[1] != payoffs.shape[2]:
-        raise ValueError(f"integrate_q needs a square game; got payoffs {payoffs.shape}")
+    if np.ndim(payoffs) != 3 or np.shape(payoffs)[1] != np.shape(payoffs)[2]:
+        raise ValueError(f"integrate_q needs a square game; got payoffs {np.shape(payoffs)}")
     if exploration not in POLICIES:
         raise ValueError(f"exploration must be one of {POLICIES}; got {exploration!r}")
     tau_fn = temperature if callable(temperature) else (lambda t: temperature)
     eps_fn = epsilon if callable(epsilon) else (lambda t: epsilon)
+    _check_payoffs(payoffs, square=True, who="integrate_q")
+    _check_q(q0, (2, np.shape(payoffs)[1]), "q0")
+    _check_leniency(leniency)
+    _check_beta(beta)
+    _check_learning_rate(learning_rate)
+    if exploration == "boltzmann":
+        _check_temperature_fn(tau_fn, num_iterations)
+    else:
+        for t in (0.0, float(num_iterations)):
+            _check_epsilon(eps_fn(jnp.float32(t)))
+    payoffs = jnp.asarray(payoffs, jnp.float32)
     dt = num_iterations / num_steps
 
     def policies(t, q):

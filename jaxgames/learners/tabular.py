@@ -43,12 +43,27 @@ things that fix shapes or the algorithm live in the static `LearnerConfig`.
 The entry points: ``make_train(payoffs, config)`` returns a pure
 ``train(key, params, initial_q) -> TrainOutput`` for ONE run, which
 `run_sweep` vmaps over runs and chunks to bound memory.
+
+Numerics. The learners compute in float32 whether or not
+``jax_enable_x64`` is on (results are the same either way), so every
+setting is checked at the Python boundary (`learner_params`, `make_train`,
+`initial_q_from_policy`, `run_sweep`) in float32: a temperature must be at
+least the smallest normal float32 (about 1.2e-38; below it tau is 0 or
+denormal, which the CPU flushes to 0) at every value its schedule reaches,
+payoffs must stay finite in float32 and so must their differences (the TD
+errors), starting Q-values must be finite and starting policies probability
+vectors. The Boltzmann policy is computed from max-subtracted logits
+``(Q - max Q) / tau`` (every logit <= 0, exactly 0 at the best action), so
+large finite payoffs or a tiny tau give a (nearly) greedy policy, never NaN.
+A run that still goes non-finite (e.g. an optimizer or Q-module of one's
+own) is flagged in `TrainOutput.non_finite` and reported by `run_sweep`.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
+import warnings
 from typing import Callable, NamedTuple
 
 import flax.linen as nn
@@ -62,15 +77,42 @@ from jaxgames.games.matrix import MatrixGame, validate_payoffs
 
 EXPLORATIONS = ("epsilon_greedy", "boltzmann", "lenient_boltzmann")
 SCHEDULE_KINDS = {"constant": 0, "linear": 1, "exponential": 2}
+ON_NON_FINITE = ("warn", "raise", "ignore")
+
+_F32 = np.finfo(np.float32)
+# The smallest temperature: the smallest normal float32 (~1.18e-38). A smaller tau is 0 or denormal in
+# float32 (XLA on CPU flushes denormals to 0), so Q / tau is 0 / 0; 1 / TAU_MIN (~8.5e37) is finite.
+TAU_MIN = float(_F32.tiny)
+# Exponential schedules clamp end / start here (so a schedule to 0 still decays; see `Schedule`).
+_MIN_RATIO = 1e-30
+# Starting policies must sum to 1 within this (float32 rounding of a few probabilities is ~1e-7).
+_PROB_ATOL = 1e-4
+
+
+class NonFiniteRunsWarning(RuntimeWarning):
+    """`run_sweep` found runs whose policies or Q-values went NaN or infinite."""
+
+
+def _f32(value) -> np.ndarray:
+    """``value`` cast to float32 (values beyond float32's range become +-inf, without a warning)."""
+    with np.errstate(over="ignore", under="ignore", invalid="ignore"):
+        return np.asarray(value, np.float64).astype(np.float32)
 
 
 @struct.dataclass
 class Schedule:
     """A value annealed from ``start`` to ``end`` over the run (traced, vmappable).
 
-    value(t) at iteration t of T:
+    value(t) at iteration t of T (t / T is clipped to [0, 1], and is exactly 1 at t = T):
       constant: start; linear: start + (end - start) t / T;
-      exponential: start (end / start)^(t / T).
+      exponential: start (end / start)^(t / T), with end / start clamped
+      at 1e-30 (so an exponential schedule to 0 decays by 30 decades;
+      `learner_params` refuses a temperature schedule that the clamp would
+      change).
+
+    Every value lies between the values at t = 0 and t = T as computed in
+    float32 (the rounding of both formulas is monotone in t / T), so
+    checking those two checks them all (`learner_params`, `run_sweep`).
 
     Attributes:
         start: float32 ``[]``.
@@ -84,20 +126,32 @@ class Schedule:
 
     @classmethod
     def make(cls, start: float, end: float | None = None, kind: str = "constant") -> "Schedule":
-        """Builds a schedule. Raises ValueError for an unknown kind or non-finite values."""
+        """Builds a schedule.
+
+        Raises:
+            ValueError: for an unknown kind, or values that are not finite
+                in float32.
+        """
         if kind not in SCHEDULE_KINDS:
             raise ValueError(f"schedule kind must be one of {list(SCHEDULE_KINDS)}; got {kind!r}")
         end = start if end is None else end
-        if not (math.isfinite(start) and math.isfinite(end)):
-            raise ValueError(f"schedule values must be finite; got start={start}, end={end}")
+        if not np.all(np.isfinite(_f32([start, end]))):
+            raise ValueError(f"schedule values must be finite in float32 (|value| <= {_F32.max:.3g}); got start={start}, end={end}")
         return cls(jnp.float32(start), jnp.float32(end), jnp.int32(SCHEDULE_KINDS[kind]))
 
-    def __call__(self, t: jax.Array, horizon: int) -> jax.Array:
-        frac = jnp.asarray(t, jnp.float32) / horizon
+    def value_at(self, frac) -> jax.Array:
+        """The value at the fraction ``frac`` of the run (float32; clipped to [0, 1]; broadcasts)."""
+        frac = jnp.clip(jnp.asarray(frac, jnp.float32), 0.0, 1.0)
         linear = self.start + (self.end - self.start) * frac
         ratio = jnp.where(self.start > 0, self.end / jnp.where(self.start > 0, self.start, 1.0), 1.0)
-        exponential = self.start * jnp.power(jnp.maximum(ratio, 1e-30), frac)
+        exponential = self.start * jnp.power(jnp.maximum(ratio, _MIN_RATIO), frac)
         return jnp.select([self.kind == 0, self.kind == 1], [self.start, linear], exponential)
+
+    def __call__(self, t: jax.Array, horizon: int) -> jax.Array:
+        t = jnp.asarray(t, jnp.float32)
+        # Exactly 1 at t >= T: under jit XLA computes t / T as t * (1 / T), which at t = T is 1 -+ 2^-24 for
+        # some T (e.g. T = 41), so a linear schedule would miss its end (epsilon 0.1 -> 0 would end at 6e-9).
+        return self.value_at(jnp.where(t >= horizon, 1.0, t / horizon))
 
 
 @struct.dataclass
@@ -146,7 +200,13 @@ def learner_params(
             default) is plain Q-learning.
 
     Raises:
-        ValueError: for any value out of range, before anything is traced.
+        ValueError: for any value out of range, before anything is traced,
+            judged in float32 as the learners compute: e.g. a temperature
+            below `TAU_MIN` (~1.2e-38, the smallest normal float32) at any
+            value of its schedule (``1e-50`` is 0 in float32; a linear
+            schedule from 1 to 1e-9 ends at 0 in float32), an exponential
+            temperature schedule with end / start < 1e-30, or a learning rate
+            or beta that is 0 in float32.
     """
     if not (isinstance(learning_rate, (int, float)) and 0 < learning_rate <= 1):
         raise ValueError(f"learning_rate (alpha) must be in (0, 1]; got {learning_rate!r}")
@@ -156,17 +216,122 @@ def learner_params(
     e0, e1 = epsilon if isinstance(epsilon, (tuple, list)) else (epsilon, epsilon)
     if not (0 <= e0 <= 1 and 0 <= e1 <= 1):
         raise ValueError(f"epsilon must be in [0, 1]; got {epsilon!r}")
-    if isinstance(leniency, bool) or int(leniency) != leniency or leniency < 1:
-        raise ValueError(f"leniency (kappa) must be an integer >= 1; got {leniency!r}")
+    if (
+        isinstance(leniency, bool)
+        or not isinstance(leniency, (int, float, np.integer, np.floating))
+        or not math.isfinite(leniency)
+        or int(leniency) != leniency
+        or not 1 <= leniency <= np.iinfo(np.int32).max
+    ):
+        raise ValueError(f"leniency (kappa) must be an integer in [1, 2^31 - 1]; got {leniency!r}")
     if isinstance(faq_beta, bool) or not (isinstance(faq_beta, (int, float)) and 0 < faq_beta <= 1):
         raise ValueError(f"faq_beta (FAQ beta) must be in (0, 1]; got {faq_beta!r}")
-    return LearnerParams(
+    params = LearnerParams(
         learning_rate=jnp.float32(learning_rate),
         temperature=Schedule.make(t0, t1, temperature_schedule),
         epsilon=Schedule.make(e0, e1, epsilon_schedule),
         leniency=jnp.int32(leniency),
         faq_beta=jnp.float32(faq_beta),
     )
+    given = dict(learning_rate=learning_rate, temperature=temperature, temperature_schedule=temperature_schedule,
+                 epsilon=epsilon, epsilon_schedule=epsilon_schedule, leniency=leniency, faq_beta=faq_beta)
+    check_params(params, given=given)
+    return params
+
+
+@jax.jit
+def _schedule_ends_jit(schedule: Schedule) -> tuple[jax.Array, jax.Array]:
+    return schedule.value_at(0.0), schedule.value_at(1.0)
+
+
+def _schedule_ends(schedule: Schedule) -> tuple[np.ndarray, np.ndarray]:
+    """The values at t = 0 and t = T, computed in float32 by the kernel's own (compiled) formula."""
+    schedule = Schedule(_f32(schedule.start), _f32(schedule.end), np.asarray(schedule.kind, np.int32))
+    return tuple(np.asarray(v) for v in _schedule_ends_jit(schedule))
+
+
+def check_params(params: LearnerParams, *, exploration: str | None = None, given: dict | None = None) -> None:
+    """Checks (possibly stacked ``[R]``) `LearnerParams` in float32, the dtype the learners use.
+
+    Every value a schedule reaches lies between its values at t = 0 and
+    t = T (see `Schedule`), which are computed here with the kernel's own
+    float32 formula.
+
+    Args:
+        params: `LearnerParams`, scalars or with a leading ``[R]`` axis.
+        exploration: one of `EXPLORATIONS`, or None: the temperature is
+            checked unless it is ``epsilon_greedy`` (which ignores it).
+        given: the arguments as the caller gave them, for the message
+            (`learner_params`).
+
+    Raises:
+        ValueError: naming the setting, the runs and the values, for a
+            learning rate or FAQ beta outside (0, 1] in float32, a leniency
+            below 1, an epsilon outside [0, 1] at either end of its schedule,
+            a temperature below `TAU_MIN` (~1.2e-38) or not finite at either
+            end of its schedule, or an exponential temperature schedule whose
+            end / start is below 1e-30 (the schedule's clamp would change it).
+    """
+    stacked = np.ndim(params.learning_rate) > 0
+    lr, beta, kappa = _f32(params.learning_rate), _f32(params.faq_beta), np.asarray(params.leniency)
+    eps0, eps1 = _schedule_ends(params.epsilon)
+    problems = [
+        (
+            ~((lr > 0) & (lr <= 1)),
+            "learning_rate (alpha) must be in (0, 1] in float32",
+            lambda i: f"learning_rate={lr.reshape(-1)[i]:g}",
+            ("learning_rate",),
+        ),
+        (
+            ~((beta > 0) & (beta <= 1)),
+            "faq_beta (FAQ beta) must be in (0, 1] in float32",
+            lambda i: f"faq_beta={beta.reshape(-1)[i]:g}",
+            ("faq_beta",),
+        ),
+        (~(kappa >= 1), "leniency (kappa) must be >= 1", lambda i: f"leniency={kappa.reshape(-1)[i]}", ("leniency",)),
+        (
+            ~((eps0 >= 0) & (eps0 <= 1) & (eps1 >= 0) & (eps1 <= 1)),
+            "epsilon must be in [0, 1] at both ends of its schedule (float32)",
+            lambda i: f"epsilon at t=0 and t=T: {eps0.reshape(-1)[i]:g}, {eps1.reshape(-1)[i]:g}",
+            ("epsilon", "epsilon_schedule"),
+        ),
+    ]
+    if exploration != "epsilon_greedy":
+        tau = params.temperature
+        tau0, tau1 = _schedule_ends(tau)
+        start, end, kind = _f32(tau.start), _f32(tau.end), np.asarray(tau.kind)
+        with np.errstate(all="ignore"):
+            ratio = np.where(start > 0, end / np.where(start > 0, start, 1), 1).astype(np.float32)
+        # The ends as computed, and the end as given (an exponential schedule's clamp could hide it).
+        lowest = np.minimum(np.minimum(tau0, tau1), np.where(kind == SCHEDULE_KINDS["constant"], start, end))
+        problems += [
+            (
+                ~(np.isfinite(tau0) & np.isfinite(tau1) & np.isfinite(end) & (lowest >= TAU_MIN)),
+                f"temperature (tau) must be finite and at least {TAU_MIN:.3g} (the smallest normal float32; a "
+                "smaller tau is 0 or denormal in float32 and the Boltzmann policy is NaN) at every value of its "
+                "schedule, as computed in float32 (a linear schedule to a tiny end rounds to 0 at the end: use an "
+                "exponential one)",
+                lambda i: f"temperature start={start.reshape(-1)[i]:g}, end={end.reshape(-1)[i]:g}, float32 "
+                f"values at t=0 and t=T: {tau0.reshape(-1)[i]:g}, {tau1.reshape(-1)[i]:g}",
+                ("temperature", "temperature_schedule"),
+            ),
+            (
+                (kind == SCHEDULE_KINDS["exponential"]) & ~(ratio >= _MIN_RATIO),
+                f"an exponential temperature schedule needs end / start >= {_MIN_RATIO:g} in float32 (at most "
+                "30 decades)",
+                lambda i: f"temperature start={start.reshape(-1)[i]:g}, end={end.reshape(-1)[i]:g}",
+                ("temperature", "temperature_schedule"),
+            ),
+        ]
+    for bad, what, value, names in problems:
+        bad = np.broadcast_to(bad, np.shape(params.learning_rate))
+        if np.any(bad):
+            runs = np.flatnonzero(bad)
+            if given is not None:
+                shown = ", ".join(f"{k}={given[k]!r}" for k in names if k in given)
+                raise ValueError(f"{what}; got {shown} ({value(runs[0])})")
+            where = f"{runs.size} run(s), e.g. runs {runs[:5].tolist()}: " if stacked else ""
+            raise ValueError(f"{what}; {where}got {value(runs[0])}")
 
 
 def stack_params(params: list[LearnerParams]) -> LearnerParams:
@@ -206,7 +371,8 @@ def grid_params(repeat: int = 1, **axes) -> tuple[LearnerParams, list[dict]]:
         raise ValueError(f"repeat must be >= 1; got {repeat}")
     names = list(axes)
     settings = [dict(zip(names, combo)) for combo in itertools.product(*(axes[n] for n in names))]
-    params = [learner_params(**setting) for setting in settings for _ in range(repeat)]
+    built = [learner_params(**setting) for setting in settings]
+    params = [p for p in built for _ in range(repeat)]
     return stack_params(params), settings
 
 
@@ -290,6 +456,9 @@ class TrainOutput(NamedTuple):
         window_max: float32 ``[2, A]``: the largest, likewise.
         window_mean: float32 ``[2, A]``: the time-averaged policy over the
             same window.
+        non_finite: bool ``[]``: True if a policy (at any iteration) or any
+            output of the run is NaN or infinite; `run_sweep` reports such
+            runs.
     """
 
     q_values: jax.Array
@@ -298,27 +467,38 @@ class TrainOutput(NamedTuple):
     window_min: jax.Array
     window_max: jax.Array
     window_mean: jax.Array
+    non_finite: jax.Array
 
 
 def exploration_policy(config: LearnerConfig, q: jax.Array, legal: jax.Array, temperature, epsilon) -> jax.Array:
     """The action probabilities of one player.
 
+    Boltzmann: ``softmax((Q - max Q) / tau)`` over the legal actions, the
+    max-subtracted (numerically stable) form of softmax(Q / tau): every
+    logit is <= 0 and the best action's is exactly 0, so large finite
+    Q-values or a tiny tau give a (nearly) greedy policy, never NaN. (With
+    ``Q / tau`` itself the logits overflow float32, and even finite ones
+    near 1e10 give NaN under jit: XLA may round ``Q / tau`` differently in
+    the max and in the exp, and one ulp there is exp(+1000).)
+
     Args:
         config: gives the exploration.
         q: float32 ``[A]`` Q-values.
         legal: bool ``[A]``.
-        temperature: float32 ``[]`` tau (Boltzmann); epsilon: float32 ``[]``.
+        temperature: float32 ``[]`` tau > 0 (Boltzmann); epsilon: float32 ``[]``.
 
     Returns:
         float32 ``[A]`` probabilities, zero on illegal actions.
     """
+    q = jnp.asarray(q, jnp.float32)
     if config.exploration == "epsilon_greedy":
         best = jnp.max(jnp.where(legal, q, -jnp.inf))
-        greedy = legal & (q == best)
+        greedy = (legal & (q == best)).astype(jnp.float32)
         greedy = greedy / jnp.sum(greedy)
-        uniform = legal / jnp.sum(legal)
+        uniform = legal.astype(jnp.float32) / jnp.sum(legal.astype(jnp.float32))
         return (1.0 - epsilon) * greedy + epsilon * uniform
-    logits = jnp.where(legal, q / temperature, jnp.finfo(jnp.float32).min)
+    best = jnp.max(jnp.where(legal, q, jnp.finfo(jnp.float32).min))
+    logits = jnp.where(legal, (q - best) / temperature, jnp.finfo(jnp.float32).min)
     return jax.nn.softmax(logits)
 
 
@@ -332,12 +512,47 @@ class _Carry(NamedTuple):
     window_min: jax.Array  # float32 [2, A]
     window_max: jax.Array  # float32 [2, A]
     window_sum: jax.Array  # float32 [2, A]
+    finite: jax.Array  # bool []: every policy so far was finite
 
 
 def _as_payoffs(game) -> np.ndarray:
+    """Float32 payoffs ``[2, n, m]``; raises ValueError unless they and their range are finite in float32."""
     if isinstance(game, MatrixGame):
-        return game.payoffs_np
-    return validate_payoffs(game)
+        payoffs = game.payoffs_np
+    else:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # the overflow of the cast is reported below
+            payoffs = validate_payoffs(game)
+    payoffs = np.asarray(payoffs, np.float32)
+    if not np.all(np.isfinite(payoffs)):
+        given = game.payoffs_np if isinstance(game, MatrixGame) else np.asarray(game, np.float64)
+        raise ValueError(
+            f"payoffs must be finite in float32, the learners' dtype (|payoff| <= {_F32.max:.3g}); got a payoff "
+            f"of magnitude {np.max(np.abs(given)):g}"
+        )
+    _check_range(payoffs, None)
+    return payoffs
+
+
+def _check_range(payoffs: np.ndarray, initial_q: np.ndarray | None) -> None:
+    """Raises ValueError if a TD error (a payoff minus a Q-value), doubled, can overflow float32.
+
+    Q-values stay between the smallest and largest of the payoffs and the
+    starting Q-values (each step moves Q towards a payoff), so every TD error
+    is bounded by that range; the gradient of the squared TD error computes
+    twice the TD error.
+    """
+    values = [np.asarray(payoffs, np.float64).ravel()]
+    if initial_q is not None:
+        values.append(np.asarray(initial_q, np.float64).ravel())
+    values = np.concatenate(values)
+    lo, hi = float(values.min()), float(values.max())
+    if not np.isfinite(_f32(2 * (hi - lo))):
+        what = "payoffs" if initial_q is None else "payoffs and initial_q"
+        raise ValueError(
+            f"{what} span [{lo:g}, {hi:g}]: twice their differences (the TD errors, doubled in the gradient of "
+            f"the squared TD error) overflow float32 (max {_F32.max:.3g}); rescale the payoffs"
+        )
 
 
 def make_train(game, config: LearnerConfig) -> Callable[..., TrainOutput]:
@@ -352,10 +567,20 @@ def make_train(game, config: LearnerConfig) -> Callable[..., TrainOutput]:
         ``params`` `LearnerParams` (scalars), ``initial_q`` float32 ``[2, A]``
         starting Q-values (for a module whose only parameter is the table,
         like `QTable`; pass None to use the module's own initialiser). Jit
-        and vmap it (see `run_sweep`). Raises ValueError (at trace time) for
-        ``initial_q`` with any other module.
+        and vmap it (see `run_sweep`). It computes in float32 whether or not
+        ``jax_enable_x64`` is on. It raises ValueError (at trace time) for
+        ``initial_q`` with any other module or of another shape than
+        ``[2, A]``; it cannot check traced values: pass params from
+        `learner_params` (or check them with `check_params`), or use
+        `run_sweep`, which checks everything. A run that goes non-finite
+        anyway sets `TrainOutput.non_finite`.
+
+    Raises:
+        ValueError: if the payoffs, or twice their range (max - min, the
+            largest TD error), are not finite in float32 (and see
+            `validate_payoffs`).
     """
-    payoffs = jnp.asarray(_as_payoffs(game))
+    payoffs = jnp.asarray(_as_payoffs(game), jnp.float32)
     n, m = payoffs.shape[1:]
     num_actions = max(n, m)
     legal = jnp.arange(num_actions)[None, :] < jnp.array([[n], [m]])  # [2, A]
@@ -395,6 +620,7 @@ def make_train(game, config: LearnerConfig) -> Callable[..., TrainOutput]:
         return jax.tree.map(keep, new_params, params), jax.tree.map(keep, new_opt_state, opt_state)
 
     def train(key: jax.Array, hp: LearnerParams, initial_q: jax.Array | None) -> TrainOutput:
+        hp = _working_dtypes(hp)
         tx = config.optimizer(hp.learning_rate)
         key, init_key = jax.random.split(key)
         init_keys = jax.random.split(init_key, 2)
@@ -403,6 +629,8 @@ def make_train(game, config: LearnerConfig) -> Callable[..., TrainOutput]:
                 "initial_q sets a plain table; this q_module's parameters are "
                 f"{[x.shape for x in param_leaves]}: pass initial_q=None"
             )
+        if initial_q is not None and np.shape(initial_q) != (2, num_actions):
+            raise ValueError(f"initial_q must be [2, A] = [2, {num_actions}] for this game; got {np.shape(initial_q)}")
         if initial_q is None:
             params = jax.vmap(lambda k: init_player(k, None))(init_keys)
         else:
@@ -419,12 +647,13 @@ def make_train(game, config: LearnerConfig) -> Callable[..., TrainOutput]:
             window_min=jnp.ones((2, num_actions), jnp.float32),
             window_max=jnp.zeros((2, num_actions), jnp.float32),
             window_sum=jnp.zeros((2, num_actions), jnp.float32),
+            finite=jnp.bool_(True),
         )
         window_start = horizon - config.window
 
         def one_iteration(c: _Carry, _):
             probs = policies(c.params, c.t, hp)  # [2, A]
-            u = jax.random.uniform(jax.random.fold_in(c.key, c.t), (2, 1))
+            u = jax.random.uniform(jax.random.fold_in(c.key, c.t), (2, 1), jnp.float32)
             actions = jnp.minimum(jnp.sum(jnp.cumsum(probs, axis=1) < u, axis=1), jnp.array([n - 1, m - 1]))
             rewards = payoffs[:, actions[0], actions[1]]  # [2]
             if lenient:
@@ -456,6 +685,7 @@ def make_train(game, config: LearnerConfig) -> Callable[..., TrainOutput]:
                 window_min=jnp.where(in_window, jnp.minimum(c.window_min, probs), c.window_min),
                 window_max=jnp.where(in_window, jnp.maximum(c.window_max, probs), c.window_max),
                 window_sum=jnp.where(in_window, c.window_sum + probs, c.window_sum),
+                finite=c.finite & jnp.all(jnp.isfinite(probs)),
             ), None
 
         def one_record(c: _Carry, _):
@@ -465,16 +695,47 @@ def make_train(game, config: LearnerConfig) -> Callable[..., TrainOutput]:
         start = policies(carry.params, carry.t, hp)
         carry, records = jax.lax.scan(one_record, carry, None, length=config.num_records)
         trajectory = jnp.concatenate([start[None], records], axis=0)
-        return TrainOutput(
+        out = TrainOutput(
             q_values=jax.vmap(q_values)(carry.params),
             policy=records[-1],
             trajectory=trajectory,
             window_min=carry.window_min,
             window_max=carry.window_max,
             window_mean=carry.window_sum / config.window,
+            non_finite=jnp.bool_(False),
         )
+        finite = carry.finite
+        for x in jax.tree.leaves(out._replace(non_finite=None)):
+            finite = finite & jnp.all(jnp.isfinite(x))
+        return out._replace(non_finite=~finite)
 
     return train
+
+
+def _working_dtypes(hp: LearnerParams) -> LearnerParams:
+    """``hp`` in the learners' dtypes (float32, int32), whatever ``jax_enable_x64`` made of them."""
+    f32 = lambda x: jnp.asarray(x, jnp.float32)
+    i32 = lambda x: jnp.asarray(x, jnp.int32)
+    schedule = lambda s: Schedule(f32(s.start), f32(s.end), i32(s.kind))
+    return LearnerParams(
+        learning_rate=f32(hp.learning_rate),
+        temperature=schedule(hp.temperature),
+        epsilon=schedule(hp.epsilon),
+        leniency=i32(hp.leniency),
+        faq_beta=f32(hp.faq_beta),
+    )
+
+
+def _check_policy(policy: np.ndarray, name: str) -> None:
+    """Raises ValueError unless every row ``[..., A]`` of ``policy`` is a probability vector."""
+    bad = ~np.all(np.isfinite(policy) & (policy >= 0), axis=-1) | ~(np.abs(policy.sum(-1) - 1) <= _PROB_ATOL)
+    if np.any(bad):
+        first = np.argwhere(bad)[0]
+        raise ValueError(
+            f"{name} must hold probability vectors (finite, >= 0, summing to 1 within {_PROB_ATOL:g}); "
+            f"{int(bad.sum())} of {bad.size} are not, e.g. {name}[{', '.join(map(str, first))}] = "
+            f"{policy[tuple(first)].tolist()}"
+        )
 
 
 def initial_q_from_policy(config: LearnerConfig, policy: np.ndarray, params: LearnerParams) -> np.ndarray:
@@ -494,15 +755,24 @@ def initial_q_from_policy(config: LearnerConfig, policy: np.ndarray, params: Lea
         float32 ``[..., 2, A]``.
 
     Raises:
-        ValueError: if a Boltzmann start has a zero probability.
+        ValueError: if ``policy`` is not ``[..., 2, A]``, a row is not a
+            probability vector (finite, >= 0, summing to 1 within 1e-4), a
+            Boltzmann start has a zero probability, or the Q-values are not
+            finite in float32.
     """
     policy = np.asarray(policy, np.float64)
+    if policy.ndim < 2 or policy.shape[-2] != 2:
+        raise ValueError(f"policy must be [..., 2, A] (both players' policies); got shape {policy.shape}")
+    _check_policy(policy, "policy")
     if config.exploration == "epsilon_greedy":
         return policy.astype(np.float32)
     if np.any(policy <= 0):
         raise ValueError("a Boltzmann learner cannot start at a policy with a zero probability")
     tau0 = np.asarray(params.temperature.start, np.float64)[..., None, None]
-    return (tau0 * np.log(policy)).astype(np.float32)
+    q = _f32(tau0 * np.log(policy))
+    if not np.all(np.isfinite(q)):
+        raise ValueError(f"the starting Q-values tau_0 ln(policy) overflow float32 (tau_0 up to {np.max(tau0):g})")
+    return q
 
 
 def run_sweep(
@@ -515,11 +785,21 @@ def run_sweep(
     chunk_size: int = 4096,
     progress: bool = True,
     description: str = "runs",
+    on_non_finite: str = "warn",
 ) -> TrainOutput:
     """Trains R independent runs, vmapped and chunked to bound memory.
 
     One compiled ``jit(vmap(train))`` serves every chunk (the last one is
     padded), so a sweep of any size compiles once.
+
+    Everything is checked in float32 before anything is traced
+    (`check_params`, the payoffs and their range, ``initial_q``), so a valid
+    sweep of the table learners stays finite. A run that goes non-finite
+    anyway (an optimizer or Q-module of one's own, say) is not dropped: it
+    keeps its place in the output with ``non_finite[r] = True``, and by
+    default a `NonFiniteRunsWarning` says how many runs and which settings
+    (a sweep of 10,000 runs with a few bad settings keeps the other runs).
+    The flag is accumulated inside the compiled loop (no host syncs).
 
     Args:
         game: a `MatrixGame` or payoffs ``[2, n, m]``.
@@ -530,23 +810,52 @@ def run_sweep(
         chunk_size: runs per compiled call.
         progress: show a tqdm progress bar over runs.
         description: the progress bar's label.
+        on_non_finite: what to do about runs that went non-finite:
+            ``warn`` (a `NonFiniteRunsWarning`), ``raise`` (a
+            FloatingPointError once the sweep is done) or ``ignore``; they
+            are flagged in ``non_finite`` in every case.
 
     Returns:
         `TrainOutput` of numpy arrays with a leading ``[R]`` axis.
 
     Raises:
-        ValueError: if the leading axes disagree or chunk_size < 1.
+        ValueError: if the leading axes disagree, chunk_size < 1,
+            ``on_non_finite`` is unknown, a setting is invalid in float32
+            (`check_params`), the payoffs are not finite in float32
+            (`make_train`), or ``initial_q`` is not ``[R, 2, A]``, not finite
+            in float32, or spans with the payoffs a range whose doubled
+            differences overflow float32.
+        FloatingPointError: with ``on_non_finite="raise"``, if a run went
+            non-finite.
     """
     from tqdm.auto import tqdm
 
+    if on_non_finite not in ON_NON_FINITE:
+        raise ValueError(f"on_non_finite must be one of {ON_NON_FINITE}; got {on_non_finite!r}")
     num_runs = keys.shape[0]
-    sizes = {x.shape[0] for x in jax.tree.leaves(params)}
+    sizes = {np.shape(x)[0] if np.ndim(x) else None for x in jax.tree.leaves(params)}
     if initial_q is not None:
-        sizes.add(np.shape(initial_q)[0])
+        sizes.add(np.shape(initial_q)[0] if np.ndim(initial_q) else None)
     if sizes != {num_runs}:
         raise ValueError(f"keys, params and initial_q need the same leading axis; got {sizes | {num_runs}}")
     if chunk_size < 1:
         raise ValueError(f"chunk_size must be >= 1; got {chunk_size}")
+    payoffs = _as_payoffs(game)
+    num_actions = max(payoffs.shape[1:])
+    check_params(params, exploration=config.exploration)
+    if initial_q is not None:
+        if np.shape(initial_q) != (num_runs, 2, num_actions):
+            raise ValueError(
+                f"initial_q must be [R, 2, A] = [{num_runs}, 2, {num_actions}] for this game; got {np.shape(initial_q)}"
+            )
+        q32 = _f32(initial_q)
+        if not np.all(np.isfinite(q32)):
+            bad = np.flatnonzero(~np.all(np.isfinite(q32), axis=(1, 2)))
+            raise ValueError(
+                f"initial_q must be finite in float32; {bad.size} run(s) are not, e.g. runs {bad[:5].tolist()}: "
+                f"{np.asarray(initial_q)[bad[0]].tolist()}"
+            )
+        _check_range(payoffs, q32)
     if config.exploration == "lenient_boltzmann" and int(np.max(params.leniency)) > config.max_leniency:
         raise ValueError(
             f"leniency (kappa) up to {int(np.max(params.leniency))} needs LearnerConfig(max_leniency>="
@@ -563,7 +872,33 @@ def run_sweep(
             out = batched(keys[idx], jax.tree.map(take, params), None if initial_q is None else take(initial_q))
             outputs.append(jax.tree.map(lambda x: np.asarray(x)[: hi - lo], out))
             bar.update(hi - lo)
-    return jax.tree.map(lambda *xs: np.concatenate(xs), *outputs)
+    result = jax.tree.map(lambda *xs: np.concatenate(xs), *outputs)
+    if on_non_finite != "ignore" and np.any(result.non_finite):
+        message = _non_finite_message(result.non_finite, params)
+        if on_non_finite == "raise":
+            raise FloatingPointError(message)
+        warnings.warn(message, NonFiniteRunsWarning, stacklevel=2)
+    return result
+
+
+def _non_finite_message(non_finite: np.ndarray, params: LearnerParams) -> str:
+    runs = np.flatnonzero(non_finite)
+    names = ("learning_rate", "leniency", "faq_beta")
+    lines = []
+    for r in runs[:5]:
+        pick = lambda x: float(f"{np.asarray(x)[r].item():.6g}")
+        setting = {k: pick(getattr(params, k)) for k in names}
+        setting["leniency"] = int(setting["leniency"])
+        for k in ("temperature", "epsilon"):
+            sched = getattr(params, k)
+            kind = {v: n for n, v in SCHEDULE_KINDS.items()}[int(np.asarray(sched.kind)[r])]
+            setting[k] = f"{kind} {pick(sched.start):g} -> {pick(sched.end):g}"
+        lines.append(f"  run {r}: " + ", ".join(f"{k}={v}" for k, v in setting.items()))
+    more = f"\n  ... and {runs.size - 5} more" if runs.size > 5 else ""
+    return (
+        f"{runs.size} of {non_finite.size} runs went non-finite (NaN or inf in a policy or Q-value; "
+        f"TrainOutput.non_finite marks them):\n" + "\n".join(lines) + more
+    )
 
 
 _SWEEP_CACHE: dict = {}
