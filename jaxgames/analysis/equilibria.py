@@ -11,9 +11,10 @@ integer pivoting over the lexicographically feasible bases, so degenerate
 games are handled exactly too. This is the method of Gambit's
 ``enummixed`` (https://www.gambit-project.org), which the tests use as the
 reference on thousands of random, degenerate and rescaled games. Gambit is
-not called here: its exact mode takes minutes on a 10x10 game (pure-Python
-integers do it in about a second), and in version 16.7 it returns no
-equilibria once the payoffs span 2**31 or more.
+not called here: its exact mode takes minutes on a random 10x10 game that
+Python integers do in under a second, its C++ build takes about 7
+CPU-minutes (there is no wheel), and version 16.7 returns no equilibria once
+the payoffs span 2**31 or more.
 
 * Each payoff is read as an exact rational, a float as the shortest decimal
   that rounds to it in its own dtype (Python's ``str``, as Gambit reads
@@ -21,8 +22,9 @@ equilibria once the payoffs span 2**31 or more.
 * Each player's payoffs are mapped to positive integers by a positive affine
   map of that player's payoffs alone, ``k (u - min u) + 1`` with the least
   ``k`` that clears denominators (a constant table becomes ones). Nash
-  equilibria are invariant under such maps, so ``u`` and ``1e6 * u + 3`` give
-  the same integer game and the same answer: no dependence on payoff scale.
+  equilibria are invariant under such maps, so ``u`` and ``1e6 * u + 3`` (as
+  exact numbers) give the same integer game and the same answer: no
+  dependence on the payoff scale.
 
 Degenerate games can have infinitely many equilibria. Their set is the finite
 union of the maximal Nash subsets ``conv(X) x conv(Y)``, the maximal
@@ -276,7 +278,8 @@ def extreme_equilibria(game) -> list[RationalProfile]:
             `fractions.Fraction`; floats are read as their shortest decimal).
             The work grows with the number of vertices of the polytopes, at
             most a few thousand for 10 actions each (the upper bound
-            theorem), about a second in pure Python.
+            theorem): about 0.6 s of CPU for a random 10x10 game, 3 s for
+            12x12.
 
     Returns:
         `RationalProfile` list, each extreme equilibrium once: pure ones
