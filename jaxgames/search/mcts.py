@@ -1,4 +1,9 @@
-"""Pure Monte Carlo tree search with random rollouts, on mctx (the only module that calls mctx).
+"""Monte Carlo tree search on mctx (the only module that calls mctx): pure MCTS and network-guided search.
+
+Two searches share the sign convention, the masking and the key discipline
+described below: `search` (pure MCTS, random rollouts at the leaves) and
+`network_search` (AlphaZero-style: a policy-value network gives the priors
+and the leaf values; ``mctx.gumbel_muzero_policy`` or ``mctx.muzero_policy``).
 
 Source: the MCTS slides of seed 004 (selection by an upper confidence bound,
 expansion, a random rollout from the new node, backup), seed 000 section 5.7
@@ -27,6 +32,8 @@ an all-True mask anyway (`jaxgames.core`, Pgx's convention).
 """
 
 from __future__ import annotations
+
+from typing import Any, Callable
 
 import jax
 import jax.numpy as jnp
@@ -134,4 +141,154 @@ def search(
         dirichlet_fraction=0.0,
         pb_c_init=pb_c_init,
         temperature=0.0,
+    )
+
+
+SEARCH_ALGORITHMS = ("gumbel", "muzero")
+"""The mctx policies `network_search` runs: ``mctx.gumbel_muzero_policy`` and ``mctx.muzero_policy``."""
+
+Evaluate = Callable[[Any, Any], "tuple[jax.Array, jax.Array]"]
+"""``evaluate(params, states [B]) -> (logits float32 [B, A], value float32 [B])``.
+
+``value`` is the value of each state from the side of *its* player to move,
+in the units of the environment's rewards (e.g. the final outcome, +1/-1/0,
+or the final box margin); ``logits`` are the prior's logits over every
+action (illegal ones are masked here, not by the network)."""
+
+
+def _masked_logits(logits: jax.Array, mask: jax.Array) -> jax.Array:
+    """Network logits with illegal actions at ``finfo(float32).min`` (never -inf: mctx subtracts maxima)."""
+    return jnp.where(mask, logits.astype(jnp.float32), jnp.finfo(jnp.float32).min)
+
+
+def check_search_settings(*, num_simulations, algorithm: str = "gumbel", max_num_considered_actions: int = 16) -> None:
+    """Raises for bad `network_search` settings, at the Python boundary (before any tracing).
+
+    Raises:
+        ValueError: ``num_simulations`` or ``max_num_considered_actions`` not a
+            positive int, or an unknown ``algorithm`` (each message names the value).
+    """
+    for name, value in (("num_simulations", num_simulations), ("max_num_considered_actions", max_num_considered_actions)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"{name} must be a positive int; got {value!r}")
+    if algorithm not in SEARCH_ALGORITHMS:
+        raise ValueError(f"algorithm must be one of {SEARCH_ALGORITHMS}; got {algorithm!r}")
+
+
+def network_search(
+    env,
+    states,
+    key: jax.Array,
+    *,
+    evaluate: Evaluate,
+    params,
+    num_simulations: int,
+    algorithm: str = "gumbel",
+    max_depth: int | None = None,
+    max_num_considered_actions: int = 16,
+    gumbel_scale: float = 1.0,
+    pb_c_init: float = 1.25,
+    dirichlet_fraction: float = 0.0,
+    dirichlet_alpha: float = 0.3,
+    temperature: float = 0.0,
+):
+    """Network-guided search from a batch of root states (AlphaZero / Gumbel MuZero on mctx).
+
+    The network's logits are the prior and its value the leaf evaluation;
+    the environment itself is the model (the rules are known: AlphaZero,
+    Silver et al. 2018, Science 362:1140, not a learned MuZero dynamics).
+    Every tree edge carries the mover's reward (`sign.mover_reward`) and
+    the discount of `sign.discount` (+1 when the same player moves again,
+    -1 when the turn passes, 0 at a terminal child, whose value is 0).
+    Illegal actions are masked twice: at the root through mctx's
+    ``invalid_actions`` (True = illegal, converted only at the mctx call)
+    and in every expanded node through the prior logits (``finfo.min``).
+
+    * ``algorithm="gumbel"``: ``mctx.gumbel_muzero_policy`` (Danihelka et
+      al. 2022, "Policy improvement by planning with Gumbel", ICLR): Gumbel
+      top-k sampling of ``max_num_considered_actions`` root actions and
+      sequential halving; ``action_weights`` is the improved policy
+      ``softmax(logits + sigma(completed Q))``, the self-play policy
+      target. ``gumbel_scale=0`` makes the choice deterministic (evaluation).
+    * ``algorithm="muzero"``: ``mctx.muzero_policy`` (PUCT, AlphaZero's
+      selection); ``action_weights`` is the visit distribution;
+      ``temperature=0`` plays the most visited action, and
+      ``dirichlet_fraction`` mixes Dirichlet noise into the root prior.
+
+    Args:
+        env: two-player zero-sum sequential `Env` (rewards from each player's side).
+        states: batched root states ``[B, ...]``.
+        key: PRNG key of mctx's search (mctx derives one key per simulation
+            from it, split here into one key per game for ``env.step``).
+        evaluate: see `Evaluate`.
+        params: the network parameters handed to ``evaluate``.
+        num_simulations: simulations per root (static, >= 1).
+        algorithm: ``"gumbel"`` or ``"muzero"``.
+        max_depth: maximum tree depth (mctx), None = unbounded.
+        max_num_considered_actions: Gumbel's root candidates (static).
+        gumbel_scale: scale of the Gumbel noise (Gumbel only).
+        pb_c_init, dirichlet_fraction, dirichlet_alpha, temperature: PUCT
+            settings (MuZero only).
+
+    Returns:
+        ``mctx.PolicyOutput``: ``action`` int32 ``[B]``, ``action_weights``
+        float32 ``[B, num_actions]``, ``search_tree`` (``search_tree.summary()``
+        gives visit counts, root Q-values and the root value).
+
+    Raises:
+        ValueError: see `check_search_settings` (before tracing).
+    """
+    check_search_settings(
+        num_simulations=num_simulations, algorithm=algorithm, max_num_considered_actions=max_num_considered_actions
+    )
+    mask = states.legal_action_mask
+    # A root without any legal action would make mctx normalise over nothing (NaN): all valid there.
+    root_mask = mask | ~jnp.any(mask, axis=-1, keepdims=True)
+    logits, value = evaluate(params, states)
+    root_done = states.terminated | states.truncated
+    root = mctx.RootFnOutput(
+        prior_logits=_masked_logits(logits, root_mask),
+        value=jnp.where(root_done, 0.0, value).astype(jnp.float32),
+        embedding=states,
+    )
+
+    def recurrent_fn(params, rng_key, action, embedding):
+        batch = action.shape[0]
+        keys = jax.random.split(rng_key, batch)  # mctx derives rng_key per simulation from `key`
+        nxt = jax.vmap(env.step)(embedding, action, keys)
+        done = nxt.terminated | nxt.truncated
+        logits, value = evaluate(params, nxt)
+        out = mctx.RecurrentFnOutput(
+            reward=sign.mover_reward(nxt.rewards, embedding.current_player),
+            discount=sign.discount(embedding.current_player, nxt.current_player, done),
+            prior_logits=_masked_logits(logits, nxt.legal_action_mask),
+            value=jnp.where(done, 0.0, value).astype(jnp.float32),
+        )
+        return out, nxt
+
+    invalid_actions = ~root_mask  # mctx polarity: True = illegal
+    if algorithm == "gumbel":
+        return mctx.gumbel_muzero_policy(
+            params=params,
+            rng_key=key,
+            root=root,
+            recurrent_fn=recurrent_fn,
+            num_simulations=num_simulations,
+            invalid_actions=invalid_actions,
+            max_depth=max_depth,
+            max_num_considered_actions=max_num_considered_actions,
+            gumbel_scale=gumbel_scale,
+        )
+    return mctx.muzero_policy(
+        params=params,
+        rng_key=key,
+        root=root,
+        recurrent_fn=recurrent_fn,
+        num_simulations=num_simulations,
+        invalid_actions=invalid_actions,
+        max_depth=max_depth,
+        dirichlet_fraction=dirichlet_fraction,
+        dirichlet_alpha=dirichlet_alpha,
+        pb_c_init=pb_c_init,
+        temperature=temperature,
     )
