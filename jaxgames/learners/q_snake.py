@@ -1103,7 +1103,7 @@ def train(
     budget_seconds: float | None = None,
     checkpoint_every: int = 1,
     progress: bool = False,
-    callback: Callable[[dict], None] | None = None,
+    callback: Callable[[list, list], None] | None = None,
 ) -> TrainResult:
     """Runs the generation loop (module docstring), resuming from ``checkpoint_dir`` when it holds a run.
 
@@ -1126,7 +1126,9 @@ def train(
             checkpoints and returns, ``stopped="budget"``).
         checkpoint_every: generations between checkpoints.
         progress: show a tqdm bar.
-        callback: called with each history row (e.g. to write a CSV as it goes).
+        callback: called after each generation with the history and the
+            evaluations so far (restored ones included), e.g. to write a CSV
+            as it goes.
 
     Returns:
         A `TrainResult`.
@@ -1165,7 +1167,9 @@ def train(
                 want, got = jax.tree.map(np.shape, state), jax.tree.map(np.shape, new)
                 if want != got:
                     raise ValueError(f"checkpoint in {checkpoint_dir} does not match the network of features={config.features}")
-                state = jax.tree.map(jnp.asarray, new)
+                # through the host: restored arrays come back committed to a device, and a
+                # committed argument would make jit compile the generation again (not retrace)
+                state = jax.tree.map(lambda x: jnp.asarray(np.asarray(x)), new)
                 meta = json.loads(bytes(np.asarray(tree["meta"], np.uint8)).decode())
                 history, evaluations = meta["history"], meta["evaluations"]
                 resumed_from = int(state.generation)
@@ -1218,7 +1222,7 @@ def train(
             if int(state.generation) % checkpoint_every == 0:
                 save()
             if callback is not None:
-                callback(row)
+                callback(history, evaluations)
             if bar is not None:
                 bar.update(1)
                 bar.set_postfix(len=f"{row['game_length']:.0f}", sw=f"{row['starvation_wall_share']:.2f}",

@@ -1,0 +1,447 @@
+"""AlphaSnake Zero (seed 003, sections 3-4): Q-value self-play on 11x11 Battlesnake, its figures, and the trained snake against the baselines.
+
+Trains with `jaxgames.learners.q_snake.train` (self-play -> backward-recursion
+targets -> Adam -> pit, the learn-to-walk curriculum first), resumable from
+``<out>/checkpoints`` (Orbax, `jaxgames.checkpoint`): rerunning the same
+command continues where the last run stopped (``generations=`` or
+``budget_minutes=`` may be raised to go on). Then:
+
+* ``generations.csv``: per generation the seed's figures 4-5 (deaths by
+  cause, food eaten, game length), heads hunted and collisions of the
+  self-play games, the pit's wins and whether the candidate was accepted,
+  the loss; ``evaluations.csv``: every ``eval_every`` generations the best
+  network against the reference generation (figures 6-10: win rate in 2v2
+  and 1v3 games, game length, food, collisions, heads hunted per snake);
+* figures: ``deaths.png`` (deaths by cause, stacked shares),
+  ``food_length.png`` (food eaten per game and game length),
+  ``heads_hunted.png``, ``collisions.png``, ``win_rate.png`` (against the
+  reference generation, fair shares dashed);
+* ``game.gif``: one game of the final snake (red, seat 0) against three
+  heuristic snakes;
+* ``baselines.csv``: the final snake and the baselines (random-safe,
+  heuristic), each alone against three random-safe snakes and against three
+  heuristic snakes: win rates over ``baseline_games`` 4-snake games
+  (seats rotated, spawns drawn per game) with 95% Wilson intervals;
+* ``README.md`` (read it first): the targets of issue 11 checked on this run.
+
+With ``ship=trained`` the final best network is written to
+``jaxgames/weights/q_snake/`` (the weights the server's ``--agent q_snake``
+loads) with the command, the budget and the evaluation beside it;
+``ship=placeholder`` writes the same but marked untrained.
+
+    python experiments/q_snake.py                                   # small CPU run, a few minutes
+    python experiments/q_snake.py budget_minutes=60 generations=1000 ...   # see README for the long run
+
+The default is a small network and few games so that it runs in minutes
+on the 2-core CPU; the seed's network is ``features=32,32,64,64,128,128``.
+The folder follows `jaxgames.experiment.ResultsDir` (lock, config check,
+atomic writes); every bad setting fails before anything is written.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import pathlib
+import shlex
+import sys
+import time
+
+import jax
+import numpy as np
+
+from jaxgames.experiment import NEUTRAL_FIELDS, ResultsDir, parse_config
+from jaxgames.learners import q_snake as qs
+
+BASELINES = ("random_safe", "heuristic")
+SHIP = ("none", "trained", "placeholder")
+NEUTRAL = NEUTRAL_FIELDS + ("generations", "budget_minutes", "ship", "checkpoint_every")
+"""Settings a resumed run may change (they decide how long it runs, not what it computes)."""
+
+_LEARNER_FIELDS = tuple(f.name for f in dataclasses.fields(qs.QSnakeConfig))
+
+
+@dataclasses.dataclass(frozen=True)
+class Config:
+    """Settings (every field is a ``key=value`` override).
+
+    Learner settings (`jaxgames.learners.q_snake.QSnakeConfig`, defaults made
+    small for a CPU run): board_size, num_snakes, max_turns, num_turns,
+    features, num_games, power, walk_generations, walk_health_loss, sampler,
+    gap_growth, targets, loss, optimizer, learning_rate, batch_size,
+    train_steps, reflect, pit_team_games, pit_solo_games, pit_max_turns,
+    pit_alpha, eval_every, eval_games, reference_generation.
+
+    Run settings:
+        generations: stop after this many generations in all (a resumed run goes on up to it).
+        budget_minutes: stop training after this much wall-clock time in this
+            call (checkpointing first); None: no budget.
+        seed: PRNG seed of the run.
+        checkpoint_every: generations between checkpoints.
+        baseline_games: games per lineup of the final evaluation (a multiple of 4: every seat equally).
+        baseline_max_turns: turn limit of those games.
+        gif_turns: turns drawn at most in ``game.gif`` (0: no GIF).
+        ship: ``"none"``, ``"trained"`` or ``"placeholder"`` (module docstring).
+        out: results folder (checkpoints in ``<out>/checkpoints``).
+        overwrite: replace the results and checkpoints of another configuration in ``out``.
+        progress: show progress bars.
+    """
+
+    board_size: int = 11
+    num_snakes: int = 4
+    max_turns: int = 500
+    num_turns: int = 96
+    features: tuple[int, ...] = (16, 16, 16)
+    num_games: int = 32
+    power: float = 4.0
+    walk_generations: int = 2
+    walk_health_loss: int = 9
+    sampler: str = "exponential"
+    gap_growth: float = 2.0
+    targets: str = "vector"
+    loss: str = "mse"
+    optimizer: str = "adam"
+    learning_rate: float = 1e-3
+    batch_size: int = 128
+    train_steps: int = 20
+    reflect: bool = True
+    pit_team_games: int = 16
+    pit_solo_games: int = 16
+    pit_max_turns: int = 300
+    pit_alpha: float = 0.01
+    eval_every: int = 5
+    eval_games: int = 16
+    reference_generation: int = 0
+    generations: int = 4
+    budget_minutes: float | None = None
+    seed: int = 0
+    checkpoint_every: int = 1
+    baseline_games: int = 32
+    baseline_max_turns: int = 500
+    gif_turns: int = 150
+    ship: str = "none"
+    out: str = "results/q_snake"
+    overwrite: bool = False
+    progress: bool = True
+
+    def __post_init__(self):
+        self.learner_config()  # every learner setting checked (ValueError naming it)
+        if isinstance(self.generations, bool) or self.generations < 0:
+            raise ValueError(f"generations must be an int >= 0; got {self.generations!r}")
+        if self.budget_minutes is not None and not self.budget_minutes > 0:
+            raise ValueError(f"budget_minutes must be > 0 or none; got {self.budget_minutes!r}")
+        if self.checkpoint_every < 1:
+            raise ValueError(f"checkpoint_every must be >= 1; got {self.checkpoint_every}")
+        if self.baseline_games < 0 or self.baseline_games % 4:
+            raise ValueError(f"baseline_games must be a multiple of 4 (every seat equally often), >= 0; got {self.baseline_games}")
+        if self.baseline_max_turns < 1:
+            raise ValueError(f"baseline_max_turns must be >= 1; got {self.baseline_max_turns}")
+        if self.gif_turns < 0:
+            raise ValueError(f"gif_turns must be >= 0; got {self.gif_turns}")
+        if self.ship not in SHIP:
+            raise ValueError(f"ship must be one of {SHIP}; got {self.ship!r}")
+        if self.ship != "none" and self.num_snakes != 4:
+            raise ValueError(f"ship: the shipped snake is evaluated in 4-snake games; got num_snakes={self.num_snakes}")
+
+    def learner_config(self) -> qs.QSnakeConfig:
+        return qs.QSnakeConfig(**{k: getattr(self, k) for k in _LEARNER_FIELDS})
+
+
+# ----------------------------------------------------------------------------- evaluation against the baselines
+def wilson(successes: int, trials: int) -> tuple[float, float]:
+    """95% Wilson score interval of a proportion (scipy's ``binomtest(...).proportion_ci``)."""
+    from scipy.stats import binomtest
+
+    if trials == 0:
+        return float("nan"), float("nan")
+    ci = binomtest(int(successes), int(trials)).proportion_ci(confidence_level=0.95, method="wilson")
+    return float(ci.low), float(ci.high)
+
+
+def baseline_table(agents: dict, config: Config, key: jax.Array, progress: bool) -> list[dict]:
+    """Each agent alone against three copies of each baseline: win rate with its 95% Wilson interval."""
+    from jaxgames.agents.battlesnake import HeuristicAgent, RandomSafeAgent
+    from jaxgames.evaluation import arena
+    from jaxgames.games.battlesnake import Battlesnake
+
+    env = Battlesnake(board_size=config.board_size, num_snakes=4, max_turns=config.baseline_max_turns, observation="none")
+    opponents = {"random_safe": RandomSafeAgent(), "heuristic": HeuristicAgent()}
+    pairs = [(a, o) for o in BASELINES for a in agents]
+    rows = []
+    bar = None
+    if progress:
+        from tqdm import tqdm
+
+        bar = tqdm(total=len(pairs), desc="baselines")
+    for i, (name, opp) in enumerate(pairs):
+        res = arena.play(env, (agents[name], opponents[opp]), config.baseline_games, jax.random.fold_in(key, i),
+                         lineup=(0, 1, 1, 1), seating="rotate", max_steps=config.baseline_max_turns + 1)
+        mine = res.agent_of_seat == 0
+        wins = int(res.won()[mine].sum())
+        games = int(mine.sum())
+        low, high = wilson(wins, games)
+        causes = res.stats["eliminated_cause"][mine]
+        rows.append({"agent": name, "opponents": f"3x {opp}", "games": games, "wins": wins, "win_rate": wins / games,
+                     "ci_low": low, "ci_high": high, "fair_share": 0.25,
+                     "mean_length": float(res.length.mean()), "truncated": int(res.truncated.sum()),
+                     "survived": float(np.mean(causes == 0))})
+        if bar is not None:
+            bar.update(1)
+    if bar is not None:
+        bar.close()
+    return rows
+
+
+def play_gif_game(agent, config: Config, key: jax.Array):
+    """The boards of one game: ``agent`` in seat 0 against three heuristic snakes (at most ``gif_turns`` turns)."""
+    from jaxgames.agents.battlesnake import HeuristicAgent
+    from jaxgames.games.battlesnake import Battlesnake
+
+    env = Battlesnake(board_size=config.board_size, num_snakes=4, max_turns=config.baseline_max_turns, observation="none")
+    heuristic = HeuristicAgent()
+    pol_a, pol_h = jax.jit(agent.batched_policy(env)), jax.jit(heuristic.batched_policy(env))
+    step = jax.jit(env.step)
+    key, init_key = jax.random.split(key)
+    state = env.init(init_key)
+    boards = [state.board]
+    batch = lambda s: jax.tree.map(lambda x: x[None], s)  # noqa: E731
+    for _ in range(config.gif_turns):
+        if bool(state.terminated | state.truncated):
+            break
+        key, ka, kh, ks = jax.random.split(key, 4)
+        one = batch(state)
+        a0 = pol_a(one, ka[None], jax.numpy.zeros((1,), jax.numpy.int32))[0]
+        others = [pol_h(one, jax.random.fold_in(kh, s)[None], jax.numpy.full((1,), s, jax.numpy.int32))[0] for s in (1, 2, 3)]
+        state = step(state, jax.numpy.stack([a0, *others]).astype(jax.numpy.int32), ks)
+        boards.append(state.board)
+    return boards
+
+
+# ----------------------------------------------------------------------------- figures
+def _figure(title: str, ylabel: str):
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(6, 3.6))
+    ax = fig.subplots()
+    ax.set_title(title)
+    ax.set_xlabel("generation")
+    ax.set_ylabel(ylabel)
+    ax.grid(True, lw=0.3)
+    return fig, ax
+
+
+def write_figures(rd: ResultsDir, history: list, evaluations: list) -> None:
+    """The seed's figures 4-10 from the per-generation rows (module docstring)."""
+    if history:
+        g = np.array([r["generation"] for r in history])
+        fig, ax = _figure("Cause of death (self-play, seed fig. 4)", "share of deaths")
+        bottom = np.zeros(len(g))
+        for name in qs.DEATH_CAUSES:
+            share = np.array([r[f"deaths_{name}_share"] for r in history])
+            if name == "hazard" and not share.any():
+                continue
+            ax.bar(g, share, bottom=bottom, label=name)
+            bottom += share
+        ax.set_ylim(0, 1)
+        ax.legend(fontsize=7, ncol=3)
+        rd.save_figure(fig, "deaths.png", dpi=110, bbox_inches="tight")
+
+        fig, ax = _figure("Food eaten and game length (self-play, seed fig. 5)", "food eaten per game")
+        ax.plot(g, [r["food_per_game"] for r in history], "o-", label="food per game")
+        ax2 = ax.twinx()
+        ax2.plot(g, [r["game_length"] for r in history], "s--", color="C1", label="game length (turns)")
+        ax2.set_ylabel("game length (turns)")
+        ax.legend(loc="upper left", fontsize=7)
+        ax2.legend(loc="lower right", fontsize=7)
+        rd.save_figure(fig, "food_length.png", dpi=110, bbox_inches="tight")
+
+        fig, ax = _figure("Heads hunted (self-play, seed fig. 10)", "per game")
+        ax.plot(g, [r["heads_hunted_per_game"] for r in history], "o-")
+        rd.save_figure(fig, "heads_hunted.png", dpi=110, bbox_inches="tight")
+
+        fig, ax = _figure("Collisions: wall, own body, other body (self-play, seed fig. 9)", "per game")
+        ax.plot(g, [r["collisions_per_game"] for r in history], "o-")
+        rd.save_figure(fig, "collisions.png", dpi=110, bbox_inches="tight")
+    if evaluations:
+        e = np.array([r["generation"] for r in evaluations])
+        fig, ax = _figure(f"Win rate against generation {evaluations[0]['reference_generation']} (seed fig. 6)", "win rate")
+        ax.plot(e, [r["team_win_rate"] for r in evaluations], "o-", label="2v2 (team)")
+        ax.plot(e, [r["solo_win_rate"] for r in evaluations], "s-", label="1v3 (solo)")
+        ax.axhline(0.5, color="C0", ls=":", lw=1)
+        ax.axhline(0.25, color="C1", ls=":", lw=1)
+        ax.set_ylim(0, 1)
+        ax.legend(fontsize=7)
+        rd.save_figure(fig, "win_rate.png", dpi=110, bbox_inches="tight")
+
+
+# ----------------------------------------------------------------------------- README
+def _targets(history: list) -> list[str]:
+    lines = []
+    late = [r for r in history if r["generation"] >= 6]
+    if late:
+        worst = max(r["starvation_wall_share"] for r in late)
+        pooled = sum(r["deaths_starvation"] + r["deaths_wall"] for r in late) / max(sum(r["deaths"] for r in late), 1)
+        lines.append(f"* starvation + wall deaths after generation 6: pooled {pooled:.1%}, worst generation {worst:.1%} "
+                     f"(target < 5%: {'met' if worst < 0.05 else 'not met'})")
+    else:
+        lines.append("* starvation + wall deaths after generation 6: not reached (fewer than 7 generations)")
+    if len(history) >= 2:
+        g = np.array([r["generation"] for r in history], float)
+        length = np.array([r["game_length"] for r in history], float)
+        slope = float(np.polyfit(g, length, 1)[0])
+        lines.append(f"* mean game length: {length[0]:.1f} -> {length[-1]:.1f} turns, least-squares slope {slope:+.2f} "
+                     f"turns per generation (target: rising: {'met' if slope > 0 else 'not met'})")
+    return lines
+
+
+def write_readme(rd: ResultsDir, config: Config, result: qs.TrainResult, baselines: list, seconds: float, argv) -> str:
+    h = result.history
+    accepted = sum(r["accepted"] for r in h)
+    lines = [
+        "# AlphaSnake Zero (seed 003): Q-value self-play on Battlesnake",
+        "",
+        f"Command: `python experiments/q_snake.py {' '.join(shlex.quote(a) for a in argv)}`; settings in [config.json](config.json). "
+        f"Device: {jax.devices()[0].platform}. {len(h)} generations in all "
+        f"({'resumed at generation ' + str(result.resumed_from) if result.resumed_from is not None else 'fresh start'}; "
+        f"stopped by {result.stopped}); this call took {seconds / 60:.1f} min. Network: features {list(config.features)}; "
+        f"{config.num_games} self-play slots x {config.num_turns} turns per generation, {config.train_steps} Adam steps of "
+        f"{config.batch_size}; the candidate replaced the best {accepted} times (pit threshold "
+        f"{h[0]['pit_threshold'] if h else '-'} wins of {config.pit_team_games} 2v2 + {config.pit_solo_games} 1v3 games).",
+        "",
+        "## Targets (issue 11)",
+        "",
+        *_targets(h),
+    ]
+    if baselines:
+        lines += ["", "## The final snake and the baselines, each alone against three copies of a baseline", "",
+                  f"{config.baseline_games} standard {config.board_size}x{config.board_size} 4-snake games per row, seats rotated, "
+                  "spawns drawn per game; a win is placing first alone (truncated games are no win). 95% Wilson intervals "
+                  "([baselines.csv](baselines.csv)). Targets: q_snake >= 40% against 3x heuristic, >= 80% against 3x random_safe "
+                  "(fair share 25%).", "",
+                  "| agent | opponents | games | win rate | 95% interval | mean length | survived |", "|---|---|---:|---:|---|---:|---:|"]
+        for r in baselines:
+            lines.append(f"| {r['agent']} | {r['opponents']} | {r['games']} | {r['win_rate']:.3f} | "
+                         f"[{r['ci_low']:.3f}, {r['ci_high']:.3f}] | {r['mean_length']:.0f} | {r['survived']:.2f} |")
+    if h:
+        lines += ["", "## Per generation (self-play; [generations.csv](generations.csv))", "",
+                  "| gen | health loss | games | length | starv+wall | head | body+self | food/game | hunted/game | pit wins | accepted | loss |",
+                  "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+        for r in h:
+            lines.append(f"| {r['generation']} | {r['health_loss']} | {r['games']} | {r['game_length']:.1f} | "
+                         f"{r['starvation_wall_share']:.2f} | {r['deaths_head_share']:.2f} | "
+                         f"{r['deaths_body_share'] + r['deaths_self_share']:.2f} | {r['food_per_game']:.2f} | "
+                         f"{r['heads_hunted_per_game']:.2f} | {r['pit_wins']} | {r['accepted']} | {r['loss_mean']:.4f} |")
+    if result.evaluations:
+        lines += ["", "## Against the reference generation ([evaluations.csv](evaluations.csv))", "",
+                  "| gen | 2v2 win rate | 1v3 win rate | 1v3 length | 1v3 food/snake | 1v3 collisions/snake | 1v3 hunted/snake |",
+                  "|---:|---:|---:|---:|---:|---:|---:|"]
+        for r in result.evaluations:
+            lines.append(f"| {r['generation']} | {r['team_win_rate']:.3f} | {r['solo_win_rate']:.3f} | {r['solo_game_length']:.1f} | "
+                         f"{r['solo_food_per_snake']:.2f} | {r['solo_collisions_per_snake']:.2f} | {r['solo_heads_hunted_per_snake']:.2f} |")
+    lines += ["", "Figures: [deaths.png](deaths.png), [food_length.png](food_length.png), [heads_hunted.png](heads_hunted.png), "
+              "[collisions.png](collisions.png), [win_rate.png](win_rate.png); a game of the final snake (red) against three "
+              "heuristic snakes: [game.gif](game.gif).", ""]
+    text = "\n".join(lines)
+    rd.write_text("README.md", text)
+    return text
+
+
+# ----------------------------------------------------------------------------- run
+def run(config: Config, argv=()) -> dict:
+    """Trains (resuming), evaluates, writes every output into ``config.out``; returns a summary dict.
+
+    Raises:
+        ValueError: settings that do not fit in memory, a checkpoint of another
+            board size or network shape (before anything is written).
+        jaxgames.experiment.ResultsDirLocked, ConfigMismatch: see `jaxgames.experiment.ResultsDir`.
+    """
+    from jaxgames.agents.q_snake import QSnakeAgent
+
+    lc = config.learner_config()
+    qs.check_memory(lc)
+    ckpt_dir = pathlib.Path(config.out) / "checkpoints"
+    qs.check_checkpoint_shapes(lc, ckpt_dir)
+    start = time.perf_counter()
+    with ResultsDir(config.out, config, overwrite=config.overwrite, neutral=NEUTRAL) as rd:
+        if config.overwrite and ckpt_dir.exists():
+            from jaxgames.checkpoint import Checkpointer
+
+            Checkpointer(ckpt_dir, qs.checkpoint_config(lc, config.seed), overwrite=True).close()
+
+        def write_tables(history, evaluations):
+            if history:
+                rd.write_csv("generations.csv", history, fieldnames=_fields(history))
+            if evaluations:
+                rd.write_csv("evaluations.csv", evaluations, fieldnames=_fields(evaluations))
+
+        result = qs.train(
+            lc, generations=config.generations, seed=config.seed, checkpoint_dir=ckpt_dir,
+            budget_seconds=None if config.budget_minutes is None else 60.0 * config.budget_minutes,
+            checkpoint_every=config.checkpoint_every, progress=config.progress, callback=write_tables,
+        )
+        write_tables(result.history, result.evaluations)
+        write_figures(rd, result.history, result.evaluations)
+        best = result.state.best
+        snake = QSnakeAgent(best, features=lc.features, board_size=lc.board_size, trained=True, name="q_snake")
+        key = jax.random.key(config.seed + 7919)
+        gif_key, base_key = jax.random.split(key)
+        if config.gif_turns and config.num_snakes == 4:
+            from jaxgames.games.battlesnake import render
+
+            boards = play_gif_game(snake, config, gif_key)
+            with rd.staging() as tmp:
+                render.save_game(boards, str(tmp / "game.gif"), fps=6)
+        baselines = []
+        if config.baseline_games and config.num_snakes == 4:
+            from jaxgames.agents.battlesnake import HeuristicAgent, RandomSafeAgent
+
+            agents = {"q_snake": snake, "random_safe": RandomSafeAgent(), "heuristic": HeuristicAgent()}
+            baselines = baseline_table(agents, config, base_key, config.progress)
+            rd.write_csv("baselines.csv", baselines)
+        text = write_readme(rd, config, result, baselines, time.perf_counter() - start, argv)
+        if config.ship != "none":
+            ship_weights(config, result, baselines, argv)
+    print(text)
+    return {"result": result, "baselines": baselines}
+
+
+def _fields(rows: list) -> list:
+    names = []
+    for r in rows:
+        names += [k for k in r if k not in names]
+    return names
+
+
+def ship_weights(config: Config, result: qs.TrainResult, baselines: list, argv) -> pathlib.Path:
+    """Writes the final best network and its metadata (command, budget, evaluation) into the shipped weights folder."""
+    from jaxgames.agents.q_snake import WEIGHTS_DIR, save_weights
+
+    trained = config.ship == "trained"
+    h = result.history
+    metadata = {
+        "trained": trained,
+        "note": "trained by experiments/q_snake.py" if trained else "UNTRAINED PLACEHOLDER: a smoke run, not a trained snake",
+        "features": list(config.features),
+        "board_size": config.board_size,
+        "num_snakes": config.num_snakes,
+        "generations": len(h),
+        "accepted": sum(r["accepted"] for r in h),
+        "training_seconds": sum(r["seconds"] for r in h),
+        "budget_minutes": config.budget_minutes,
+        "command": "python experiments/q_snake.py " + " ".join(shlex.quote(a) for a in argv),
+        "device": jax.devices()[0].platform,
+        "recorded": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "config": dataclasses.asdict(config),
+        "baselines": baselines,
+    }
+    save_weights(result.state.best, WEIGHTS_DIR, metadata)
+    return WEIGHTS_DIR
+
+
+def main(argv=None):
+    """Entry point: ``python experiments/q_snake.py [key=value ...]``."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    return run(parse_config(Config, argv), argv)
+
+
+if __name__ == "__main__":
+    main()

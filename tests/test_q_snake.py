@@ -1,0 +1,374 @@
+"""AlphaSnake Zero (seed 003, sections 3-4): the formulas on hand-worked cases, the curriculum, resume, bad input.
+
+Every expected number is worked out by hand in the test from the seed's
+equations (4: power-softmax; 6-7: the bounded backward update; 8: Psi) or
+from exact binomial sums; none is copied from the code under test. The
+learner runs on a tiny network (4 filters), 7x7 boards and a handful of
+games, so one compile serves every learner test.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from fractions import Fraction
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from jaxgames.games.battlesnake import observe, rules
+from jaxgames.games.battlesnake.rules import DOWN, LEFT, RIGHT, UP
+from jaxgames.learners import q_snake as qs
+
+TINY = qs.QSnakeConfig(
+    board_size=7, num_snakes=4, max_turns=30, num_turns=16, features=(4,), num_games=4, batch_size=8, train_steps=2,
+    pit_team_games=4, pit_solo_games=4, pit_max_turns=20, eval_every=0, walk_generations=1,
+)
+
+
+_views = jax.jit(lambda board: observe.observe(board, rotated=True))
+_facing = jax.jit(rules.facing)
+
+
+# ----------------------------------------------------------------------------- eq. 4
+def test_power_softmax_closed_form_under_jit_and_vmap():
+    q = jnp.array([[0.5, 0.25, 0.25], [0.2, 0.4, 0.4], [0.1, 0.3, 0.6]])
+    # n = 2: squares (0.25, 0.0625, 0.0625) / 0.375; (0.04, 0.16, 0.16) / 0.36; (0.01, 0.09, 0.36) / 0.46.
+    expected = np.array([[2 / 3, 1 / 6, 1 / 6], [1 / 9, 4 / 9, 4 / 9], [1 / 46, 9 / 46, 36 / 46]])
+    np.testing.assert_allclose(jax.jit(qs.power_softmax, static_argnums=1)(q, 2.0), expected, rtol=1e-5)
+    np.testing.assert_allclose(jax.vmap(lambda v: qs.power_softmax(v, 2.0))(q), expected, rtol=1e-5)
+    np.testing.assert_allclose(qs.power_softmax(q[0], 1.0), [0.5, 0.25, 0.25], rtol=1e-6)  # n = 1: v / sum v
+    # n large: all the mass on the largest value; a traced n works too
+    np.testing.assert_allclose(jax.jit(qs.power_softmax)(q[2], jnp.float32(200.0)), [0, 0, 1], atol=1e-6)
+    # a Q-value that rounds to 0 gets a tiny, finite probability (no NaN from log 0)
+    p = qs.power_softmax(jnp.array([0.0, 0.5, 0.5]), 4.0)
+    assert np.all(np.isfinite(p)) and float(p[0]) < 1e-20 and abs(float(p[1]) - 0.5) < 1e-6
+
+
+@pytest.mark.parametrize("n", [0, 0.0, -1.5])
+def test_power_must_be_positive(n):
+    with pytest.raises(ValueError, match="power"):
+        qs.power_softmax(jnp.array([0.5, 0.5, 0.5]), n)
+    with pytest.raises(ValueError, match="power"):
+        qs.QSnakeConfig(power=n)
+
+
+# ----------------------------------------------------------------------------- eq. 8
+def test_psi_on_a_hand_built_step():
+    # 7x7, four snakes. A (0) at the left wall facing left; B (1) and C (2) in open space; D (3) already eliminated.
+    #   A: head (0, 3), neck (1, 3): facing LEFT; straight runs into the wall.
+    #   B: head (3, 5), neck (3, 4): facing UP.   C: head (5, 1), neck (5, 2): facing DOWN.
+    board = rules.board_from_bodies(
+        [[(0, 3), (1, 3), (2, 3)], [(3, 5), (3, 4), (3, 3)], [(5, 1), (5, 2), (5, 3)], [(6, 6), (6, 5), (6, 4)]], size=7
+    )
+    board = board.replace(eliminated_cause=board.eliminated_cause.at[3].set(rules.WALL_COLLISION))
+    np.testing.assert_array_equal(_facing(board)[:3], [LEFT, UP, DOWN])
+    q = jnp.array([[0.5, 0.5, 0.5], [0.2, 0.4, 0.4], [0.1, 0.3, 0.6], [0.9, 0.05, 0.05]])
+    rel = jnp.array([observe.STRAIGHT, observe.STRAIGHT, observe.TURN_RIGHT, observe.TURN_LEFT])
+    moves = observe.relative_to_absolute(rel, _facing(board))
+    np.testing.assert_array_equal(moves[:3], [LEFT, UP, LEFT])  # facing down, turning right is moving left
+    after = jax.jit(rules.step)(board, moves, jnp.zeros(49, bool))
+    acting = board.alive
+    died = acting & ~after.alive
+    np.testing.assert_array_equal(died, [True, False, False, False])  # A hit the wall
+    logp = jnp.take_along_axis(qs.log_power_softmax(q, 2.0), rel[:, None], axis=1)[:, 0]
+    psi = jax.jit(qs.transition_weights)(logp, acting, died)
+    # pi_2: A (1/3, 1/3, 1/3), B (1/9, 4/9, 4/9), C (1/46, 9/46, 36/46); D is out (no factor).
+    pi_a, pi_b, pi_c = 1 / 3, 4 / 9, 36 / 46
+    np.testing.assert_allclose(psi, [0.0, pi_a * pi_c, pi_a * pi_b, 0.0], rtol=1e-5)
+    # the same under vmap over a batch of two steps
+    both = jax.vmap(qs.transition_weights)(jnp.stack([logp, logp]), jnp.stack([acting, acting]), jnp.stack([died, died]))
+    np.testing.assert_allclose(both[1], psi, rtol=1e-6)
+
+
+# ----------------------------------------------------------------------------- eqs. 5-7
+def test_backward_recursion_on_hand_worked_chains():
+    """One seat's 15 turns: six chains (win, death, dead turns, clip at 1, truncation, win, unfinished)."""
+    far = 10**6
+    rows = [
+        # (q vector, action, psi, acting, died, won, chain_end)
+        ([0.2, 0.5, 0.3], 1, 0.5, 1, 0, 0, 0),  # t0  chain A
+        ([0.6, 0.4, 0.1], 1, 0.8, 1, 0, 0, 0),  # t1
+        ([0.3, 0.7, 0.2], 2, 0.6, 1, 0, 1, 1),  # t2  A wins
+        ([0.6, 0.8, 0.1], 0, 1.0, 1, 0, 0, 0),  # t3  chain B
+        ([0.95, 0.2, 0.1], 0, 0.0, 1, 1, 0, 1),  # t4 B dies (Psi 0)
+        ([0.0, 0.0, 0.0], 0, 0.0, 0, 0, 0, 0),  # t5  dead, the game goes on
+        ([0.0, 0.0, 0.0], 0, 0.0, 0, 0, 0, 0),  # t6
+        ([0.9, 0.1, 0.1], 0, 1.0, 1, 0, 0, 0),  # t7  chain C
+        ([0.2, 0.3, 0.1], 1, 0.7, 1, 0, 1, 1),  # t8  C wins
+        ([0.3, 0.5, 0.4], 2, 0.5, 1, 0, 0, 0),  # t9  chain D
+        ([0.6, 0.2, 0.3], 0, 0.8, 1, 0, 0, 1),  # t10 D truncated (turn limit)
+        ([0.1, 0.5, 0.1], 1, 1.0, 1, 0, 0, 0),  # t11 chain E
+        ([0.2, 0.2, 0.2], 0, 0.9, 1, 0, 1, 1),  # t12 E wins
+        ([0.3, 0.3, 0.4], 2, 0.7, 1, 0, 0, 0),  # t13 chain F, still running at the end of the record
+        ([0.5, 0.1, 0.1], 0, 0.7, 1, 0, 0, 0),  # t14
+    ]
+    q, a, psi, acting, died, won, end = (np.array([r[i] for r in rows]) for i in range(7))
+    # By hand (eq. 7: Q*(s_t, a_t) = clip(Psi_t [max Q*(s_{t+1}) - max Q(s_{t+1})] + Q(s_t, a_t), 0, 1)):
+    #  A: t2 win -> 1; refined (0.3, 0.7, 1) max 1 vs 0.7: +0.3.  t1: 0.8 * 0.3 + 0.4 = 0.64; refined
+    #     (0.6, 0.64, 0.1) max 0.64 vs 0.6: +0.04.  t0: 0.5 * 0.04 + 0.5 = 0.52.
+    #  B: t4 death -> 0; refined (0, 0.2, 0.1) max 0.2 vs 0.95: -0.75.  t3: 1.0 * -0.75 + 0.6 = -0.15 -> clipped to 0.
+    #  C: t8 win -> 1; +0.7.  t7: 1.0 * 0.7 + 0.9 = 1.6 -> clipped to 1.
+    #  D: t10 truncated: own prediction 0.6 (E's +0.5 at t11 must not leak across games); t9: 0.5 * 0 + 0.4 = 0.4.
+    #  E: t12 win -> 1; +0.8.  t11: 1.0 * 0.8 + 0.5 = 1.3 -> 1.
+    #  F: unfinished: own predictions 0.4 (t13), 0.5 (t14), and not complete.
+    expected = [0.52, 0.64, 1.0, 0.0, 0.0, 0.0, 0.0, 1.0, 1.0, 0.4, 0.6, 1.0, 1.0, 0.4, 0.5]
+    args = (jnp.asarray(q, jnp.float32), jnp.asarray(a), jnp.asarray(psi, jnp.float32),
+            *(jnp.asarray(x, bool) for x in (acting, died, won, end)))
+    taken, vector, dist, complete = jax.jit(qs.chain_targets)(*args)
+    np.testing.assert_allclose(taken, expected, atol=1e-6)
+    np.testing.assert_allclose(vector[0], [0.2, 0.52, 0.3], atol=1e-6)  # only the taken entry changes
+    np.testing.assert_allclose(vector[3], [0.0, 0.8, 0.1], atol=1e-6)
+    np.testing.assert_allclose(vector[5], [0.0, 0.0, 0.0])
+    np.testing.assert_array_equal(dist[:5], [2, 1, 0, 1, 0])
+    np.testing.assert_array_equal(dist[7:13], [1, 0, 1, 0, 1, 0])
+    assert np.all(np.asarray(dist)[[5, 6, 13, 14]] >= far)
+    np.testing.assert_array_equal(complete, [1, 1, 1, 1, 1, 0, 0, 1, 1, 1, 1, 1, 1, 0, 0])
+    # vmap over seats gives each seat its own chain
+    batched = jax.vmap(qs.chain_targets, in_axes=1, out_axes=1)(*(jnp.stack([x, x[::-1]], axis=1) for x in args))
+    np.testing.assert_allclose(batched[0][:, 0], expected, atol=1e-6)
+
+
+def test_exponential_sampler_gaps():
+    # gaps 1, 2, 4, 8, ... from the end: distances 0, 1, 3, 7, 15, 31
+    np.testing.assert_array_equal(qs.sample_distances(40), [0, 1, 3, 7, 15, 31])
+    np.testing.assert_array_equal(qs.sample_distances(40, gap_growth=3.0), [0, 1, 4, 13])  # gaps 1, 3, 9
+    np.testing.assert_array_equal(qs.sample_distances(5, "all"), [0, 1, 2, 3, 4])
+
+
+# ----------------------------------------------------------------------------- reflections
+def _mirror(points, size):
+    return [(size - 1 - x, y) for x, y in points]
+
+
+
+
+def test_reflection_is_the_mirrored_position():
+    size = 7
+    bodies = [[(2, 3), (1, 3), (1, 2), (1, 1)], [(5, 5), (5, 4), (4, 4)]]  # A faces RIGHT; B faces UP
+    food = [(3, 5), (4, 1)]
+    board = rules.board_from_bodies(bodies, size=size, food=food, health=[70, 90])
+    mirror = rules.board_from_bodies([_mirror(b, size) for b in bodies], size=size, food=_mirror(food, size), health=[70, 90])
+    np.testing.assert_array_equal(_facing(board), [RIGHT, UP])
+    np.testing.assert_array_equal(_facing(mirror), [LEFT, UP])
+    views = _views(board)
+    mviews = _views(mirror)
+    for s in range(2):
+        # the rotated view of the mirrored board is the mirrored rotated view
+        np.testing.assert_array_equal(mviews[s], observe.reflect(views[s]))
+        assert not np.array_equal(views[s], mviews[s])  # the board is not symmetric: the check has teeth
+    # turning left facing right goes up; in the mirror image that is turning right facing left
+    assert int(observe.relative_to_absolute(jnp.int32(observe.TURN_LEFT), jnp.int32(RIGHT))) == UP
+    assert int(observe.relative_to_absolute(jnp.int32(observe.TURN_RIGHT), jnp.int32(LEFT))) == UP
+    # targets: the mirrored chain (left and right swapped in the Q-vectors and the actions) refines to the mirrored vectors
+    q = jnp.array([[0.2, 0.5, 0.3], [0.6, 0.1, 0.4]])
+    a, psi = jnp.array([0, 2]), jnp.array([0.5, 0.3])
+    flags = (jnp.array([True, True]), jnp.array([False, True]), jnp.array([False, False]), jnp.array([False, True]))
+    _, vec, _, _ = qs.chain_targets(q, a, psi, *flags)
+    _, mvec, _, _ = qs.chain_targets(q[:, ::-1], 2 - a, psi, *flags)
+    np.testing.assert_allclose(mvec, vec[:, ::-1], atol=1e-7)
+    # and reflect_example maps (view, target, mask) of the position to those of its mirror image
+    mask = jnp.array([1.0, 0.0, 0.0])
+    v2, t2, m2 = jax.jit(qs.reflect_example)(views[0], vec[0], mask, jnp.bool_(True))
+    np.testing.assert_array_equal(v2, mviews[0])
+    np.testing.assert_allclose(t2, mvec[0], atol=1e-7)
+    np.testing.assert_array_equal(m2, [0.0, 0.0, 1.0])
+    v3, t3, m3 = qs.reflect_example(views[0], vec[0], mask, jnp.bool_(False))
+    np.testing.assert_array_equal(v3, views[0])
+    np.testing.assert_array_equal(t3, vec[0])
+
+
+# ----------------------------------------------------------------------------- the pit
+def _exact_threshold(team, solo, snakes, alpha):
+    """The smallest k with P(X >= k) < alpha, X = Bin(team, 1/2) + Bin(solo, 1/snakes), in exact fractions."""
+    pt = [Fraction(math.comb(team, i), 2**team) for i in range(team + 1)]
+    p = Fraction(1, snakes)
+    ps = [math.comb(solo, j) * p**j * (1 - p) ** (solo - j) for j in range(solo + 1)]
+    pmf = [Fraction(0)] * (team + solo + 1)
+    for i, x in enumerate(pt):
+        for j, y in enumerate(ps):
+            pmf[i + j] += x * y
+    for k in range(team + solo + 1):
+        if sum(pmf[k:]) < Fraction(alpha).limit_denominator(10**9):
+            return k
+    return None
+
+
+def test_pit_threshold_small_cases_by_hand():
+    # 10 team games at 1/2: P(X >= 10) = 1/1024 < 1%, P(X >= 9) = 11/1024 = 1.07% -> 10.
+    assert qs.pit_threshold(10, 0, 4, 0.01) == 10
+    # 5 solo games at 1/4: P(X >= 5) = 1/1024, P(X >= 4) = (5 * 3 + 1)/1024 = 1.56% -> 5.
+    assert qs.pit_threshold(0, 5, 4, 0.01) == 5
+    # 2 team + 1 solo: P(X = 3) = 1/4 * 1/4 = 1/16; P(X >= 2) = 1/4 + 1/2 * 1/4 = 3/8 -> 3 at alpha 0.2.
+    assert qs.pit_threshold(2, 1, 4, 0.2) == 3
+    with pytest.raises(ValueError, match="pit_team_games=2, pit_solo_games=1"):
+        qs.pit_threshold(2, 1, 4, 0.05)  # even 3 wins of 3 happen 6.25% of the time
+    with pytest.raises(ValueError, match="pit"):
+        qs.QSnakeConfig(pit_team_games=4, pit_solo_games=0)
+
+
+@pytest.mark.parametrize("team,solo,snakes", [(64, 64, 4), (30, 0, 2), (0, 40, 4), (17, 23, 6)])
+def test_pit_threshold_equals_exact_binomial_tail(team, solo, snakes):
+    k = qs.pit_threshold(team, solo, snakes, 0.01)
+    assert k == _exact_threshold(team, solo, snakes, 0.01)
+    tail = qs._tail_at_least(qs.pit_win_pmf(team, solo, snakes))
+    assert tail[k] < 0.01 <= tail[k - 1]
+
+
+# ----------------------------------------------------------------------------- the learner
+def test_curriculum_changes_health_loss_through_params_without_retracing():
+    learner = qs.QSnakeLearner(TINY)
+    state = learner.init(jax.random.key(1))
+    state, m0 = learner.generation(state)  # generation 0: learn to walk, health loss 9
+    traces = dict(qs.TRACES)
+    state, m1 = learner.generation(state)  # generation 1: health loss 1
+    assert dict(qs.TRACES) == traces  # the same compiled functions, no new trace
+    m0, m1 = qs.metrics_to_host(m0), qs.metrics_to_host(m1)
+    assert (m0["health_loss"], m1["health_loss"]) == (9, 1)
+    # no snake can eat on its first move (initial food is two moves away): health after turn 1 is 100 - loss
+    assert (m0["first_turn_health"], m1["first_turn_health"]) == (91.0, 99.0)
+    assert int(state.generation) == 2
+    assert m0["decisions"] > 0 and m0["samples"] > 0 and np.isfinite(m0["loss_mean"])
+    assert m0["deaths"] <= m0["snakes"] and m0["games"] >= 1
+
+
+def test_resume_equals_an_uninterrupted_run(tmp_path):
+    straight = qs.train(TINY, generations=2, seed=5, checkpoint_dir=tmp_path / "a")
+    first = qs.train(TINY, generations=1, seed=5, checkpoint_dir=tmp_path / "b")
+    assert first.resumed_from is None and len(first.history) == 1
+    resumed = qs.train(TINY, generations=2, seed=5, checkpoint_dir=tmp_path / "b")
+    assert resumed.resumed_from == 1 and len(resumed.history) == 2
+    # bitwise: every array of the state (candidate, optimiser, best, reference, generation, key)
+    a, b = jax.tree.leaves(straight.state), jax.tree.leaves(resumed.state)
+    assert len(a) == len(b) and all(np.array_equal(x, y) for x, y in zip(a, b))
+    timing = {"seconds", "decisions_per_second"}
+    for r1, r2 in zip(straight.history, resumed.history):
+        assert {k: v for k, v in r1.items() if k not in timing} == {k: v for k, v in r2.items() if k not in timing}
+    # nothing more to do: a third call restores and returns
+    again = qs.train(TINY, generations=2, seed=5, checkpoint_dir=tmp_path / "b")
+    assert again.resumed_from == 2 and len(again.history) == 2
+
+
+# ----------------------------------------------------------------------------- bad input
+def _listing(path):
+    return sorted(os.path.relpath(os.path.join(d, f), path) for d, _, fs in os.walk(path) for f in fs)
+
+
+def test_checkpoint_of_another_board_or_network_is_refused_untouched(tmp_path):
+    folder = tmp_path / "ckpt"
+    folder.mkdir()
+    stored = {**TINY.to_json(), "seed": 0}
+    (folder / "config.json").write_text(json.dumps(stored))
+    before = _listing(folder)
+    other_board = qs.QSnakeConfig(**{**TINY.to_json(), "board_size": 8, "features": TINY.features})
+    with pytest.raises(ValueError, match="board_size=7 there, 8 here"):
+        qs.train(other_board, generations=1, checkpoint_dir=folder)
+    other_net = qs.QSnakeConfig(**{**TINY.to_json(), "features": (8, 8)})
+    with pytest.raises(ValueError, match=r"features=\[4\] there, \[8, 8\] here"):
+        qs.train(other_net, generations=1, checkpoint_dir=folder)
+    assert _listing(folder) == before
+
+
+def test_batch_that_does_not_fit_is_refused_before_anything_is_written(tmp_path):
+    huge = qs.QSnakeConfig(**{**TINY.to_json(), "features": TINY.features, "num_games": 10**8})
+    with pytest.raises(ValueError, match="num_games=100000000 does not fit"):
+        qs.train(huge, generations=1, checkpoint_dir=tmp_path / "ckpt")
+    big_batch = qs.QSnakeConfig(**{**TINY.to_json(), "features": TINY.features, "batch_size": 10**8})
+    with pytest.raises(ValueError, match="batch_size=100000000 does not fit"):
+        qs.check_memory(big_batch)
+    assert not (tmp_path / "ckpt").exists()
+
+
+@pytest.mark.parametrize(
+    "override,match",
+    [
+        (dict(num_snakes=3), "num_snakes"),
+        (dict(features=()), "features"),
+        (dict(features=(4, 0)), "features"),
+        (dict(walk_health_loss=2), "walk_health_loss"),
+        (dict(sampler="uniform"), "sampler"),
+        (dict(gap_growth=1.0), "gap_growth"),
+        (dict(num_games=0), "num_games"),
+        (dict(learning_rate=-1e-3), "learning_rate"),
+        (dict(pit_alpha=1.5), "pit_alpha"),
+    ],
+)
+def test_bad_settings_name_the_value(override, match):
+    with pytest.raises((ValueError, TypeError), match=match):
+        qs.QSnakeConfig(**{**TINY.to_json(), "features": TINY.features, **override})
+
+
+def test_experiment_rejects_unknown_settings_and_bad_values_before_writing(tmp_path):
+    import importlib.util
+    import sys
+
+    spec = importlib.util.spec_from_file_location("q_snake_experiment", os.path.join(os.path.dirname(__file__), "..", "experiments", "q_snake.py"))
+    exp = importlib.util.module_from_spec(spec)
+    sys.modules["q_snake_experiment"] = exp  # dataclasses resolve annotations through sys.modules
+    spec.loader.exec_module(exp)
+    out = tmp_path / "out"
+    with pytest.raises(ValueError, match="unknown key 'nope'"):
+        exp.parse_config(exp.Config, ["nope=1", f"out={out}"])
+    with pytest.raises(ValueError, match="power"):
+        exp.parse_config(exp.Config, ["power=0", f"out={out}"])
+    with pytest.raises(ValueError, match="baseline_games"):
+        exp.parse_config(exp.Config, ["baseline_games=6", f"out={out}"])
+    with pytest.raises(ValueError, match="num_games=100000000 does not fit"):
+        exp.run(exp.parse_config(exp.Config, ["num_games=100000000", f"out={out}"]))
+    assert not out.exists()
+
+
+# ----------------------------------------------------------------------------- the agent and its weights
+def test_agent_plays_the_networks_greedy_move_and_flags_untrained_weights(tmp_path):
+    from jaxgames.agents import q_snake as qa
+    from jaxgames.networks.q_snake import QSnakeNet, init_variables
+
+    net = QSnakeNet(features=(4,))
+    variables = init_variables(net, jax.random.key(3), (13, 13, 3))
+    qa.save_weights(variables, tmp_path, {"features": [4], "board_size": 7, "trained": False})
+    with pytest.warns(qa.UntrainedWeightsWarning, match="UNTRAINED"):
+        agent = qa.QSnakeAgent(weights_dir=tmp_path)
+    assert agent.name == "q_snake(untrained)" and not agent.trained
+    board = rules.board_from_bodies([[(2, 3), (1, 3), (1, 2)], [(5, 5), (5, 4), (5, 3)]], size=7, food=[(4, 1)])
+    for player in (0, 1):
+        view = _views(board)[player]
+        q = net.apply(variables, view[None], train=False)[0]
+        expected = observe.relative_to_absolute(jnp.argmax(q), _facing(board)[player])
+        got = jax.jit(lambda b, p: agent.policy(None, _wrap(b), jax.random.key(0), p))(board, jnp.int32(player))
+        assert int(got) == int(expected)
+    # another board size: the view is padded with walls (smaller) or cropped (larger) to the network's 13x13
+    small = np.asarray(_views(rules.board_from_bodies([[(3, 3), (3, 2), (3, 1)]], size=7))[0])
+    padded = np.asarray(qa.fit_view(jnp.asarray(small), 21))
+    np.testing.assert_array_equal(padded[4:17, 4:17], small)
+    assert np.all(padded[:4, :, 1] == 1.0) and np.all(padded[:4, :, 0] == 0) and np.all(padded[:4, :, 2] == 0)
+    np.testing.assert_array_equal(qa.fit_view(jnp.asarray(padded), 13), small)
+    # a weights file of another shape than its metadata says is refused
+    (tmp_path / qa.METADATA_FILE).write_text(json.dumps({"features": [8], "board_size": 7, "trained": False}))
+    with pytest.raises(ValueError, match="another shape"):
+        qa.load_weights(tmp_path)
+    with pytest.raises(FileNotFoundError, match="no q_snake weights"):
+        qa.load_weights(tmp_path / "missing")
+
+
+def _wrap(board):
+    from jaxgames.games.battlesnake.env import BattlesnakeState
+
+    n = board.num_snakes
+    return BattlesnakeState(
+        current_player=jnp.int32(-2), observation=jnp.zeros((n, 0)), rewards=jnp.zeros(n), terminated=jnp.bool_(False),
+        truncated=jnp.bool_(False), legal_action_mask=jnp.ones((n, 4), bool), step_count=jnp.int32(0), board=board,
+    )
+
+
+def test_agents_registry_is_lazy():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from jaxgames.agents.battlesnake import AGENTS; assert 'q_snake' in AGENTS; "
+        "assert 'jaxgames.agents.q_snake' not in sys.modules and 'jaxgames.networks.q_snake' not in sys.modules"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
