@@ -13,7 +13,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxgames.core import SIMULTANEOUS, Env, State
+from jaxgames.core import SIMULTANEOUS, Env, EnvParams, State
 
 
 def x64_mode(enabled: bool = True) -> contextlib.AbstractContextManager:
@@ -152,10 +152,10 @@ def _check_keys(env: Env, state: State, action: jax.Array, step, choose, batch_s
     so nothing is compiled again).
     """
     if not env.stochastic:
-        env.step(state, action)  # a deterministic game steps without a key
+        jax.eval_shape(env.step, state, action)  # a deterministic game steps without a key
         return
     try:
-        env.step(state, action)
+        jax.eval_shape(env.step, state, action)
     except ValueError:
         pass
     else:
@@ -177,39 +177,7 @@ def _check_keys(env: Env, state: State, action: jax.Array, step, choose, batch_s
 
 def _broadcast(tree, n: int):
     """``n`` copies of every leaf, stacked on a new leading axis."""
-    return jax.tree.map(lambda x: jnp.stack([x] * n), tree)
-
-
-def _check_params(env: Env, state: State, action: jax.Array, key: jax.Array, step, batch_size: int):
-    """Params are a pytree that step takes explicitly, traced, and vmapped.
-
-    ``step`` is the batched kernel of `api_test` (default params). Returns
-    the jitted single-game ``step(state, action, key, params)`` it compiled,
-    which `api_test` reuses.
-    """
-    from jaxgames.core import EnvParams
-
-    params = env.default_params
-    assert isinstance(params, EnvParams), type(params)
-    default = jax.tree.map(lambda x: x[0], step(*(_broadcast(v, batch_size) for v in (state, action, key))))
-    traces = []
-
-    def traced(s, a, k, p):
-        traces.append(1)
-        return env.step(s, a, k, p)
-
-    jitted = jax.jit(traced)
-    _leaves_equal(jitted(state, action, key, params), default, "explicit default params differ from the default")
-    # A second call with params of the same structure must not retrace.
-    jitted(state, action, key, jax.tree.map(lambda x: jnp.asarray(x), params))
-    assert len(traces) == 1, "step retraced for new params values: params must be traced leaves"
-    # vmap over a stacked params batch (a sweep is one vmap).
-    if not jax.tree.leaves(params):
-        return jitted
-    stacked = jax.tree.map(lambda x: jnp.stack([jnp.asarray(x)] * 2), params)
-    both = jax.jit(jax.vmap(env.step, in_axes=(None, None, None, 0)))(state, action, key, stacked)
-    _leaves_equal(jax.tree.map(lambda x: x[1], both), default, "step vmapped over params")
-    return jitted
+    return jax.tree.map(lambda x: jnp.stack([jnp.asarray(x)] * n), tree)
 
 
 def _check_observe(env: Env, state: State) -> None:
@@ -258,30 +226,38 @@ def api_test(env: Env, *, batch_size: int = 8, max_steps: int = 200, seed: int =
     _check_state(env, single, ())
     assert int(single.step_count) == 0
 
+    # Params: a pytree step takes explicitly and traced; the batched kernel
+    # vmaps over one params per game (a sweep is one vmap), and game 0 of
+    # each batched step must equal the single-game kernel with the implicit
+    # default params.
+    params = env.default_params
+    assert isinstance(params, EnvParams), type(params)
+    batch_params = _broadcast(params, batch_size)
     traces = []
 
-    def _batched_step(state, action, key):
+    def _batched_step(state, action, key, params):
         traces.append(1)  # runs once per trace, not per call
-        return jax.vmap(env.step)(state, action, key)
+        return jax.vmap(env.step)(state, action, key, params)
 
-    step = jax.jit(_batched_step)
+    batched_step = jax.jit(_batched_step)
+
+    def step(state, action, key):
+        return batched_step(state, action, key, batch_params)
+
+    single_step = jax.jit(env.step)
     init = jax.jit(jax.vmap(env.init))
     choose = jax.jit(jax.vmap(random_legal_action))
 
     state = init(keys)
     _check_state(env, state, (batch_size,))
     np.testing.assert_array_equal(np.asarray(state.observation[0]), np.asarray(single.observation))
-    first_action = random_legal_action(jax.random.key(seed + 1), single)
+    first_action = choose(jax.random.split(jax.random.key(seed + 1), batch_size), _broadcast(single, batch_size))[0]
     _check_dtypes(env, single, first_action, keys[0])
     _check_actions_refused(env, single)
     _check_keys(env, single, first_action, step, choose, batch_size)
-    # The single-game kernel, with the default params passed explicitly (traced).
-    explicit_step = _check_params(env, single, first_action, jax.random.key(seed + 2), step, batch_size)
-    params = env.default_params
-
-    def single_step(s, a, k):
-        return explicit_step(s, a, k, params)
-
+    # Another params pytree of the same structure must not retrace (params are traced leaves).
+    batched_step(state, choose(keys, state), keys, jax.tree.map(lambda x: x + jnp.zeros_like(x), batch_params))
+    assert len(traces) == 1, "step retraced for new params values: params must be traced leaves"
     _check_observe(env, single)
 
     finished = 0
@@ -292,9 +268,11 @@ def api_test(env: Env, *, batch_size: int = 8, max_steps: int = 200, seed: int =
         was_done = np.asarray(state.terminated | state.truncated)
         nxt = step(state, action, step_keys)
         _check_state(env, nxt, (batch_size,))
-        # Batched and single-game kernels agree (game 0).
+        assert _dtypes(nxt) == _dtypes(state), "step changed the dtype of a state leaf"
+        # Batched (explicit params, vmapped) and single-game (default params) kernels agree (game 0).
         one = single_step(jax.tree.map(lambda x: x[0], state), action[0], step_keys[0])
         for a, b in zip(jax.tree.leaves(one), jax.tree.leaves(jax.tree.map(lambda x: x[0], nxt))):
+            assert a.dtype == b.dtype, (a.dtype, b.dtype)
             np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
         # Terminal no-op: the same state with zero rewards.
         if was_done.any():
