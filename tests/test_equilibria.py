@@ -17,7 +17,6 @@ random, degenerate and rescaled games:
 
 import itertools
 import math
-import time
 from decimal import Decimal
 from fractions import Fraction
 
@@ -208,17 +207,14 @@ def test_one_action_games():
 
 def test_zero_game_is_one_component_the_whole_product_of_simplices():
     """All-zero 6x6: every profile is an equilibrium. One component, one maximal Nash subset, vertices the 36
-    pure profiles (bug: 227 s and a flood of arbitrary points). Also fast."""
-    start = time.perf_counter()
+    pure profiles (bug: 227 s and a flood of arbitrary points; speed is measured in benchmarks/equilibria.py)."""
     (comp,) = eq.equilibrium_components(np.zeros((2, 6, 6)))
     found = eq.nash_equilibria(np.zeros((2, 6, 6)))
-    elapsed = time.perf_counter() - start
     assert not comp.is_isolated()
     assert len(comp.extreme_equilibria) == 36 and len(found) == 36
     assert all(p.is_pure() for p in found)
     (subset,) = comp.nash_subsets
     assert _as_set(subset.xs) == _as_set(subset.ys) == _as_set(np.eye(6))
-    assert elapsed < 30, f"took {elapsed:.1f} s"
 
 
 def test_one_component_of_three_segments():
@@ -335,16 +331,13 @@ def test_random_games_every_equilibrium_is_a_best_response_and_count_is_odd():
         assert len(found) % 2 == 1
 
 
-def test_random_10x10_is_fast_and_every_point_is_an_equilibrium():
-    """Bug: a random 10x10 game took 159 s."""
+def test_random_10x10_every_point_is_an_equilibrium():
+    """Bug: a random 10x10 game took 159 s (speed: benchmarks/equilibria.py)."""
     payoffs = np.random.default_rng(1).normal(size=(2, 10, 10))
-    start = time.perf_counter()
     found = eq.nash_equilibria(payoffs)
-    elapsed = time.perf_counter() - start
     assert len(found) % 2 == 1
     for p in found:
         assert eq.is_nash_equilibrium(payoffs, p.x, p.y, atol=1e-12)
-    assert elapsed < 30, f"took {elapsed:.1f} s"
 
 
 # --- is_nash_equilibrium ---------------------------------------------------------------------------------
