@@ -320,7 +320,8 @@ def run_game_learner(cfg: Config, game: matrix.MatrixGame, learner: str, rd: Res
     initial_q = tabular.initial_q_from_policy(lcfg, init_policy, stacked)
     keys = jax.random.split(key, len(params))
     res = tabular.run_sweep(game, lcfg, keys, stacked, initial_q, chunk_size=cfg.chunk_size,
-                            progress=cfg.progress, description=f"{game.name}/{learner}")
+                            progress=cfg.progress, description=f"{game.name}/{learner}",
+                            on_non_finite="raise")  # a NaN run would be counted as "not converged": stop instead
     is_demo = np.asarray(is_demo)
     late_records = lcfg.num_records // 2 + 1  # the second half of the run, for telling orbits apart
     data = dict(
