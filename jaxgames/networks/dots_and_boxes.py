@@ -54,6 +54,7 @@ what the value means (final outcome, or final box margin / num_boxes).
 from __future__ import annotations
 
 import dataclasses
+import functools
 
 import chex
 import flax.linen as nn
@@ -206,9 +207,25 @@ class PolicyValueNet(nn.Module):
 
 
 def init_params(config: NetworkConfig, key: jax.Array) -> dict:
-    """Fresh parameters of `PolicyValueNet` (independent of the board; initialised on a 2x2 board)."""
+    """Fresh parameters of `PolicyValueNet` (independent of the board; initialised on a 2x2 board).
+
+    Jitted once per config (one compile instead of one per primitive of Flax's eager init).
+    """
+    return _jitted_init(config)(key)
+
+
+@functools.lru_cache(maxsize=16)
+def _jitted_init(config: NetworkConfig):
     obs = jnp.zeros((1, 3, 3, NUM_PLANES), jnp.float32)
-    return PolicyValueNet(config).init(key, obs)
+    return jax.jit(lambda key: PolicyValueNet(config).init(key, obs))
+
+
+@functools.lru_cache(maxsize=16)
+def _expected_leaves(config: NetworkConfig) -> tuple:
+    """``(path, ShapeDtypeStruct)`` of every parameter of `PolicyValueNet(config)` (abstract: nothing computed)."""
+    obs = jax.ShapeDtypeStruct((1, 3, 3, NUM_PLANES), jnp.float32)
+    shapes = jax.eval_shape(lambda k, o: PolicyValueNet(config).init(k, o), jax.random.key(0), obs)
+    return tuple(jax.tree_util.tree_leaves_with_path(shapes))
 
 
 def check_params(params, config: NetworkConfig, *, what: str = "parameters") -> None:
@@ -223,8 +240,7 @@ def check_params(params, config: NetworkConfig, *, what: str = "parameters") -> 
         ValueError: a different tree structure or a leaf of another shape or
             dtype (the message names the first mismatching leaf and both shapes).
     """
-    expected = jax.eval_shape(lambda: init_params(config, jax.random.key(0)))
-    exp_leaves = jax.tree_util.tree_leaves_with_path(expected)
+    exp_leaves = _expected_leaves(config)
     try:
         got_leaves = jax.tree_util.tree_leaves_with_path(params)
     except Exception as e:  # pragma: no cover - a non-pytree

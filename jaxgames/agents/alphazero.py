@@ -1,0 +1,300 @@
+"""The AlphaZero agent for Dots-and-Boxes: network-guided search on any board size.
+
+Built on `jaxgames.networks.dots_and_boxes` (one parameter set for every
+board) and `jaxgames.search.mcts.network_search` (mctx). Trained by
+`jaxgames.learners.alphazero`; the package ships weights in
+``jaxgames/weights/alphazero_dab/`` (``params.msgpack``, ``metadata.json``
+with the network widths, the value target, the command and budget that
+trained them, and ``trained``: False for a placeholder).
+
+    >>> from jaxgames.agents.alphazero import AlphaZeroAgent
+    >>> agent = AlphaZeroAgent.from_weights()              # shipped weights, 64 simulations
+    >>> agent = AlphaZeroAgent.from_weights(time_budget=0.15)  # as many simulations as fit in 150 ms
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import pathlib
+import tempfile
+import time
+import warnings
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from flax import serialization
+
+from jaxgames.agents.base import JaxAgent, masked_uniform_choice
+from jaxgames.games.dots_and_boxes.env import DotsAndBoxes
+from jaxgames.networks import dots_and_boxes as nets
+from jaxgames.networks.dots_and_boxes import NetworkConfig
+from jaxgames.search import mcts
+
+WEIGHTS_DIR = pathlib.Path(__file__).resolve().parent.parent / "weights" / "alphazero_dab"
+"""Where the shipped weights live (``params.msgpack`` + ``metadata.json``)."""
+
+PARAMS_FILE = "params.msgpack"
+METADATA_FILE = "metadata.json"
+
+SIMULATION_LADDER = (4, 8, 16, 32, 64, 128, 256, 512, 1024)
+"""Simulation counts tried by `simulations_for_budget`."""
+
+
+# ----------------------------------------------------------------------------- weights files
+def save_weights(directory, params, *, network: NetworkConfig, value_target: str, trained: bool, **info) -> pathlib.Path:
+    """Writes ``params.msgpack`` and ``metadata.json`` into ``directory`` (each atomically).
+
+    Args:
+        directory: target folder (created).
+        params: `PolicyValueNet` parameters (checked against ``network``).
+        network: their `NetworkConfig`.
+        value_target: what the value head predicts (`nets.VALUE_TARGETS`).
+        trained: False marks placeholder (untrained) weights; agents loading
+            them warn and carry ``-untrained`` in their name.
+        **info: JSON-able facts recorded beside them (command, budget, iterations, ...).
+
+    Returns:
+        The directory.
+
+    Raises:
+        ValueError: parameters that do not fit ``network``, an unknown value target.
+    """
+    nets.check_params(params, network)
+    nets.check_value_target(value_target)
+    directory = pathlib.Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    meta = dict(network=dataclasses.asdict(network), value_target=value_target, trained=bool(trained), **info)
+    _atomic_write(directory / PARAMS_FILE, serialization.to_bytes(jax.device_get(params)))
+    _atomic_write(directory / METADATA_FILE, (json.dumps(meta, indent=2, default=str) + "\n").encode())
+    return directory
+
+
+def load_weights(directory=None) -> tuple[dict, dict]:
+    """Reads weights written by `save_weights` (default: the shipped ones).
+
+    Returns:
+        ``(params, metadata)``.
+
+    Raises:
+        FileNotFoundError: a missing file (names it).
+        ValueError: metadata without a valid network, or parameters of another shape
+            (names the file and the first mismatching leaf).
+    """
+    directory = pathlib.Path(WEIGHTS_DIR if directory is None else directory)
+    meta_path, params_path = directory / METADATA_FILE, directory / PARAMS_FILE
+    for p in (meta_path, params_path):
+        if not p.is_file():
+            raise FileNotFoundError(f"no weights file {p}")
+    meta = json.loads(meta_path.read_text())
+    try:
+        network = NetworkConfig(**meta["network"])
+    except (KeyError, TypeError) as e:
+        raise ValueError(f"{meta_path}: 'network' must hold the NetworkConfig widths; got {meta.get('network')!r} ({e})") from None
+    nets.check_value_target(meta.get("value_target"))
+    try:
+        raw = serialization.msgpack_restore(params_path.read_bytes())
+    except Exception as e:  # noqa: BLE001 - msgpack raises several types for a damaged file
+        raise ValueError(f"weights {params_path} cannot be read: {type(e).__name__}: {e}") from None
+    nets.check_params(raw, network, what=f"weights {params_path}")  # raw is the params' own nested dict
+    return jax.tree.map(jnp.asarray, raw), meta
+
+
+def _atomic_write(path: pathlib.Path, data: bytes) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        pathlib.Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+# ----------------------------------------------------------------------------- the agent
+class AlphaZeroAgent(JaxAgent):
+    """Plays the move of a network-guided search (or of the raw network policy) on any board.
+
+    The search is deterministic Gumbel MuZero (``gumbel_scale=0``: sequential
+    halving over the ``max_num_considered_actions`` most likely moves) or
+    PUCT (``algorithm="muzero"``, the most visited move), on a copy of the
+    arena's `DotsAndBoxes` whose rewards are in the units of the value
+    target (`nets.make_evaluate`). With ``search=False`` the agent plays the
+    argmax of the network's policy over the legal moves (ties at random):
+    the "raw network" of the reports.
+
+    Args:
+        params: `PolicyValueNet` parameters.
+        network: their `NetworkConfig`.
+        value_target: what the value head predicts (``"margin"`` or ``"outcome"``).
+        num_simulations: simulations per move (default 64). Ignored when
+            ``time_budget`` is given.
+        time_budget: seconds per move: the simulation count is the largest of
+            `SIMULATION_LADDER` whose search of one game fits in it on this
+            machine, measured once per board size (`simulations_for_budget`).
+        algorithm: ``"gumbel"`` or ``"muzero"``.
+        max_num_considered_actions: Gumbel's root candidates.
+        search: False plays the raw policy (no search).
+        name: label.
+
+    Raises:
+        ValueError: ``num_simulations < 1``, ``time_budget <= 0``, an unknown
+            algorithm or value target, parameters that do not fit ``network``.
+    """
+
+    def __init__(
+        self,
+        params,
+        *,
+        network: NetworkConfig = NetworkConfig(),
+        value_target: str = "margin",
+        num_simulations: int = 64,
+        time_budget: float | None = None,
+        algorithm: str = "gumbel",
+        max_num_considered_actions: int = 16,
+        search: bool = True,
+        name: str = "alphazero",
+    ):
+        mcts.check_search_settings(
+            num_simulations=num_simulations, algorithm=algorithm, max_num_considered_actions=max_num_considered_actions
+        )
+        if time_budget is not None and (isinstance(time_budget, bool) or not isinstance(time_budget, (int, float)) or not time_budget > 0):
+            raise ValueError(f"time_budget must be positive seconds or None; got {time_budget!r}")
+        nets.check_value_target(value_target)
+        nets.check_params(params, network)
+        self.params = params
+        self.network, self.value_target = network, value_target
+        self.num_simulations, self.time_budget = int(num_simulations), time_budget
+        self.algorithm, self.max_num_considered_actions = algorithm, int(max_num_considered_actions)
+        self.search, self.name = bool(search), name
+        self._evaluate = nets.make_evaluate(network, value_target)
+        self._budget_sims: dict = {}
+
+    @classmethod
+    def from_weights(cls, directory=None, **kwargs) -> "AlphaZeroAgent":
+        """The agent with weights from `load_weights` (default: the shipped ones).
+
+        Placeholder weights (``trained: false`` in their metadata) load with a
+        warning, and the agent's default name becomes ``alphazero-untrained``.
+        """
+        params, meta = load_weights(directory)
+        if not meta.get("trained", False):
+            warnings.warn(f"{directory or WEIGHTS_DIR}: these weights are an untrained placeholder", stacklevel=2)
+            kwargs.setdefault("name", "alphazero-untrained")
+        return cls(params, network=NetworkConfig(**meta["network"]), value_target=meta["value_target"], **kwargs)
+
+    # ------------------------------------------------------------------ policy
+    def _search_env(self, env) -> DotsAndBoxes:
+        if getattr(env, "name", None) != "dots_and_boxes":
+            raise ValueError(f"AlphaZeroAgent plays dots_and_boxes; got {env!r}")
+        return DotsAndBoxes(env.num_rows, env.num_cols, utility_margin=self.value_target == "margin")
+
+    def simulations(self, env) -> int:
+        """The simulations per move on ``env``'s board (calibrated once per size under a time budget)."""
+        if self.time_budget is None:
+            return self.num_simulations
+        size = (env.num_rows, env.num_cols)
+        if size not in self._budget_sims:
+            self._budget_sims[size] = simulations_for_budget(self._with_simulations, env, self.time_budget)
+        return self._budget_sims[size]
+
+    def _with_simulations(self, n: int) -> "AlphaZeroAgent":
+        return AlphaZeroAgent(
+            self.params, network=self.network, value_target=self.value_target, num_simulations=n,
+            algorithm=self.algorithm, max_num_considered_actions=self.max_num_considered_actions, name=self.name,
+        )
+
+    def policy(self, env, state, key, player=None):
+        """int32 ``[]``: the move for one state (a batch of one through `batched_policy`)."""
+        batched = jax.tree.map(lambda x: x[None], state)
+        return self.batched_policy(env)(batched, key[None], jnp.zeros((1,), jnp.int32))[0]
+
+    def batched_policy(self, env):
+        """``(states [B], keys [B], players [B]) -> actions int32 [B]``: one search over the batch.
+
+        The batch is searched with the first game's key (mctx searches a
+        batch with one key); the raw policy breaks ties with each game's key.
+
+        Raises:
+            ValueError: ``env`` is not Dots-and-Boxes.
+        """
+        search_env = self._search_env(env)
+        num_simulations = self.simulations(env) if self.search else 0
+
+        def run(states, keys, players):
+            del players  # two-player sequential: the seat to act for is the player to move
+            mask = states.legal_action_mask
+            if not self.search:
+                logits, _ = self._evaluate(self.params, states)
+                logits = jnp.where(mask, logits, jnp.finfo(jnp.float32).min)
+                best = mask & (logits >= jnp.max(logits, axis=-1, keepdims=True))
+                return jax.vmap(masked_uniform_choice)(keys, best)
+            out = mcts.network_search(
+                search_env, states, keys[0], evaluate=self._evaluate, params=self.params,
+                num_simulations=num_simulations, algorithm=self.algorithm,
+                max_num_considered_actions=self.max_num_considered_actions, gumbel_scale=0.0, temperature=0.0,
+            )
+            return out.action.astype(jnp.int32)
+
+        return run
+
+    def __repr__(self) -> str:
+        what = "raw policy" if not self.search else (f"{self.time_budget}s/move" if self.time_budget else f"{self.num_simulations} sims")
+        return f"AlphaZeroAgent(name={self.name!r}, {self.algorithm}, {what})"
+
+
+# ----------------------------------------------------------------------------- time budgets
+def seconds_per_move(agent: JaxAgent, env, *, repeats: int = 5, key=None) -> float:
+    """Median wall-clock seconds of one decision of ``agent`` on one game (B = 1), compilation excluded.
+
+    The positions are the empty board of ``env`` and boards after a few
+    random moves (early moves have the most legal actions, so the longest
+    searches). Used to calibrate time budgets and by the benchmark.
+    """
+    from jaxgames.learners.alphazero import random_positions
+
+    key = jax.random.key(0) if key is None else key
+    fn = agent._compiled(env)
+    states = random_positions(env.num_rows, env.num_cols, key, repeats)
+    one = lambda i: jax.tree.map(lambda x: x[i:i + 1], states)  # noqa: E731
+    keys = jax.random.split(key, 1)
+    jax.block_until_ready(fn(one(0), keys, jnp.zeros((1,), jnp.int32)))  # compile
+    times = []
+    for i in range(repeats):
+        s = one(i)
+        start = time.perf_counter()
+        jax.block_until_ready(fn(s, keys, jnp.zeros((1,), jnp.int32)))
+        times.append(time.perf_counter() - start)
+    return float(np.median(times))
+
+
+def simulations_for_budget(make_agent, env, time_budget: float, *, ladder=SIMULATION_LADDER, margin: float = 0.8) -> int:
+    """The largest simulation count of ``ladder`` whose decision fits ``margin * time_budget`` (B = 1).
+
+    Args:
+        make_agent: ``make_agent(num_simulations) -> JaxAgent``.
+        env: the board to measure on.
+        time_budget: seconds per move.
+        ladder: increasing simulation counts; the climb stops at the first that is too slow.
+        margin: share of the budget the median decision may use (load noise).
+
+    Returns:
+        The count (the smallest of the ladder if even that is too slow; a warning says so).
+
+    Raises:
+        ValueError: ``time_budget <= 0``.
+    """
+    if not time_budget > 0:
+        raise ValueError(f"time_budget must be positive seconds; got {time_budget!r}")
+    chosen = None
+    for n in ladder:
+        if seconds_per_move(make_agent(n), env) <= margin * time_budget:
+            chosen = n
+        else:
+            break
+    if chosen is None:
+        warnings.warn(f"even {ladder[0]} simulations take longer than {margin:.0%} of {time_budget}s on {env!r}", stacklevel=2)
+        chosen = ladder[0]
+    return chosen

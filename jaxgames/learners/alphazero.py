@@ -1,0 +1,889 @@
+"""AlphaZero for Dots-and-Boxes: batched Gumbel self-play on several board sizes, one size-agnostic network.
+
+Source: seed 004 (AlphaZero: MCTS guided by a policy-value network, self-play,
+a squared-error value loss against game outcomes and a cross-entropy policy
+loss, one network), seed 000 section 6 (AlphaZero for Dots-and-Boxes with a
+network that does not depend on the board size), Silver et al. 2018
+(AlphaZero, Science 362:1140) and Danihelka et al. 2022 (Gumbel MuZero,
+ICLR: the improved policy as the policy target, few simulations).
+
+One *iteration* (`train_iteration`):
+
+1. **Self-play**, for each board size in ``config.board_sizes`` (one jitted
+   function per size, since shapes differ): ``num_envs`` games in parallel in
+   one ``lax.scan`` over ``num_edges`` steps with auto-reset
+   (`jaxgames.wrappers.auto_reset_step`). Every game of Dots-and-Boxes lasts
+   exactly ``num_edges`` moves, so each slot plays one whole game per
+   iteration (slots restart together); the code does not rely on it:
+   positions whose game has not ended inside the scan get no value target
+   and are dropped. Each move is chosen by ``mctx.gumbel_muzero_policy``
+   (`jaxgames.search.mcts.network_search`) with ``num_simulations``.
+2. **Targets**: the policy target is Gumbel's improved policy
+   (``policy_target="gumbel"``) or the visit distribution (``"visits"``);
+   the value target is the final box margin / num_boxes
+   (``value_target="margin"``) or the final result +1/-1/0 (``"outcome"``),
+   from the side of the position's player to move.
+3. **Replay**: each size has its own device-resident ring buffer
+   (`ReplayBuffer`) holding compact positions (`rules.Board`) with their
+   targets.
+4. **Updates**: ``updates_per_iteration`` Optax steps (AdamW, gradient
+   clipping), each on a minibatch of ``batch_size`` positions *from every
+   size*, the sizes' losses weighted by ``size_weights`` (equal by default):
+   so mixed sizes are trained in fixed proportion, whatever number of
+   positions each size produces. Every sampled position is mapped through
+   a uniformly drawn symmetry of its board (8 on square boards, 4
+   otherwise; `jaxgames.games.dots_and_boxes.symmetry`): the board and the
+   policy target are transformed together (``policy'[g(e)] = policy[e]``);
+   the value is invariant.
+
+`train` is the host driver: checkpoints (Orbax) with exact resume, a
+wall-clock budget, and every ``eval_every`` iterations an evaluation
+(`ProgressEvaluator`: optimal-move rate against the exact solver on 3x3,
+win rates against the previous best through the arena, which then becomes
+the new best if it wins at least ``gate_win_rate``, and against greedy and
+random). Self-play always uses the latest parameters (AlphaZero, not
+AlphaGo Zero's gated self-play); ``best_params`` are what the experiment
+ships.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import json
+import math
+import os
+import pathlib
+import time
+from typing import Any, Callable, NamedTuple, Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+from flax import struct
+
+from jaxgames.games.dots_and_boxes import rules, symmetry
+from jaxgames.games.dots_and_boxes.env import DotsAndBoxes
+from jaxgames.games.dots_and_boxes.rules import Board
+from jaxgames.networks import dots_and_boxes as nets
+from jaxgames.networks.dots_and_boxes import NetworkConfig
+from jaxgames.search import mcts
+from jaxgames.wrappers import auto_reset_step
+
+POLICY_TARGETS = ("gumbel", "visits")
+"""Policy targets: Gumbel MuZero's improved policy, or the root visit distribution."""
+
+
+# ----------------------------------------------------------------------------- config
+def _positive_int(name: str, value) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+        raise ValueError(f"{name} must be a positive int; got {value!r}")
+    return int(value)
+
+
+def _positive_float(name: str, value) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.floating, np.integer)) or not value > 0:
+        raise ValueError(f"{name} must be a positive number; got {value!r}")
+    return float(value)
+
+
+@dataclasses.dataclass(frozen=True)
+class AlphaZeroConfig:
+    """Settings of the learner (all fix shapes or the algorithm: a new config is a new compile).
+
+    Attributes:
+        board_sizes: ``(num_rows, num_cols)`` of each training board, e.g. ``((2, 2), (3, 3), (4, 4))``.
+        size_weights: loss weight of each size (None: equal).
+        network: the `NetworkConfig` (widths).
+        num_envs: games played in parallel per size and iteration (``B``).
+        num_simulations: Gumbel MuZero simulations per self-play move.
+        max_num_considered_actions: Gumbel's root candidates.
+        gumbel_scale: scale of the Gumbel noise in self-play (exploration).
+        policy_target: one of `POLICY_TARGETS`.
+        value_target: one of `jaxgames.networks.dots_and_boxes.VALUE_TARGETS`.
+        buffer_capacity: positions kept per size (ring buffer).
+        batch_size: positions per size per update.
+        updates_per_iteration: Optax steps per iteration.
+        learning_rate: AdamW learning rate.
+        weight_decay: AdamW decoupled weight decay.
+        max_grad_norm: global gradient-norm clip.
+        value_loss_weight: weight of the value loss beside the policy loss.
+        augment: map every sampled position through a random board symmetry.
+
+    Raises:
+        ValueError, TypeError: a bad size, a non-positive count or rate, an
+            unknown target (each message names the field and the value).
+    """
+
+    board_sizes: tuple = ((2, 2), (3, 3))
+    size_weights: tuple | None = None
+    network: NetworkConfig = NetworkConfig()
+    num_envs: int = 64
+    num_simulations: int = 16
+    max_num_considered_actions: int = 16
+    gumbel_scale: float = 1.0
+    policy_target: str = "gumbel"
+    value_target: str = "margin"
+    buffer_capacity: int = 1 << 16
+    batch_size: int = 128
+    updates_per_iteration: int = 8
+    learning_rate: float = 1e-3
+    weight_decay: float = 1e-4
+    max_grad_norm: float = 1.0
+    value_loss_weight: float = 1.0
+    augment: bool = True
+
+    def __post_init__(self):
+        sizes = tuple(tuple(s) for s in self.board_sizes)
+        if not sizes:
+            raise ValueError("board_sizes must name at least one board")
+        for s in sizes:
+            if len(s) != 2:
+                raise ValueError(f"each board size is (num_rows, num_cols); got {s!r}")
+            rules.validate_size(*s)
+        if len(set(sizes)) != len(sizes):
+            raise ValueError(f"board_sizes has duplicates: {sizes}")
+        object.__setattr__(self, "board_sizes", tuple((int(r), int(c)) for r, c in sizes))
+        if self.size_weights is not None:
+            w = tuple(float(x) for x in self.size_weights)
+            if len(w) != len(sizes) or any(not x > 0 for x in w):
+                raise ValueError(f"size_weights must be {len(sizes)} positive numbers; got {self.size_weights!r}")
+            object.__setattr__(self, "size_weights", w)
+        if not isinstance(self.network, NetworkConfig):
+            raise TypeError(f"network must be a NetworkConfig; got {type(self.network).__name__}")
+        for name in ("num_envs", "num_simulations", "max_num_considered_actions", "buffer_capacity", "batch_size", "updates_per_iteration"):
+            _positive_int(name, getattr(self, name))
+        for name in ("learning_rate", "max_grad_norm"):
+            _positive_float(name, getattr(self, name))
+        for name in ("gumbel_scale", "weight_decay", "value_loss_weight"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0:
+                raise ValueError(f"{name} must be a non-negative number; got {v!r}")
+        if self.policy_target not in POLICY_TARGETS:
+            raise ValueError(f"policy_target must be one of {POLICY_TARGETS}; got {self.policy_target!r}")
+        nets.check_value_target(self.value_target)
+        if not isinstance(self.augment, bool):
+            raise TypeError(f"augment must be a bool; got {self.augment!r}")
+
+    def to_json(self) -> dict:
+        """A JSON-able dict of the settings (`from_json` inverts it)."""
+        d = dataclasses.asdict(self)
+        d["board_sizes"] = [list(s) for s in self.board_sizes]
+        d["size_weights"] = None if self.size_weights is None else list(self.size_weights)
+        return d
+
+    @classmethod
+    def from_json(cls, d: dict) -> "AlphaZeroConfig":
+        """The config written by `to_json`."""
+        d = dict(d)
+        d["board_sizes"] = tuple(tuple(s) for s in d["board_sizes"])
+        d["size_weights"] = None if d.get("size_weights") is None else tuple(d["size_weights"])
+        d["network"] = NetworkConfig(**d["network"])
+        return cls(**d)
+
+
+def selfplay_env(config: AlphaZeroConfig, size: tuple[int, int]) -> DotsAndBoxes:
+    """The environment self-play and search run on: rewards in the units of ``config.value_target``."""
+    return DotsAndBoxes(size[0], size[1], utility_margin=config.value_target == "margin")
+
+
+# ----------------------------------------------------------------------------- replay buffer
+@struct.dataclass
+class ReplayBuffer:
+    """A fixed-size ring of items on the device (one pytree of arrays).
+
+    Attributes:
+        data: pytree whose leaves have a leading axis ``[capacity, ...]``.
+        insert: int32 ``[]``: the slot the next item goes to.
+        size: int32 ``[]``: items held, at most ``capacity``.
+        capacity: static int.
+
+    When full, each new item overwrites the oldest (first in, first out).
+    """
+
+    data: Any
+    insert: jax.Array
+    size: jax.Array
+    capacity: int = struct.field(pytree_node=False)
+
+
+def buffer_init(example, capacity: int) -> ReplayBuffer:
+    """An empty buffer for items shaped like ``example`` (one item, no leading axis).
+
+    Raises:
+        ValueError: ``capacity`` not a positive int.
+    """
+    capacity = _positive_int("capacity", capacity)
+    data = jax.tree.map(lambda x: jnp.zeros((capacity,) + jnp.shape(x), jnp.asarray(x).dtype), example)
+    return ReplayBuffer(data=data, insert=jnp.int32(0), size=jnp.int32(0), capacity=capacity)
+
+
+def buffer_add(buffer: ReplayBuffer, items, valid: jax.Array | None = None) -> ReplayBuffer:
+    """Appends the ``valid`` rows of ``items`` (leading axis ``[N]``) in order (jittable).
+
+    Rows go to consecutive slots from ``buffer.insert`` on, wrapping around.
+    If more than ``capacity`` rows are valid only the last ``capacity`` are
+    kept (the others would be overwritten in the same call anyway).
+
+    Args:
+        buffer: the buffer.
+        items: pytree with leaves ``[N, ...]`` matching ``buffer.data``'s item shapes.
+        valid: bool ``[N]`` (default all True).
+    """
+    n = jax.tree.leaves(items)[0].shape[0]
+    valid = jnp.ones((n,), bool) if valid is None else valid.astype(bool)
+    cap = buffer.capacity
+    rank = jnp.cumsum(valid.astype(jnp.int32)) - 1  # position among the valid rows
+    count = jnp.sum(valid.astype(jnp.int32))
+    keep = valid & (rank >= count - cap)
+    slot = jnp.where(keep, (buffer.insert + rank) % cap, cap)  # cap = out of range: dropped
+    data = jax.tree.map(lambda d, x: d.at[slot].set(x.astype(d.dtype), mode="drop"), buffer.data, items)
+    return buffer.replace(
+        data=data,
+        insert=((buffer.insert + count) % cap).astype(jnp.int32),
+        size=jnp.minimum(buffer.size + count, cap).astype(jnp.int32),
+    )
+
+
+def buffer_sample(buffer: ReplayBuffer, key: jax.Array, batch_size: int):
+    """``batch_size`` items drawn uniformly with replacement from the ``size`` held (jittable).
+
+    An empty buffer gives copies of slot 0 (zeros); callers add before sampling.
+    """
+    idx = jax.random.randint(key, (batch_size,), 0, jnp.maximum(buffer.size, 1))
+    return jax.tree.map(lambda d: d[idx], buffer.data)
+
+
+class Sample(NamedTuple):
+    """One training position (``[N, ...]`` batched).
+
+    Attributes:
+        board: the position (`rules.Board`: edges, box sides and owners, scores, player to move).
+        policy: float32 ``[num_edges]``: the search's policy target (0 on drawn edges).
+        value: float32 ``[]``: the value target from the mover's side, in network units (``[-1, 1]``).
+    """
+
+    board: Board
+    policy: jax.Array
+    value: jax.Array
+
+
+def _example_sample(size: tuple[int, int]) -> Sample:
+    g = rules.geometry(*size)
+    return Sample(rules.empty_board(*size), jnp.zeros(g.num_edges, jnp.float32), jnp.float32(0.0))
+
+
+# ----------------------------------------------------------------------------- train state
+@struct.dataclass
+class TrainState:
+    """Everything training carries from one iteration to the next (one checkpoint).
+
+    Attributes:
+        params: the network parameters (trained).
+        opt_state: Optax state.
+        best_params: the parameters that last won the evaluation against the previous best.
+        buffers: one `ReplayBuffer` of `Sample` per board size.
+        env_states: one batched `DotsAndBoxesState` ``[num_envs]`` per board size.
+        key: uint32 ``[2]``: raw PRNG key data (raw so Orbax saves it as a plain array).
+        iteration: int32 ``[]``: iterations done.
+        best_iteration: int32 ``[]``: the iteration whose parameters are ``best_params``.
+    """
+
+    params: Any
+    opt_state: Any
+    best_params: Any
+    buffers: tuple
+    env_states: tuple
+    key: jax.Array
+    iteration: jax.Array
+    best_iteration: jax.Array
+
+
+def make_optimizer(config: AlphaZeroConfig) -> optax.GradientTransformation:
+    """Gradient clipping, then AdamW (Loshchilov & Hutter 2019)."""
+    return optax.chain(
+        optax.clip_by_global_norm(config.max_grad_norm),
+        optax.adamw(config.learning_rate, weight_decay=config.weight_decay),
+    )
+
+
+def init_state(config: AlphaZeroConfig, key: jax.Array) -> TrainState:
+    """The state before the first iteration: fresh network, empty buffers, new games (jitted once per config)."""
+    return _jitted_init_state(config)(key)
+
+
+@functools.lru_cache(maxsize=8)
+def _jitted_init_state(config: AlphaZeroConfig):
+    return jax.jit(functools.partial(_init_state, config))
+
+
+def _init_state(config: AlphaZeroConfig, key: jax.Array) -> TrainState:
+    net_key, env_key, key = jax.random.split(key, 3)
+    params = nets.init_params(config.network, net_key)
+    env_states = []
+    for i, size in enumerate(config.board_sizes):
+        env = selfplay_env(config, size)
+        keys = jax.random.split(jax.random.fold_in(env_key, i), config.num_envs)
+        env_states.append(jax.vmap(env.init)(keys))
+    buffers = tuple(buffer_init(_example_sample(s), config.buffer_capacity) for s in config.board_sizes)
+    return TrainState(
+        params=params,
+        opt_state=make_optimizer(config).init(params),
+        best_params=params,
+        buffers=buffers,
+        env_states=tuple(env_states),
+        key=jax.random.key_data(key),
+        iteration=jnp.int32(0),
+        best_iteration=jnp.int32(0),
+    )
+
+
+# ----------------------------------------------------------------------------- self-play
+def make_selfplay(config: AlphaZeroConfig, size: tuple[int, int]) -> Callable:
+    """The self-play of one board size (pure; jit it).
+
+    Returns:
+        ``selfplay(params, env_states, buffer, key) -> (env_states, buffer, stats)``:
+        plays ``num_edges`` moves in each of the ``num_envs`` games (one
+        ``lax.scan``, auto-reset), computes the targets, adds the positions
+        whose game ended to ``buffer``; ``stats`` is a dict of float32
+        scalars (``positions``, ``games``, ``root_value``, ``first_player_margin``).
+    """
+    env = selfplay_env(config, size)
+    T, B = env.num_actions, config.num_envs
+    evaluate = nets.make_evaluate(config.network, config.value_target)
+    scale = nets.value_scale(config.value_target, env.num_boxes)
+    step_fn = jax.vmap(functools.partial(auto_reset_step, env))
+
+    def selfplay(params, states, buffer, key):
+        def one_move(states, k):
+            search_key, step_key = jax.random.split(k)
+            out = mcts.network_search(
+                env, states, search_key, evaluate=evaluate, params=params,
+                num_simulations=config.num_simulations, algorithm="gumbel",
+                max_num_considered_actions=config.max_num_considered_actions, gumbel_scale=config.gumbel_scale,
+            )
+            summary = out.search_tree.summary()
+            target = out.action_weights if config.policy_target == "gumbel" else summary.visit_probs
+            target = jnp.where(states.legal_action_mask, target, 0.0)
+            target = target / jnp.maximum(jnp.sum(target, axis=-1, keepdims=True), 1e-12)
+            nxt, outcome = step_fn(states, out.action, jax.random.split(step_key, B))
+            done = outcome.terminated | outcome.truncated
+            return nxt, (states.board, target, outcome.rewards, done, summary.value)
+
+        states, (boards, targets, rewards, done, root_value) = jax.lax.scan(one_move, states, jax.random.split(key, T))
+
+        # Returns from every step to the end of its game, for both players (reverse scan).
+        def back(carry, x):
+            ret_next, ended_next = carry
+            r, d = x
+            ret = r + jnp.where(d[:, None], 0.0, ret_next)
+            ended = d | ended_next
+            return (ret, ended), (ret, ended)
+
+        init = (jnp.zeros((B, 2), jnp.float32), jnp.zeros((B,), bool))
+        _, (returns, ended) = jax.lax.scan(back, init, (rewards, done), reverse=True)
+        mover = boards.player
+        value = jnp.take_along_axis(returns, mover[..., None], axis=-1)[..., 0] / scale
+        samples = Sample(board=boards, policy=targets, value=value)
+        flat = jax.tree.map(lambda x: x.reshape((T * B,) + x.shape[2:]), samples)
+        buffer = buffer_add(buffer, flat, ended.reshape(-1))
+        games = jnp.sum(done)
+        first = jnp.sum(jnp.where(done, rewards[:, :, 0], 0.0)) / jnp.maximum(games, 1)  # seat 0's final reward
+        stats = dict(
+            positions=jnp.sum(ended).astype(jnp.float32),
+            games=games.astype(jnp.float32),
+            root_value=jnp.mean(root_value) / scale,
+            first_player_margin=first,
+        )
+        return states, buffer, stats
+
+    return selfplay
+
+
+# ----------------------------------------------------------------------------- updates
+def augment(size: tuple[int, int], samples: Sample, g: jax.Array) -> Sample:
+    """``samples`` (``[N]``) mapped through symmetries ``g`` (int32 ``[N]``) of the board.
+
+    The board (edges, box sides and owners) and the policy target transform
+    together (``policy'[..., g(e)] = policy[..., e]``,
+    `symmetry.transform_edges`); the value target is invariant.
+    """
+    sym = symmetry.symmetries(*size)
+    board = jax.vmap(lambda b, k: symmetry.transform_board(sym, b, k))(samples.board, g)
+    policy = jax.vmap(lambda p, k: symmetry.transform_edges(sym, p, k))(samples.policy, g)
+    return Sample(board=board, policy=policy, value=samples.value)
+
+
+def sample_observations(config: AlphaZeroConfig, size: tuple[int, int], samples: Sample) -> jax.Array:
+    """float32 ``[N, R + 1, C + 1, 5]``: the network input of each sampled position (mover's view)."""
+    env = selfplay_env(config, size)
+    return jax.vmap(env.observe_board)(samples.board, samples.board.player)
+
+
+def losses(config: AlphaZeroConfig, params, size: tuple[int, int], samples: Sample) -> dict:
+    """Policy cross-entropy and value squared error of one size's batch (float32 scalars).
+
+    ``policy_loss = -sum_a target(a) log softmax(masked logits)(a)``, the mean
+    over the batch; ``value_loss = mean (v - z)^2`` (seed 004's AlphaZero
+    losses); ``policy_accuracy``: the share of positions where the network's
+    argmax is the target's argmax.
+    """
+    obs = sample_observations(config, size, samples)
+    logits, value = nets.PolicyValueNet(config.network).apply(params, obs)
+    legal = ~samples.board.edges
+    logits = jnp.where(legal, logits, jnp.finfo(jnp.float32).min)
+    logp = jax.nn.log_softmax(logits, axis=-1)
+    policy_loss = -jnp.mean(jnp.sum(jnp.where(legal, samples.policy * logp, 0.0), axis=-1))
+    value_loss = jnp.mean((value - samples.value) ** 2)
+    accuracy = jnp.mean(jnp.argmax(logits, -1) == jnp.argmax(samples.policy, -1))
+    return dict(policy_loss=policy_loss, value_loss=value_loss, policy_accuracy=accuracy)
+
+
+def make_update(config: AlphaZeroConfig) -> Callable:
+    """The gradient steps of one iteration (pure; jit it).
+
+    Returns:
+        ``update(params, opt_state, buffers, key) -> (params, opt_state, metrics)``:
+        ``updates_per_iteration`` Optax steps in a ``lax.scan``; metrics are
+        the means over the steps (``loss``, ``policy_loss``, ``value_loss``,
+        ``policy_accuracy``, and the same per size as ``"{R}x{C}/..."``).
+    """
+    optimizer = make_optimizer(config)
+    sizes = config.board_sizes
+    weights = np.asarray(config.size_weights or (1.0,) * len(sizes), np.float64)
+    weights = weights / weights.sum()
+    num_syms = [len(symmetry.symmetries(*s).names) for s in sizes]
+
+    def loss_fn(params, batches, g_keys):
+        total, metrics = 0.0, {}
+        agg = dict(policy_loss=0.0, value_loss=0.0, policy_accuracy=0.0)
+        for i, (size, batch) in enumerate(zip(sizes, batches)):
+            if config.augment:
+                g = jax.random.randint(g_keys[i], (config.batch_size,), 0, num_syms[i])
+                batch = augment(size, batch, g)
+            m = losses(config, params, size, batch)
+            total = total + weights[i] * (m["policy_loss"] + config.value_loss_weight * m["value_loss"])
+            for k, v in m.items():
+                metrics[f"{size[0]}x{size[1]}/{k}"] = v
+                agg[k] = agg[k] + weights[i] * v
+        metrics.update(agg)
+        metrics["loss"] = total
+        return total, metrics
+
+    def update(params, opt_state, buffers, key):
+        def one_step(carry, k):
+            params, opt_state = carry
+            keys = jax.random.split(k, 2 * len(sizes))
+            batches = [buffer_sample(b, keys[i], config.batch_size) for i, b in enumerate(buffers)]
+            grads, metrics = jax.grad(loss_fn, has_aux=True)(params, batches, keys[len(sizes):])
+            updates, opt_state = optimizer.update(grads, opt_state, params)
+            params = optax.apply_updates(params, updates)
+            metrics["grad_norm"] = optax.tree.norm(grads)
+            return (params, opt_state), metrics
+
+        (params, opt_state), metrics = jax.lax.scan(
+            one_step, (params, opt_state), jax.random.split(key, config.updates_per_iteration)
+        )
+        return params, opt_state, jax.tree.map(jnp.mean, metrics)
+
+    return update
+
+
+class _Compiled(NamedTuple):
+    selfplay: tuple
+    update: Callable
+
+
+@functools.lru_cache(maxsize=8)
+def _compiled(config: AlphaZeroConfig) -> _Compiled:
+    """The jitted self-play (one per size) and update of a config, built once per config value."""
+    return _Compiled(
+        selfplay=tuple(jax.jit(make_selfplay(config, s)) for s in config.board_sizes),
+        update=jax.jit(make_update(config)),
+    )
+
+
+def train_iteration(config: AlphaZeroConfig, state: TrainState) -> tuple[TrainState, dict]:
+    """One iteration: self-play on every size, then the updates (see the module docstring).
+
+    Deterministic given ``state`` (its key), so a resumed run repeats a straight one exactly.
+
+    Returns:
+        ``(state, metrics)``: metrics as Python floats (losses, per-size
+        self-play statistics as ``"{R}x{C}/..."``, ``buffer_size``, seconds).
+    """
+    fns = _compiled(config)
+    key = jax.random.wrap_key_data(state.key)
+    key, update_key, *play_keys = jax.random.split(key, 2 + len(config.board_sizes))
+    buffers, env_states, metrics = list(state.buffers), list(state.env_states), {}
+    start = time.perf_counter()
+    for i, size in enumerate(config.board_sizes):
+        env_states[i], buffers[i], stats = fns.selfplay[i](state.params, env_states[i], buffers[i], play_keys[i])
+        tag = f"{size[0]}x{size[1]}"
+        for k, v in stats.items():
+            metrics[f"{tag}/{k}"] = v
+        metrics[f"{tag}/buffer_size"] = buffers[i].size
+    jax.block_until_ready(buffers)
+    selfplay_seconds = time.perf_counter() - start
+    params, opt_state, upd = fns.update(state.params, state.opt_state, tuple(buffers), update_key)
+    metrics.update(upd)
+    state = state.replace(
+        params=params,
+        opt_state=opt_state,
+        buffers=tuple(buffers),
+        env_states=tuple(env_states),
+        key=jax.random.key_data(key),
+        iteration=state.iteration + 1,
+    )
+    out = {k: float(v) for k, v in jax.device_get(metrics).items()}
+    out["selfplay_seconds"] = selfplay_seconds
+    out["update_seconds"] = time.perf_counter() - start - selfplay_seconds
+    return state, out
+
+
+# ----------------------------------------------------------------------------- evaluation helpers
+def random_positions(num_rows: int, num_cols: int, key: jax.Array, num_positions: int) -> Any:
+    """``num_positions`` non-terminal positions of uniformly random play (batched `DotsAndBoxesState`).
+
+    Each position is the board after ``k`` uniformly random moves, ``k``
+    uniform in ``[0, num_edges - 1]`` (so every stage of the game is
+    equally represented); scores and the player to move follow the moves.
+    """
+    env = DotsAndBoxes(num_rows, num_cols)
+    E = env.num_actions
+    k_order, k_stop = jax.random.split(key)
+    orders = jax.vmap(lambda k: jax.random.permutation(k, E))(jax.random.split(k_order, num_positions)).astype(jnp.int32)
+    stops = jax.random.randint(k_stop, (num_positions,), 0, E)
+
+    def one(order, stop):
+        def body(s, t):
+            nxt = env.step(s, order[t])
+            return jax.tree.map(lambda a, b: jnp.where(t < stop, a, b), nxt, s), None
+
+        s, _ = jax.lax.scan(body, env.init(jax.random.key(0)), jnp.arange(E))
+        return s
+
+    return jax.jit(jax.vmap(one))(orders, stops)
+
+
+def optimal_move_rate(solution, edges, actions) -> tuple[float, np.ndarray]:
+    """Share of ``actions`` that keep the exact value of their position (seed 000 section 4's solver).
+
+    Args:
+        solution: a `solver.Solution` of the board.
+        edges: bool ``[N, num_edges]``: the positions (drawn edges).
+        actions: int ``[N]``: the move played in each.
+
+    Returns:
+        ``(rate, optimal)``: the share, and bool ``[N]`` per position. A
+        move is optimal when its value ``g + V(child)`` or ``-V(child)``
+        equals the position's value (the maximum over legal moves).
+    """
+    edges = np.asarray(edges, bool)
+    actions = np.asarray(actions, np.int64)
+    values = []
+    for start in range(0, len(edges), 4096):  # eager chunks: the solver's JAX lookup, no jit (its table is cached on first use)
+        values.append(np.asarray(solution.batch_action_values(jnp.asarray(edges[start:start + 4096]))))
+    av = np.concatenate(values) if values else np.zeros((0, edges.shape[-1]), np.int32)
+    from jaxgames.games.dots_and_boxes.search.solver import ILLEGAL
+
+    best = np.where(av == ILLEGAL, np.iinfo(np.int32).min, av).max(axis=1)
+    chosen = av[np.arange(len(actions)), actions]
+    optimal = (chosen != ILLEGAL) & (chosen == best)
+    return (float(optimal.mean()) if len(optimal) else float("nan")), optimal
+
+
+def wilson_interval(successes: float, trials: int, z: float = 1.959963984540054) -> tuple[float, float]:
+    """Wilson score 95% interval of a binomial proportion (Wilson 1927, JASA 22:209).
+
+    Returns ``(nan, nan)`` for no trials. ``successes`` may be fractional (draws counted as 1/2).
+    """
+    if trials <= 0:
+        return float("nan"), float("nan")
+    p = successes / trials
+    denom = 1 + z * z / trials
+    centre = (p + z * z / (2 * trials)) / denom
+    half = z * math.sqrt(p * (1 - p) / trials + z * z / (4 * trials * trials)) / denom
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def elo_difference(score: float, games: int) -> float:
+    """Elo difference implied by a mean score (wins + draws/2 over games), clipped to half a game.
+
+    ``400 log10(s / (1 - s))`` (the logistic Elo model), with ``s`` kept in
+    ``[1/(2 games), 1 - 1/(2 games)]`` so a clean sweep gives a finite number.
+    """
+    s = min(max(score, 0.5 / games), 1 - 0.5 / games)
+    return 400.0 * math.log10(s / (1 - s))
+
+
+@dataclasses.dataclass(frozen=True)
+class EvalConfig:
+    """Settings of the evaluation during training (`ProgressEvaluator`).
+
+    Attributes:
+        board: ``(num_rows, num_cols)`` of the arena games and the optimal-move
+            rate (must be solvable by `solver.solve`: at most 31 edges, e.g. 3x3).
+        num_positions: random-play positions for the optimal-move rate.
+        num_games: arena games per opponent (first player alternating).
+        num_simulations: search simulations per move of the agents evaluated.
+        gate_win_rate: score (wins + draws/2) against the previous best from
+            which the current parameters become the new best.
+        opponents: fixed opponents among ``"greedy"``, ``"random"``.
+    """
+
+    board: tuple = (3, 3)
+    num_positions: int = 1000
+    num_games: int = 64
+    num_simulations: int = 16
+    gate_win_rate: float = 0.55
+    opponents: tuple = ("greedy", "random")
+
+    def __post_init__(self):
+        rules.validate_size(*self.board)
+        for name in ("num_positions", "num_games", "num_simulations"):
+            _positive_int(name, getattr(self, name))
+        if not 0.0 <= self.gate_win_rate <= 1.0:
+            raise ValueError(f"gate_win_rate must be in [0, 1]; got {self.gate_win_rate!r}")
+        for o in self.opponents:
+            if o not in ("greedy", "random"):
+                raise ValueError(f"unknown fixed opponent {o!r}; choose from ('greedy', 'random')")
+
+
+class ProgressEvaluator:
+    """The evaluation that `train` runs every ``eval_every`` iterations.
+
+    Measures, on ``eval_config.board``: the optimal-move rate of the raw
+    network policy and of the search (`AlphaZeroAgent`) on a fixed set of
+    random-play positions (against the exact solver); the score of the
+    current parameters against the previous best and against each fixed
+    opponent through the arena (`jaxgames.evaluation.arena.play_match`),
+    with the Elo difference each implies.
+
+    Args:
+        config: the learner's config (network, value target).
+        eval_config: `EvalConfig`.
+        seed: the positions and the arena games are drawn from it (fixed
+            over the run, so the curves compare like with like).
+
+    Raises:
+        ValueError: a board the solver cannot solve in memory.
+    """
+
+    def __init__(self, config: AlphaZeroConfig, eval_config: EvalConfig = EvalConfig(), *, seed: int = 0):
+        from jaxgames.games.dots_and_boxes.search import solver
+
+        self.config, self.eval_config, self.seed = config, eval_config, seed
+        R, C = eval_config.board
+        solver.check_size(R, C)
+        self.solution = solver.solve(R, C)
+        self.env = DotsAndBoxes(R, C)
+        self.positions = random_positions(R, C, jax.random.key(seed), eval_config.num_positions)
+        self.edges = np.asarray(self.positions.board.edges)
+
+    def _agent(self, params, name, *, search=True):
+        from jaxgames.agents.alphazero import AlphaZeroAgent
+
+        return AlphaZeroAgent(
+            params, network=self.config.network, value_target=self.config.value_target,
+            num_simulations=self.eval_config.num_simulations, search=search, name=name,
+        )
+
+    def __call__(self, state: TrainState) -> tuple[dict, bool]:
+        """Metrics of ``state`` and whether its parameters become the new best.
+
+        Returns:
+            ``(metrics, promote)``: floats ``optimal_rate_raw``, ``optimal_rate_search``,
+            ``score_vs_best``, ``elo_vs_best``, ``score_vs_{opponent}``, ``elo_vs_{opponent}``.
+        """
+        from jaxgames.agents.dots_and_boxes import GreedyAgent
+        from jaxgames.agents.simple import RandomAgent
+        from jaxgames.evaluation import arena
+
+        ec = self.eval_config
+        it = int(state.iteration)
+        key = jax.random.fold_in(jax.random.key(self.seed + 1), it)
+        out = {}
+        batch = jax.tree.map(jnp.asarray, self.positions)
+        n = ec.num_positions
+        for search in (False, True):
+            agent = self._agent(state.params, "az", search=search)
+            actions = agent._compiled(self.env)(batch, jax.random.split(jax.random.fold_in(key, int(search)), n), batch.current_player)
+            rate, _ = optimal_move_rate(self.solution, self.edges, np.asarray(actions))
+            out["optimal_rate_search" if search else "optimal_rate_raw"] = rate
+        current = self._agent(state.params, "current")
+        opponents = {"best": self._agent(state.best_params, "best")}
+        for o in ec.opponents:
+            opponents[o] = GreedyAgent() if o == "greedy" else RandomAgent()
+        promote = False
+        for j, (name, opp) in enumerate(opponents.items()):
+            res = arena.play_match(self.env, current, opp, ec.num_games, jax.random.fold_in(key, 10 + j), max_steps=self.env.num_actions + 1)
+            score = (res.wins + 0.5 * (res.draws + res.timeouts)) / ec.num_games
+            out[f"score_vs_{name}"] = score
+            out[f"elo_vs_{name}"] = elo_difference(score, ec.num_games)
+            if name == "best":
+                promote = score >= ec.gate_win_rate
+        return out, promote
+
+
+# ----------------------------------------------------------------------------- driver
+class TrainResult(NamedTuple):
+    """What `train` returns.
+
+    Attributes:
+        state: the final `TrainState`.
+        history: one dict per iteration (metrics; evaluation metrics where evaluated).
+        resumed_from: the iteration the run resumed from (0 for a fresh run).
+        stopped_by_budget: the wall-clock budget ended the run early.
+    """
+
+    state: TrainState
+    history: list
+    resumed_from: int
+    stopped_by_budget: bool
+
+
+def run_identity(config: AlphaZeroConfig, seed: int) -> dict:
+    """The flat settings a checkpoint folder is tied to (``network.channels``, ..., ``seed``)."""
+    d = config.to_json()
+    network = d.pop("network")
+    d.update({f"network.{k}": v for k, v in network.items()})
+    d["seed"] = int(seed)
+    return d
+
+
+HISTORY_NAME = "history.json"
+"""The per-iteration metrics beside the checkpoints (rows past the restored step are dropped on resume)."""
+
+
+def train(
+    config: AlphaZeroConfig,
+    *,
+    num_iterations: int,
+    seed: int = 0,
+    directory: str | os.PathLike | None = None,
+    checkpoint_every: int = 1,
+    eval_every: int = 0,
+    evaluator: Callable[[TrainState], tuple[dict, bool]] | None = None,
+    budget_seconds: float | None = None,
+    progress: bool = False,
+    on_iteration: Callable[[int, dict], None] | None = None,
+    max_to_keep: int = 2,
+) -> TrainResult:
+    """Trains for ``num_iterations`` iterations, resuming from ``directory``'s latest checkpoint.
+
+    Checkpoints are `jaxgames.checkpoint.Checkpointer` steps (Orbax; the run's
+    identity, ``config`` and ``seed``, saved beside them as ``config.json``;
+    a lock against a second live run; a damaged latest step set aside for
+    the previous one). The metrics go to ``history.json`` in the same folder,
+    written before each checkpoint, so a resume keeps exactly the rows up to
+    the restored step. Everything an iteration does depends only on the
+    restored `TrainState` (the PRNG key is in it) and the evaluation's keys
+    on the iteration number, so a resumed run ends with exactly the state and
+    history of a run that never stopped (tested).
+
+    Args:
+        config: `AlphaZeroConfig`.
+        num_iterations: total iterations of the run (a resumed run does the rest).
+        seed: PRNG seed.
+        directory: the checkpoint folder (None: no checkpoints).
+        checkpoint_every: save every this many iterations (and at the last
+            one, and when the budget stops the run).
+        eval_every: call ``evaluator`` every this many iterations (0: never).
+        evaluator: ``evaluator(state) -> (metrics, promote)`` (default:
+            `ProgressEvaluator` on 3x3 when ``eval_every > 0``); ``promote``
+            makes the current parameters the new ``best_params``.
+        budget_seconds: stop (after checkpointing) once an iteration ends
+            past this wall-clock budget; None: no budget.
+        progress: show a tqdm bar.
+        on_iteration: called as ``on_iteration(iteration, metrics)`` after each iteration.
+        max_to_keep: checkpoint steps kept.
+
+    Returns:
+        A `TrainResult`.
+
+    Raises:
+        ValueError: a non-positive ``num_iterations``/``checkpoint_every``, a
+            negative ``eval_every``, a non-positive budget.
+        jaxgames.experiment.ConfigMismatch: ``directory`` holds a run of another
+            config or seed (e.g. another network shape; the message lists the
+            differences; nothing is written).
+        jaxgames.experiment.ResultsDirLocked: another live run uses ``directory``.
+    """
+    num_iterations = _positive_int("num_iterations", num_iterations)
+    checkpoint_every = _positive_int("checkpoint_every", checkpoint_every)
+    if isinstance(eval_every, bool) or not isinstance(eval_every, int) or eval_every < 0:
+        raise ValueError(f"eval_every must be a non-negative int; got {eval_every!r}")
+    if budget_seconds is not None:
+        _positive_float("budget_seconds", budget_seconds)
+    started = time.perf_counter()
+    ckpt = None
+    if directory is not None:
+        from jaxgames.checkpoint import Checkpointer
+
+        ckpt = Checkpointer(directory, run_identity(config, seed), max_to_keep=max_to_keep)
+    try:
+        if eval_every and evaluator is None:
+            evaluator = ProgressEvaluator(config, seed=seed)
+        state = init_state(config, jax.random.key(seed))
+        history: list = []
+        resumed_from = 0
+        if ckpt is not None:
+            restored = ckpt.latest(template=state)
+            if restored is not None:
+                resumed_from, state = restored
+                # Orbax hands back arrays committed to a device; jit caches compiled code per
+                # input commitment, so take uncommitted copies like a fresh run's (no recompile).
+                state = jax.tree.map(lambda x: jnp.asarray(np.asarray(x)), state)
+                nets.check_params(state.params, config.network, what=f"checkpoint {resumed_from} in {directory}")
+                history = [h for h in _read_history(ckpt.directory) if h.get("iteration", 0) <= resumed_from]
+        bar = None
+        if progress:
+            from tqdm import tqdm
+
+            bar = tqdm(total=num_iterations, initial=resumed_from, desc="alphazero", unit="it")
+        stopped = False
+        it = int(state.iteration)
+        while it < num_iterations:
+            state, metrics = train_iteration(config, state)
+            it = int(state.iteration)
+            metrics["iteration"] = it
+            if eval_every and it % eval_every == 0:
+                ev, promote = evaluator(state)
+                metrics.update(ev)
+                if promote:
+                    state = state.replace(best_params=state.params, best_iteration=jnp.int32(it))
+            metrics["best_iteration"] = int(state.best_iteration)
+            history.append(metrics)
+            over_budget = budget_seconds is not None and time.perf_counter() - started >= budget_seconds
+            if ckpt is not None and (it % checkpoint_every == 0 or it == num_iterations or over_budget):
+                from jaxgames.experiment import atomic_write_bytes
+
+                atomic_write_bytes(ckpt.directory / HISTORY_NAME, (json.dumps(history) + "\n").encode())
+                ckpt.save(it, state)
+            if on_iteration is not None:
+                on_iteration(it, metrics)
+            if bar is not None:
+                bar.update(1)
+                bar.set_postfix(loss=f"{metrics['loss']:.3f}", value=f"{metrics['value_loss']:.3f}")
+            if over_budget and it < num_iterations:
+                stopped = True
+                break
+        if bar is not None:
+            bar.close()
+    finally:
+        if ckpt is not None:
+            ckpt.close()
+    return TrainResult(state=state, history=history, resumed_from=resumed_from, stopped_by_budget=stopped)
+
+
+def _read_history(directory: pathlib.Path) -> list:
+    try:
+        rows = json.loads((directory / HISTORY_NAME).read_text())
+        return rows if isinstance(rows, list) else []
+    except (OSError, ValueError):
+        return []
+
+

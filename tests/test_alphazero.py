@@ -1,0 +1,318 @@
+"""AlphaZero for Dots-and-Boxes: network, network-guided search, learner, agent (issue 12).
+
+Expected values come from outside the code under test:
+
+* Search. 1x2 board (h(0,0)=0, h(0,1)=1, h(1,0)=2, h(1,1)=3, v(0,0)=4,
+  v(0,1)=5, v(0,2)=6; box 0 = {0, 2, 4, 5}, box 1 = {1, 3, 5, 6}) with only
+  edges 0 and 5 undrawn: 5 completes box 1 and gives box 0 its third side,
+  so the mover takes both (+1 outcome); 0 hands both boxes over (-1).
+  1x5 board (h(0,c)=c, h(1,c)=5+c, v(0,c)=10+c) with edges 1, 2, 4, 11,
+  13, 14 undrawn: boxes 0-1 are a two-chain opened at box 0 (box 0 has
+  three sides, box 1 two), boxes 2-4 a closed three-chain. Capturing (11,
+  then 1) keeps the turn and forces the mover to open the three-chain: net
+  2 - 3 = -1. Declining with 1 (a hard-hearted handout) gives the opponent
+  two boxes and the obligation to open the chain: net 3 - 2 = +1. Every
+  move in the three-chain hands it over first: 0 - 3 - 2 = -5. A search
+  that passed the turn after a capture (discount -1) would score 11 at
+  1 - (-2) = +3 and play it. The retrograde solver agrees (checked below).
+* Self-play targets. On 1x1 nobody completes the box before the fourth
+  edge, so the turns alternate P0, P1, P0, P1 and P1 always wins 1-0: the
+  margin value target is +1 in P1's positions and -1 in P0's.
+* Symmetry: the solver's move values (`tests/reference`'s independent
+  minimax) of a transformed position are the transformed move values.
+* Replay buffer: a plain Python ring (write at a pointer, advance it mod capacity).
+"""
+
+from __future__ import annotations
+
+import json
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from jaxgames.agents import alphazero as agent_lib
+from jaxgames.agents.alphazero import AlphaZeroAgent
+from jaxgames.experiment import ConfigMismatch
+from jaxgames.games.dots_and_boxes import DotsAndBoxes
+from jaxgames.games.dots_and_boxes import symmetry
+from jaxgames.games.dots_and_boxes.search import solver
+from jaxgames.learners import alphazero as az
+from jaxgames.networks import dots_and_boxes as nets
+from jaxgames.networks.dots_and_boxes import NetworkConfig
+from jaxgames.search import mcts
+from tests.reference.dots_and_boxes_reference import reference_solver
+
+TINY_NET = NetworkConfig(channels=8, num_blocks=1, value_channels=4, value_hidden=8)
+
+# One tiny learner config shared by the tests that train (compiled once per config value).
+TINY = az.AlphaZeroConfig(
+    board_sizes=((1, 1), (1, 2)),
+    network=TINY_NET,
+    num_envs=4,
+    num_simulations=4,
+    max_num_considered_actions=4,
+    buffer_capacity=64,
+    batch_size=8,
+    updates_per_iteration=2,
+)
+
+
+def stack(*states):
+    return jax.tree.map(lambda *xs: jnp.stack(xs), *states)
+
+
+def dbn_of(num_edges, drawn):
+    return "".join("1" if e in drawn else "0" for e in range(num_edges))
+
+
+# ----------------------------------------------------------------------------- network
+def test_one_parameter_set_plays_every_board_size():
+    params = nets.init_params(TINY_NET, jax.random.key(0))
+    sizes = [(2, 2), (3, 3), (5, 5), (7, 7)]
+    envs = [DotsAndBoxes(R, C) for R, C in sizes]
+    # One compiled program applies the same parameters to every size (one compile, not five).
+    outputs = jax.jit(
+        lambda p: [nets.PolicyValueNet(TINY_NET).apply(p, jax.vmap(e.init)(jax.random.split(jax.random.key(1), 3)).observation) for e in envs]
+    )(params)
+    for (R, C), (logits, value) in zip(sizes, outputs):
+        assert logits.shape == (3, (R + 1) * C + R * (C + 1))
+        assert value.shape == (3,)
+        assert np.all(np.isfinite(logits)) and np.all(np.abs(value) <= 1.0)
+
+
+def test_features_by_hand_on_1x1():
+    """1x1, edges h(0,0)=0 and v(0,1)=3 drawn: the box has two sides; masks mark the real cells."""
+    env = DotsAndBoxes(1, 1)
+    f = np.asarray(jax.jit(nets.features)(env.from_dbn("1001").observation))
+    assert f.shape == (2, 2, nets.NUM_FEATURES)
+    np.testing.assert_array_equal(f[..., 0], [[1, 0], [0, 0]])  # h(0,0) drawn, h(1,0) not
+    np.testing.assert_array_equal(f[..., 1], [[0, 1], [0, 0]])  # v(0,1) drawn
+    assert f[0, 0, 4] == 0.5 and f[0, 0, 6] == 1.0 and f[0, 0, 5] == 0.0  # two sides of four
+    np.testing.assert_array_equal(f[..., 7], [[1, 0], [1, 0]])  # cells holding a horizontal edge
+    np.testing.assert_array_equal(f[..., 8], [[1, 1], [0, 0]])  # ... a vertical edge
+    np.testing.assert_array_equal(f[..., 9], [[1, 0], [0, 0]])  # ... a box
+    np.testing.assert_array_equal(f[..., 11], 1.0)  # the one box is still open
+
+
+# ----------------------------------------------------------------------------- search
+def zero_evaluate(num_actions):
+    """Uniform prior, value 0: the search knows only the rules and the terminal rewards."""
+
+    def evaluate(params, states):
+        B = states.current_player.shape[0]
+        return jnp.zeros((B, num_actions)), jnp.zeros((B,))
+
+    return evaluate
+
+
+def test_search_finds_the_one_move_win():
+    """Gumbel search here; PUCT (``algorithm="muzero"``) through the agent in `test_agent_...`."""
+    env = DotsAndBoxes(1, 2)
+    state = env.from_dbn(dbn_of(7, {1, 2, 3, 4, 6}))
+    out = jax.jit(
+        lambda s, k: mcts.network_search(
+            env, s, k, evaluate=zero_evaluate(7), params=None, num_simulations=8, algorithm="gumbel", gumbel_scale=0.0
+        )
+    )(stack(state, state), jax.random.key(0))
+    assert np.asarray(out.action).tolist() == [5, 5]
+    q = np.asarray(out.search_tree.summary().qvalues)
+    assert np.all(q[:, 5] > 0) and np.all(q[:, 0] < 0)  # the win for the mover, the loss
+    w = np.asarray(out.action_weights)
+    assert np.all(w[:, [1, 2, 3, 4, 6]] == 0)  # drawn edges: masked at the root
+
+
+def test_search_extra_turn_decides_with_an_exact_value():
+    """With exact leaf values, one visit per root move gives each move's exact value (module docstring)."""
+    env = DotsAndBoxes(1, 5, utility_margin=True)
+    undrawn = {1, 2, 4, 11, 13, 14}
+    dbn = dbn_of(16, set(range(16)) - undrawn)
+    sol = solver.solve(1, 5)
+    expected = {1: 1, 11: -1, 2: -5, 4: -5, 13: -5, 14: -5}
+    assert {e: int(v) for e, v in enumerate(sol.action_values(dbn)) if e in undrawn} == expected
+    masks = jnp.asarray(solver._tables(1, 5).edge_box_masks)
+    table = jnp.asarray(sol.values)
+
+    def exact(params, states):  # final margin for the mover: boxes so far + exact value still to win
+        s = jax.vmap(lambda e: jnp.sum(jnp.where(e, 1 << jnp.arange(16), 0)))(states.board.edges)
+        av = solver.child_values(masks, table, s)
+        rest = jnp.max(jnp.where(av == solver.ILLEGAL, -99, av), axis=-1)
+        p = states.current_player
+        sc = states.board.scores
+        mine = jnp.take_along_axis(sc, p[:, None], 1)[:, 0] - jnp.take_along_axis(sc, 1 - p[:, None], 1)[:, 0]
+        value = jnp.where(states.terminated, 0, mine + rest).astype(jnp.float32)
+        return jnp.zeros((p.shape[0], 16)), value
+
+    state = env.from_dbn(dbn)
+    out = jax.jit(
+        lambda s, k: mcts.network_search(
+            env, s, k, evaluate=exact, params=None, num_simulations=6, algorithm="gumbel", gumbel_scale=0.0
+        )
+    )(stack(state), jax.random.key(0))
+    summary = out.search_tree.summary()
+    q = np.asarray(summary.qvalues[0])
+    visits = np.asarray(summary.visit_counts[0])
+    assert set(np.flatnonzero(visits)) == undrawn
+    assert {e: float(q[e]) for e in undrawn} == {e: float(v) for e, v in expected.items()}
+    assert int(out.action[0]) == 1
+
+
+def test_search_settings_are_checked_before_tracing():
+    env = DotsAndBoxes(1, 1)
+    with pytest.raises(ValueError, match="num_simulations must be a positive int; got 0"):
+        mcts.network_search(env, stack(env.init(jax.random.key(0))), jax.random.key(0), evaluate=zero_evaluate(4), params=None, num_simulations=0)
+    with pytest.raises(ValueError, match="'alphabeta'"):
+        mcts.network_search(env, stack(env.init(jax.random.key(0))), jax.random.key(0), evaluate=zero_evaluate(4), params=None, num_simulations=2, algorithm="alphabeta")
+
+
+# ----------------------------------------------------------------------------- replay buffer
+def test_replay_buffer_is_a_ring():
+    cap = 5
+    buf = az.buffer_init(jnp.int32(0), cap)
+    ref, ptr, size = [0] * cap, 0, 0
+    add = jax.jit(az.buffer_add)
+    for items, valid in [
+        (np.arange(3), None),
+        (np.arange(3, 7), np.array([True, False, True, True])),
+        (np.arange(10, 18), None),
+    ]:
+        buf = add(buf, jnp.asarray(items, jnp.int32), None if valid is None else jnp.asarray(valid))
+        for x, v in zip(items, np.ones(len(items), bool) if valid is None else valid):
+            if v:
+                ref[ptr] = int(x)
+                ptr, size = (ptr + 1) % cap, min(size + 1, cap)
+        assert np.asarray(buf.data).tolist() == ref
+        assert int(buf.insert) == ptr and int(buf.size) == size
+    assert ref == [14, 15, 16, 17, 13]  # by hand: the last five, the oldest (13) next to go
+    small = add(az.buffer_init(jnp.int32(0), cap), jnp.asarray([7, 8], jnp.int32))
+    drawn = np.asarray(az.buffer_sample(small, jax.random.key(0), 64))
+    assert set(drawn.tolist()) == {7, 8}  # only the items held, never the empty slots
+
+
+# ----------------------------------------------------------------------------- symmetry augmentation
+@pytest.mark.parametrize("size", [(2, 2), (1, 3)])
+def test_augmentation_moves_board_and_policy_together(size):
+    """The transformed position's exact move values are the transformed move values."""
+    ref, E = reference_solver(*size)
+    env = DotsAndBoxes(*size)
+    rng = np.random.default_rng(0)
+    drawn = set(rng.choice(E, size=E // 3, replace=False).tolist())
+    state = env.from_dbn(dbn_of(E, drawn))
+
+    def move_values(edges):
+        d = frozenset(np.flatnonzero(np.asarray(edges)).tolist())
+        out = np.full(E, -100.0)
+        for e in set(range(E)) - d:
+            child = d | {e}
+            g = sum(1 for b in ref.boxes if e in b and b <= child)
+            out[e] = g + ref(child) if g else -ref(child)
+        return out
+
+    values = move_values(state.board.edges)
+    policy = np.where(values > -100, np.exp(values - values.max()), 0.0)
+    policy /= policy.sum()
+    sym = symmetry.symmetries(*size)
+    G = len(sym.names)
+    samples = az.Sample(
+        board=stack(*[state.board] * G), policy=jnp.asarray(np.stack([policy] * G), jnp.float32), value=jnp.zeros(G)
+    )
+    out, obs = jax.jit(
+        lambda s: (lambda o: (o, az.sample_observations(TINY, size, o)))(az.augment(size, s, jnp.arange(G, dtype=jnp.int32)))
+    )(samples)
+    best = np.flatnonzero(policy == policy.max())
+    for g in range(G):
+        new_values = move_values(out.board.edges[g])
+        expected = np.where(new_values > -100, np.exp(new_values - new_values.max()), 0.0)
+        np.testing.assert_allclose(np.asarray(out.policy[g]), expected / expected.sum(), rtol=1e-5, atol=1e-7)
+        new_best = np.flatnonzero(np.asarray(out.policy[g]) == np.asarray(out.policy[g]).max())
+        assert set(new_best.tolist()) == set(np.asarray(symmetry.transform_action(sym, jnp.asarray(best), g)).tolist())
+        # The network input is the observation of the transformed position.
+        direct = symmetry.transform_state(env, state, g).observation
+        np.testing.assert_array_equal(np.asarray(obs[g]), np.asarray(direct))
+    assert len({tuple(np.asarray(b)) for b in out.board.edges}) > 1  # the images differ
+
+
+# ----------------------------------------------------------------------------- learner
+def test_selfplay_value_targets_on_1x1_are_closed_form():
+    """1x1: P1 always takes the box (module docstring), so value targets are +1 for P1, -1 for P0."""
+    state = az.init_state(TINY, jax.random.key(0))
+    play = az._compiled(TINY).selfplay[0]
+    env_states, buf, stats = play(state.params, state.env_states[0], state.buffers[0], jax.random.key(1))
+    n = int(buf.size)
+    assert n == 4 * 4 and float(stats["games"]) == 4  # 4 games of 4 moves
+    player = np.asarray(buf.data.board.player[:n])
+    np.testing.assert_array_equal(np.asarray(buf.data.value[:n]), np.where(player == 1, 1.0, -1.0))
+    policy = np.asarray(buf.data.policy[:n])
+    np.testing.assert_allclose(policy.sum(axis=1), 1.0, rtol=1e-5)
+    assert np.all(policy[np.asarray(buf.data.board.edges[:n])] == 0)  # no mass on drawn edges
+    assert np.all(np.asarray(env_states.step_count) == 0)  # every slot restarted
+
+
+def test_resumed_run_equals_a_straight_run(tmp_path):
+    straight = az.train(TINY, num_iterations=3, seed=3, directory=tmp_path / "a")
+    first = az.train(TINY, num_iterations=1, seed=3, directory=tmp_path / "b")
+    assert first.resumed_from == 0 and int(first.state.iteration) == 1
+    resumed = az.train(TINY, num_iterations=3, seed=3, directory=tmp_path / "b")
+    assert resumed.resumed_from == 1
+    for a, b in zip(jax.tree.leaves(straight.state), jax.tree.leaves(resumed.state)):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    assert [h["loss"] for h in straight.history] == [h["loss"] for h in resumed.history]
+    # A checkpoint of another config is refused, naming the difference, and left untouched.
+    other = az.AlphaZeroConfig(**{**TINY.__dict__, "network": NetworkConfig(channels=4, num_blocks=1, value_channels=4, value_hidden=8)})
+    before = sorted(p.name for p in (tmp_path / "b").iterdir())
+    with pytest.raises(ConfigMismatch, match="network.channels: 8 in the folder, 4 in this run"):
+        az.train(other, num_iterations=4, seed=3, directory=tmp_path / "b")
+    with pytest.raises(ConfigMismatch, match="seed: 3 in the folder, 4 in this run"):
+        az.train(TINY, num_iterations=4, seed=4, directory=tmp_path / "b")
+    assert sorted(p.name for p in (tmp_path / "b").iterdir()) == before
+
+
+# ----------------------------------------------------------------------------- agent and bad input
+def test_agent_plays_any_board_and_loads_weights(tmp_path):
+    params = nets.init_params(TINY_NET, jax.random.key(0))
+    agent_lib.save_weights(tmp_path, params, network=TINY_NET, value_target="margin", trained=False, command="test")
+    with pytest.warns(UserWarning, match="untrained"):
+        agent = AlphaZeroAgent.from_weights(tmp_path, num_simulations=8, algorithm="muzero")
+    assert agent.name == "alphazero-untrained"
+    env = DotsAndBoxes(1, 2)
+    state = env.from_dbn(dbn_of(7, {1, 2, 3, 4, 6}))
+    acts, _ = agent.act_batch(env, stack(state, state), jax.random.key(0), np.zeros(2, np.int32), np.ones(2, bool))
+    assert acts.tolist() == [5, 5]  # the one-move win: 8 simulations reach its terminal rewards
+    raw = AlphaZeroAgent(params, network=TINY_NET, search=False)
+    env = DotsAndBoxes(3, 4)  # a board it was never built for: the same parameters play it
+    s = env.from_dbn("1" * (env.num_actions - 2) + "00")  # two edges left: the last two
+    acts, _ = raw.act_batch(env, stack(s), jax.random.key(1), np.zeros(1, np.int32), np.ones(1, bool))
+    assert acts[0] in (env.num_actions - 2, env.num_actions - 1)
+    # Weights of another shape: refused, naming the file and the leaf.
+    meta = json.loads((tmp_path / "metadata.json").read_text())
+    meta["network"]["channels"] = 16
+    (tmp_path / "metadata.json").write_text(json.dumps(meta))
+    with pytest.raises(ValueError, match="params.msgpack.*shape"):
+        agent_lib.load_weights(tmp_path)
+
+
+def test_bad_inputs_raise_clear_errors():
+    params = nets.init_params(TINY_NET, jax.random.key(0))
+    with pytest.raises(ValueError, match="num_simulations must be a positive int; got 0"):
+        AlphaZeroAgent(params, network=TINY_NET, num_simulations=0)
+    with pytest.raises(ValueError, match="time_budget must be positive seconds or None; got 0"):
+        AlphaZeroAgent(params, network=TINY_NET, time_budget=0)
+    with pytest.raises(ValueError, match="do not fit the network"):
+        AlphaZeroAgent(params, network=NetworkConfig(channels=16, num_blocks=1, value_channels=4, value_hidden=8))
+    with pytest.raises(ValueError, match="dots_and_boxes"):
+        import jaxgames
+
+        AlphaZeroAgent(params, network=TINY_NET).batched_policy(jaxgames.make("matrix_pd"))
+    with pytest.raises(ValueError, match="channels must be a positive int; got 0"):
+        NetworkConfig(channels=0)
+    with pytest.raises(ValueError, match=r"num_rows must be in \[1, 15\]; got 0"):
+        az.AlphaZeroConfig(board_sizes=((0, 2),))
+    with pytest.raises(ValueError, match="value_target"):
+        az.AlphaZeroConfig(value_target="score")
+    with pytest.raises(ValueError, match="num_simulations must be a positive int; got -1"):
+        az.AlphaZeroConfig(num_simulations=-1)
+    with pytest.raises(ValueError, match="num_iterations must be a positive int; got 0"):
+        az.train(TINY, num_iterations=0)
+    with pytest.raises(ValueError, match="budget_seconds must be a positive number; got 0"):
+        az.train(TINY, num_iterations=1, budget_seconds=0)
