@@ -20,6 +20,11 @@ field                  meaning
 ``step_count``         int32 ``[]``: steps taken since ``init``.
 =====================  ==========================================================
 
+These dtypes, and those of every field a game adds, are the same with
+``jax_enable_x64`` on or off and through ``step`` (so a ``lax.scan`` over
+steps keeps its carry): games give explicit dtypes wherever a Python number
+would otherwise become 64-bit. `jaxgames.testing.api_test` checks both modes.
+
 The rules every game shares, enforced here once:
 
 * **Terminal no-op.** Stepping a state that is already terminated or

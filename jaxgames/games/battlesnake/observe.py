@@ -17,7 +17,9 @@ head_y + (H-1) - r)``. Channels:
 2. food: ``(101 - own health) * food_multiplier`` (eq. 3).
 
 Multipliers (defaults) keep values in ``[-1, 1]``: ``1 / (H W + 1)`` for heads
-and bodies (lengths are at most ``H W + 1``), ``1 / 100`` for food.
+and bodies (lengths are at most ``H W + 1``; only a snake that ate on every
+turn since its stacked start can reach `rules.max_length`, ``H W + 2``, and
+go just past 1), ``1 / 100`` for food.
 
 Rotation: `rotate_to_facing` turns the view so the snake faces up (row 0);
 then the actions are relative, `TURN_LEFT`, `STRAIGHT`, `TURN_RIGHT`
