@@ -51,11 +51,6 @@ def random_legal_action(key: jax.Array, state: State) -> jax.Array:
     return jax.random.categorical(key, logits, axis=-1).astype(jnp.int32)
 
 
-def _leaves_equal(a, b, msg: str = "") -> None:
-    for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b), strict=True):
-        np.testing.assert_array_equal(np.asarray(x), np.asarray(y), err_msg=msg)
-
-
 def _check_state(env: Env, state: State, batch: tuple[int, ...]) -> None:
     n = env.num_players
     a = env.num_actions
