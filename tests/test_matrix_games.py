@@ -67,6 +67,9 @@ def test_illegal_action_in_a_non_square_game_loses():
     [
         ([[1, np.nan], [0, 0]], [[0, 0], [0, 0]], "finite"),
         ([[1, np.inf], [0, 0]], [[0, 0], [0, 0]], "finite"),
+        # finite in float64, inf in float32 (float32's largest is about 3.4e38)
+        ([[1, 1e39], [0, 0]], [[0, 0], [0, 0]], "finite in float32"),
+        ([[1, 0], [0, 0]], [[0, -1e39], [0, 0]], "finite in float32"),
         ([[1, 0], [0, 0]], [[0, 0, 0], [0, 0, 0]], "differ in shape"),
         ([1, 0], [0, 1], "2-D"),
         (np.zeros((3, 2, 2)), None, r"\[2, n, m\]"),

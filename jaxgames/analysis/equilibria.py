@@ -134,7 +134,7 @@ def _payoffs(game) -> np.ndarray:
     """float64 ``[2, n, m]`` (a raw array keeps its own precision, not float32's)."""
     if isinstance(game, MatrixGame):
         return game.payoffs_np.astype(np.float64)
-    validate_payoffs(game)
+    validate_payoffs(game, float32=False)
     return np.asarray(game, dtype=np.float64)
 
 
@@ -154,7 +154,7 @@ def _exact_payoffs(game) -> list[list[list[Fraction]]]:
     if isinstance(game, MatrixGame):
         arr = game.payoffs_np
     else:
-        validate_payoffs(game)  # rank, shape and finiteness checks
+        validate_payoffs(game, float32=False)  # rank, shape and finiteness checks
         arr = np.asarray(game)
         if arr.dtype.kind not in "biufO":
             arr = arr.astype(np.float64)

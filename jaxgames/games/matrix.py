@@ -73,20 +73,24 @@ def payoff(payoffs: jax.Array, actions: jax.Array) -> jax.Array:
     return jnp.moveaxis(payoffs[:, actions[..., 0], actions[..., 1]], 0, -1)
 
 
-def validate_payoffs(row_payoffs, col_payoffs=None) -> np.ndarray:
+def validate_payoffs(row_payoffs, col_payoffs=None, *, float32: bool = True) -> np.ndarray:
     """Checks and stacks payoff tables.
 
     Args:
         row_payoffs: array-like ``[n, m]``, or ``[2, n, m]`` with both players.
         col_payoffs: array-like ``[n, m]``; omitted when ``row_payoffs`` is
             ``[2, n, m]``.
+        float32: the payoffs will be used in float32 (the games' and learners'
+            dtype): a payoff finite in float64 but not in float32 (``1e39``)
+            is refused. `jaxgames.analysis.equilibria` passes False (it
+            computes exactly, at any scale).
 
     Returns:
-        float32 numpy ``[2, n, m]``.
+        float32 numpy ``[2, n, m]`` (float64 when ``float32=False``).
 
     Raises:
         ValueError: on wrong ranks or shapes, fewer than 1 action, or
-            non-finite values.
+            non-finite values (in float32 unless ``float32=False``).
     """
     row = np.asarray(row_payoffs, dtype=np.float64)
     if col_payoffs is None:
@@ -106,7 +110,16 @@ def validate_payoffs(row_payoffs, col_payoffs=None) -> np.ndarray:
         raise ValueError(f"each player needs at least one action; got payoff shape {stacked.shape}")
     if not np.all(np.isfinite(stacked)):
         raise ValueError(f"payoffs must be finite; got {stacked.tolist()}")
-    return stacked.astype(np.float32)
+    if not float32:
+        return stacked
+    with np.errstate(over="ignore"):
+        single = stacked.astype(np.float32)
+    if not np.all(np.isfinite(single)):
+        raise ValueError(
+            f"payoffs must be finite in float32 (|payoff| <= {float(np.finfo(np.float32).max):.4g}); "
+            f"got a largest magnitude of {float(np.max(np.abs(stacked))):.4g}"
+        )
+    return single
 
 
 class MatrixGame(Env):
