@@ -284,6 +284,9 @@ def test_agent_plays_any_board_and_loads_weights(tmp_path):
     s = env.from_dbn("1" * (env.num_actions - 2) + "00")  # two edges left: the last two
     acts, _ = raw.act_batch(env, stack(s), jax.random.key(1), np.zeros(1, np.int32), np.ones(1, bool))
     assert acts[0] in (env.num_actions - 2, env.num_actions - 1)
+    # The shipped weights (a placeholder until the real run ships trained ones) load and say what they are.
+    _, shipped = agent_lib.load_weights()
+    assert isinstance(shipped["trained"], bool) and shipped["command"].startswith("python experiments/alphazero_dab.py")
     # Weights of another shape: refused, naming the file and the leaf.
     meta = json.loads((tmp_path / "metadata.json").read_text())
     meta["network"]["channels"] = 16
@@ -312,7 +315,7 @@ def test_bad_inputs_raise_clear_errors():
         az.AlphaZeroConfig(value_target="score")
     with pytest.raises(ValueError, match="num_simulations must be a positive int; got -1"):
         az.AlphaZeroConfig(num_simulations=-1)
-    with pytest.raises(ValueError, match="num_iterations must be a positive int; got 0"):
-        az.train(TINY, num_iterations=0)
+    with pytest.raises(ValueError, match="num_iterations must be an int >= 0; got -1"):
+        az.train(TINY, num_iterations=-1)
     with pytest.raises(ValueError, match="budget_seconds must be a positive number; got 0"):
         az.train(TINY, num_iterations=1, budget_seconds=0)

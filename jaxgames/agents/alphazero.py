@@ -39,6 +39,9 @@ WEIGHTS_DIR = pathlib.Path(__file__).resolve().parent.parent / "weights" / "alph
 PARAMS_FILE = "params.msgpack"
 METADATA_FILE = "metadata.json"
 
+_SHARED_JIT: dict = {}
+"""Compiled agent policies by (settings, env): parameters are an argument, so agents of equal settings share them."""
+
 SIMULATION_LADDER = (4, 8, 16, 32, 64, 128, 256, 512, 1024)
 """Simulation counts tried by `simulations_for_budget`."""
 
@@ -103,10 +106,14 @@ def load_weights(directory=None) -> tuple[dict, dict]:
 
 
 def _atomic_write(path: pathlib.Path, data: bytes) -> None:
+    """Writes under a temporary name in the same folder, then renames (readable by all: package data)."""
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, 0o644)
         os.replace(tmp, path)
     except BaseException:
         pathlib.Path(tmp).unlink(missing_ok=True)
@@ -169,7 +176,6 @@ class AlphaZeroAgent(JaxAgent):
         self.num_simulations, self.time_budget = int(num_simulations), time_budget
         self.algorithm, self.max_num_considered_actions = algorithm, int(max_num_considered_actions)
         self.search, self.name = bool(search), name
-        self._evaluate = nets.make_evaluate(network, value_target)
         self._budget_sims: dict = {}
 
     @classmethod
@@ -220,21 +226,40 @@ class AlphaZeroAgent(JaxAgent):
         Raises:
             ValueError: ``env`` is not Dots-and-Boxes.
         """
-        search_env = self._search_env(env)
-        num_simulations = self.simulations(env) if self.search else 0
+        fn = self._policy_fn(env)
+        return lambda states, keys, players: fn(self.params, states, keys, players)
 
-        def run(states, keys, players):
+    def _compiled(self, env):
+        """The jitted policy with the parameters as an *argument*: shared by every agent of the same
+        settings (new parameters, e.g. each evaluation during training, compile nothing new)."""
+        key = (self._settings(env), env)
+        fn = _SHARED_JIT.get(key)
+        if fn is None:
+            fn = _SHARED_JIT[key] = jax.jit(self._policy_fn(env))
+        return lambda states, keys, players: fn(self.params, states, keys, players)
+
+    def _settings(self, env) -> tuple:
+        sims = self.simulations(env) if self.search else 0
+        return (self.network, self.value_target, self.search, sims, self.algorithm, self.max_num_considered_actions)
+
+    def _policy_fn(self, env):
+        """``(params, states, keys, players) -> actions``, built from the settings only (not jitted)."""
+        search_env = self._search_env(env)
+        network, value_target, search, num_simulations, algorithm, considered = self._settings(env)
+        evaluate = nets.make_evaluate(network, value_target)
+
+        def run(params, states, keys, players):
             del players  # two-player sequential: the seat to act for is the player to move
             mask = states.legal_action_mask
-            if not self.search:
-                logits, _ = self._evaluate(self.params, states)
+            if not search:
+                logits, _ = evaluate(params, states)
                 logits = jnp.where(mask, logits, jnp.finfo(jnp.float32).min)
                 best = mask & (logits >= jnp.max(logits, axis=-1, keepdims=True))
                 return jax.vmap(masked_uniform_choice)(keys, best)
             out = mcts.network_search(
-                search_env, states, keys[0], evaluate=self._evaluate, params=self.params,
-                num_simulations=num_simulations, algorithm=self.algorithm,
-                max_num_considered_actions=self.max_num_considered_actions, gumbel_scale=0.0, temperature=0.0,
+                search_env, states, keys[0], evaluate=evaluate, params=params,
+                num_simulations=num_simulations, algorithm=algorithm,
+                max_num_considered_actions=considered, gumbel_scale=0.0, temperature=0.0,
             )
             return out.action.astype(jnp.int32)
 

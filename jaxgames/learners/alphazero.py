@@ -786,7 +786,8 @@ def train(
 
     Args:
         config: `AlphaZeroConfig`.
-        num_iterations: total iterations of the run (a resumed run does the rest).
+        num_iterations: total iterations of the run (a resumed run does the rest;
+            one already reached, e.g. 0, restores the latest checkpoint and trains nothing).
         seed: PRNG seed.
         directory: the checkpoint folder (None: no checkpoints).
         checkpoint_every: save every this many iterations (and at the last
@@ -805,14 +806,16 @@ def train(
         A `TrainResult`.
 
     Raises:
-        ValueError: a non-positive ``num_iterations``/``checkpoint_every``, a
-            negative ``eval_every``, a non-positive budget.
+        ValueError: a negative ``num_iterations`` or ``eval_every``, a
+            non-positive ``checkpoint_every`` or budget.
         jaxgames.experiment.ConfigMismatch: ``directory`` holds a run of another
             config or seed (e.g. another network shape; the message lists the
             differences; nothing is written).
         jaxgames.experiment.ResultsDirLocked: another live run uses ``directory``.
     """
-    num_iterations = _positive_int("num_iterations", num_iterations)
+    if isinstance(num_iterations, bool) or not isinstance(num_iterations, (int, np.integer)) or num_iterations < 0:
+        raise ValueError(f"num_iterations must be an int >= 0; got {num_iterations!r}")
+    num_iterations = int(num_iterations)
     checkpoint_every = _positive_int("checkpoint_every", checkpoint_every)
     if isinstance(eval_every, bool) or not isinstance(eval_every, int) or eval_every < 0:
         raise ValueError(f"eval_every must be a non-negative int; got {eval_every!r}")
