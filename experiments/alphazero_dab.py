@@ -55,6 +55,7 @@ import pathlib
 import shlex
 import sys
 import time
+from typing import Optional  # not ``X | None``: jaxgames.experiment.parse_config converts only typing.Union/Optional
 
 import jax
 import jax.numpy as jnp
@@ -120,7 +121,7 @@ class Config:
     """
 
     board_sizes: tuple[str, ...] = ("2x2", "3x3")
-    size_weights: tuple[float, ...] | None = None
+    size_weights: Optional[tuple[float, ...]] = None
     channels: int = 32
     num_blocks: int = 4
     value_channels: int = 16
@@ -146,11 +147,11 @@ class Config:
     eval_simulations: int = 16
     gate_win_rate: float = 0.55
     iterations: int = 10
-    budget_minutes: float | None = None
+    budget_minutes: Optional[float] = None
     seed: int = 0
     checkpoint_every: int = 1
     report: bool = True
-    weights: str | None = None
+    weights: Optional[str] = None
     agent_simulations: int = 64
     perfect_games: int = 20
     random_positions: int = 1000

@@ -319,3 +319,29 @@ def test_bad_inputs_raise_clear_errors():
         az.train(TINY, num_iterations=-1)
     with pytest.raises(ValueError, match="budget_seconds must be a positive number; got 0"):
         az.train(TINY, num_iterations=1, budget_seconds=0)
+
+
+def test_experiment_refuses_bad_settings_before_writing(tmp_path):
+    import importlib.util
+    import pathlib
+    import sys
+
+    path = pathlib.Path(__file__).resolve().parents[1] / "experiments" / "alphazero_dab.py"
+    spec = importlib.util.spec_from_file_location("alphazero_dab", path)
+    exp = importlib.util.module_from_spec(spec)
+    sys.modules["alphazero_dab"] = exp  # dataclasses resolve annotations through sys.modules
+    spec.loader.exec_module(exp)
+    out = tmp_path / "run"
+    for argv, message in [
+        (["colour=red"], "unknown key 'colour'"),
+        (["board_sizes=0x2"], r"board_sizes: num_rows must be in \[1, 15\]; got 0"),
+        (["board_sizes=3by3"], "board_sizes must be a board size like 3x3; got '3by3'"),
+        (["num_simulations=0"], "num_simulations must be a positive int; got 0"),
+        (["alphabeta_budget=0"], "alphabeta_budget must be > 0 seconds; got 0.0"),
+        (["budget_minutes=-1"], "budget_minutes must be > 0 or none; got -1.0"),
+        (["channels=0"], "NetworkConfig.channels must be a positive int; got 0"),
+        (["weights=/no/such/folder"], "weights must be 'shipped' or a weights folder"),
+    ]:
+        with pytest.raises(ValueError, match=message):
+            exp.parse_config(exp.Config, argv + [f"out={out}"])
+    assert not out.exists()  # nothing written

@@ -124,7 +124,7 @@ def _atomic_write(path: pathlib.Path, data: bytes) -> None:
 class AlphaZeroAgent(JaxAgent):
     """Plays the move of a network-guided search (or of the raw network policy) on any board.
 
-    The search is deterministic Gumbel MuZero (``gumbel_scale=0``: sequential
+    The search is Gumbel MuZero, deterministic by default (``gumbel_scale=0``: sequential
     halving over the ``max_num_considered_actions`` most likely moves) or
     PUCT (``algorithm="muzero"``, the most visited move), on a copy of the
     arena's `DotsAndBoxes` whose rewards are in the units of the value
@@ -143,12 +143,16 @@ class AlphaZeroAgent(JaxAgent):
             machine, measured once per board size (`simulations_for_budget`).
         algorithm: ``"gumbel"`` or ``"muzero"``.
         max_num_considered_actions: Gumbel's root candidates.
+        gumbel_scale: Gumbel noise of the root choice (default 0: deterministic,
+            the strongest play; 1 samples from the improved policy, for varied
+            games between two copies of the agent).
         search: False plays the raw policy (no search).
         name: label.
 
     Raises:
         ValueError: ``num_simulations < 1``, ``time_budget <= 0``, an unknown
-            algorithm or value target, parameters that do not fit ``network``.
+            algorithm or value target, a negative ``gumbel_scale``, parameters
+            that do not fit ``network``.
     """
 
     def __init__(
@@ -161,6 +165,7 @@ class AlphaZeroAgent(JaxAgent):
         time_budget: float | None = None,
         algorithm: str = "gumbel",
         max_num_considered_actions: int = 16,
+        gumbel_scale: float = 0.0,
         search: bool = True,
         name: str = "alphazero",
     ):
@@ -169,13 +174,15 @@ class AlphaZeroAgent(JaxAgent):
         )
         if time_budget is not None and (isinstance(time_budget, bool) or not isinstance(time_budget, (int, float)) or not time_budget > 0):
             raise ValueError(f"time_budget must be positive seconds or None; got {time_budget!r}")
+        if isinstance(gumbel_scale, bool) or not isinstance(gumbel_scale, (int, float)) or gumbel_scale < 0:
+            raise ValueError(f"gumbel_scale must be a number >= 0; got {gumbel_scale!r}")
         nets.check_value_target(value_target)
         nets.check_params(params, network)
         self.params = params
         self.network, self.value_target = network, value_target
         self.num_simulations, self.time_budget = int(num_simulations), time_budget
         self.algorithm, self.max_num_considered_actions = algorithm, int(max_num_considered_actions)
-        self.search, self.name = bool(search), name
+        self.search, self.name, self.gumbel_scale = bool(search), name, float(gumbel_scale)
         self._budget_sims: dict = {}
 
     @classmethod
@@ -209,7 +216,8 @@ class AlphaZeroAgent(JaxAgent):
     def _with_simulations(self, n: int) -> "AlphaZeroAgent":
         return AlphaZeroAgent(
             self.params, network=self.network, value_target=self.value_target, num_simulations=n,
-            algorithm=self.algorithm, max_num_considered_actions=self.max_num_considered_actions, name=self.name,
+            algorithm=self.algorithm, max_num_considered_actions=self.max_num_considered_actions,
+            gumbel_scale=self.gumbel_scale, name=self.name,
         )
 
     def policy(self, env, state, key, player=None):
@@ -240,12 +248,12 @@ class AlphaZeroAgent(JaxAgent):
 
     def _settings(self, env) -> tuple:
         sims = self.simulations(env) if self.search else 0
-        return (self.network, self.value_target, self.search, sims, self.algorithm, self.max_num_considered_actions)
+        return (self.network, self.value_target, self.search, sims, self.algorithm, self.max_num_considered_actions, self.gumbel_scale)
 
     def _policy_fn(self, env):
         """``(params, states, keys, players) -> actions``, built from the settings only (not jitted)."""
         search_env = self._search_env(env)
-        network, value_target, search, num_simulations, algorithm, considered = self._settings(env)
+        network, value_target, search, num_simulations, algorithm, considered, gumbel_scale = self._settings(env)
         evaluate = nets.make_evaluate(network, value_target)
 
         def run(params, states, keys, players):
@@ -259,7 +267,7 @@ class AlphaZeroAgent(JaxAgent):
             out = mcts.network_search(
                 search_env, states, keys[0], evaluate=evaluate, params=params,
                 num_simulations=num_simulations, algorithm=algorithm,
-                max_num_considered_actions=considered, gumbel_scale=0.0, temperature=0.0,
+                max_num_considered_actions=considered, gumbel_scale=gumbel_scale, temperature=0.0,
             )
             return out.action.astype(jnp.int32)
 

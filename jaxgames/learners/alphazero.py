@@ -658,9 +658,11 @@ class ProgressEvaluator:
     Measures, on ``eval_config.board``: the optimal-move rate of the raw
     network policy and of the search (`AlphaZeroAgent`) on a fixed set of
     random-play positions (against the exact solver); the score of the
-    current parameters against the previous best and against each fixed
-    opponent through the arena (`jaxgames.evaluation.arena.play_match`),
-    with the Elo difference each implies.
+    current parameters against the previous best (both sampling their root
+    move, Gumbel noise of scale 1, so the games differ) and against each
+    fixed opponent (deterministic search) through the arena
+    (`jaxgames.evaluation.arena.play_match`), with the Elo difference each
+    implies.
 
     Args:
         config: the learner's config (network, value target).
@@ -683,12 +685,12 @@ class ProgressEvaluator:
         self.positions = random_positions(R, C, jax.random.key(seed), eval_config.num_positions)
         self.edges = np.asarray(self.positions.board.edges)
 
-    def _agent(self, params, name, *, search=True):
+    def _agent(self, params, name, *, search=True, gumbel_scale=0.0):
         from jaxgames.agents.alphazero import AlphaZeroAgent
 
         return AlphaZeroAgent(
             params, network=self.config.network, value_target=self.config.value_target,
-            num_simulations=self.eval_config.num_simulations, search=search, name=name,
+            num_simulations=self.eval_config.num_simulations, search=search, name=name, gumbel_scale=gumbel_scale,
         )
 
     def __call__(self, state: TrainState) -> tuple[dict, bool]:
@@ -713,13 +715,17 @@ class ProgressEvaluator:
             actions = agent._compiled(self.env)(batch, jax.random.split(jax.random.fold_in(key, int(search)), n), batch.current_player)
             rate, _ = optimal_move_rate(self.solution, self.edges, np.asarray(actions))
             out["optimal_rate_search" if search else "optimal_rate_raw"] = rate
-        current = self._agent(state.params, "current")
-        opponents = {"best": self._agent(state.best_params, "best")}
+        # Against the previous best both sides sample their root move (Gumbel noise, scale 1):
+        # two deterministic searches would replay the same two games num_games / 2 times each.
+        sampled = self._agent(state.params, "current", gumbel_scale=1.0)
+        opponents = {"best": self._agent(state.best_params, "best", gumbel_scale=1.0)}
         for o in ec.opponents:
             opponents[o] = GreedyAgent() if o == "greedy" else RandomAgent()
+        current = self._agent(state.params, "current")
         promote = False
         for j, (name, opp) in enumerate(opponents.items()):
-            res = arena.play_match(self.env, current, opp, ec.num_games, jax.random.fold_in(key, 10 + j), max_steps=self.env.num_actions + 1)
+            me = sampled if name == "best" else current
+            res = arena.play_match(self.env, me, opp, ec.num_games, jax.random.fold_in(key, 10 + j), max_steps=self.env.num_actions + 1)
             score = (res.wins + 0.5 * (res.draws + res.timeouts)) / ec.num_games
             out[f"score_vs_{name}"] = score
             out[f"elo_vs_{name}"] = elo_difference(score, ec.num_games)
