@@ -78,7 +78,7 @@ class Config:
     seconds: float = 5.0
     train_batch_size: int = 256
     train_steps: int = 10
-    power: float = 4.0
+    power: float = 6.0
     seed: int = 0
     out: str = "results/benchmarks/q_snake"
 

@@ -30,7 +30,14 @@ loads) with the command, the budget and the evaluation beside it;
 ``ship=placeholder`` writes the same but marked untrained.
 
     python experiments/q_snake.py                                   # small CPU run, a few minutes
-    python experiments/q_snake.py budget_minutes=60 generations=1000 ...   # see README for the long run
+    python experiments/q_snake.py generations=10                    # go on to generation 10 (resumes)
+    python experiments/q_snake.py generations=0 baseline_games=1000 # evaluate the checkpoint, no training
+
+``generations=0`` (or any count already reached) trains nothing: it restores
+the checkpoint and runs the evaluation, figures and shipping only. The
+final evaluation's settings (``baseline_games``, ``baseline_max_turns``,
+``gif_turns``) and the run's length (``generations``, ``budget_minutes``) may
+differ between the calls on one folder; every other setting must match.
 
 The default is a small network and few games so that it runs in minutes
 on the 2-core CPU; the seed's network is ``features=32,32,64,64,128,128``.
@@ -54,8 +61,9 @@ from jaxgames.learners import q_snake as qs
 
 BASELINES = ("random_safe", "heuristic")
 SHIP = ("none", "trained", "placeholder")
-NEUTRAL = NEUTRAL_FIELDS + ("generations", "budget_minutes", "ship", "checkpoint_every")
-"""Settings a resumed run may change (they decide how long it runs, not what it computes)."""
+NEUTRAL = NEUTRAL_FIELDS + ("generations", "budget_minutes", "ship", "checkpoint_every", "baseline_games",
+                            "baseline_max_turns", "gif_turns")
+"""Settings a resumed run may change (how long it trains, and the final evaluation: not what training computes)."""
 
 _LEARNER_FIELDS = tuple(f.name for f in dataclasses.fields(qs.QSnakeConfig))
 
@@ -69,7 +77,7 @@ class Config:
     features, num_games, power, walk_generations, walk_health_loss, sampler,
     gap_growth, targets, loss, optimizer, learning_rate, batch_size,
     train_steps, reflect, pit_team_games, pit_solo_games, pit_max_turns,
-    pit_alpha, eval_every, eval_games, reference_generation.
+    pit_policy, pit_alpha, eval_every, eval_games, reference_generation.
 
     Run settings:
         generations: stop after this many generations in all (a resumed run goes on up to it).
@@ -92,21 +100,22 @@ class Config:
     num_turns: int = 96
     features: tuple[int, ...] = (16, 16, 16)
     num_games: int = 32
-    power: float = 4.0
+    power: float = 6.0
     walk_generations: int = 2
     walk_health_loss: int = 9
     sampler: str = "exponential"
     gap_growth: float = 2.0
-    targets: str = "vector"
-    loss: str = "mse"
+    targets: str = "taken"
+    loss: str = "bce"
     optimizer: str = "adam"
     learning_rate: float = 1e-3
     batch_size: int = 128
-    train_steps: int = 20
+    train_steps: int = 50
     reflect: bool = True
     pit_team_games: int = 16
     pit_solo_games: int = 16
     pit_max_turns: int = 300
+    pit_policy: str = "sample"
     pit_alpha: float = 0.01
     eval_every: int = 5
     eval_games: int = 16
