@@ -448,8 +448,8 @@ def write_report(rd: ResultsDir, rows: list, tournament, config: Config) -> list
         ax = axes[0, 0]
         y = np.arange(len(shown))[::-1]
         rate = np.array([r["rate"] for r in shown])
-        lo = rate - np.array([r["ci_low"] for r in shown])
-        hi = np.array([r["ci_high"] for r in shown]) - rate
+        lo = np.maximum(rate - np.array([r["ci_low"] for r in shown]), 0.0)
+        hi = np.maximum(np.array([r["ci_high"] for r in shown]) - rate, 0.0)
         ax.errorbar(rate, y, xerr=[lo, hi], fmt="o", capsize=3)
         for yi, r in zip(y, shown):
             if r.get("target") is not None:
