@@ -73,7 +73,8 @@ class Config:
     """Settings (every field is a ``key=value`` override).
 
     Learner settings (`jaxgames.learners.q_snake.QSnakeConfig`, defaults made
-    small for a CPU run): board_size, num_snakes, max_turns, num_turns,
+    small for a CPU run): board_size, num_snakes, head_multiplier,
+    body_multiplier, max_turns, num_turns,
     features, num_games, power, walk_generations, walk_health_loss, sampler,
     gap_growth, targets, loss, optimizer, learning_rate, batch_size,
     train_steps, reflect, pit_team_games, pit_solo_games, pit_max_turns,
@@ -96,6 +97,8 @@ class Config:
 
     board_size: int = 11
     num_snakes: int = 4
+    head_multiplier: float = 0.1
+    body_multiplier: float = 0.1
     max_turns: int = 500
     num_turns: int = 96
     features: tuple[int, ...] = (16, 16, 16)
@@ -390,7 +393,8 @@ def run(config: Config, argv=()) -> dict:
         write_tables(result.history, result.evaluations)
         write_figures(rd, result.history, result.evaluations)
         best = result.state.best
-        snake = QSnakeAgent(best, features=lc.features, board_size=lc.board_size, trained=True, name="q_snake")
+        snake = QSnakeAgent(best, features=lc.features, board_size=lc.board_size, head_multiplier=lc.head_multiplier,
+                            body_multiplier=lc.body_multiplier, trained=True, name="q_snake")
         key = jax.random.key(config.seed + 7919)
         gif_key, base_key = jax.random.split(key)
         if config.gif_turns and config.num_snakes == 4:
@@ -432,6 +436,8 @@ def ship_weights(config: Config, result: qs.TrainResult, baselines: list, argv) 
         "features": list(config.features),
         "board_size": config.board_size,
         "num_snakes": config.num_snakes,
+        "head_multiplier": config.head_multiplier,
+        "body_multiplier": config.body_multiplier,
         "generations": len(h),
         "accepted": sum(r["accepted"] for r in h),
         "training_seconds": sum(r["seconds"] for r in h),

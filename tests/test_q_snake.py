@@ -22,6 +22,7 @@ import pytest
 from jaxgames.games.battlesnake import observe, rules
 from jaxgames.games.battlesnake.rules import DOWN, LEFT, RIGHT, UP
 from jaxgames.learners import q_snake as qs
+from jaxgames.networks.q_snake import rotated_views
 
 TINY = qs.QSnakeConfig(
     board_size=7, num_snakes=4, max_turns=30, num_turns=16, features=(4,), num_games=4, batch_size=8, train_steps=2,
@@ -29,7 +30,7 @@ TINY = qs.QSnakeConfig(
 )
 
 
-_views = jax.jit(lambda board: observe.observe(board, rotated=True))
+_views = jax.jit(rotated_views)  # the network's input: seed-003 views, heads and bodies x 0.1, clipped to [-1, 1]
 _facing = jax.jit(rules.facing)
 
 
@@ -137,6 +138,24 @@ def test_exponential_sampler_gaps():
     np.testing.assert_array_equal(qs.sample_distances(40), [0, 1, 3, 7, 15, 31])
     np.testing.assert_array_equal(qs.sample_distances(40, gap_growth=3.0), [0, 1, 4, 13])  # gaps 1, 3, 9
     np.testing.assert_array_equal(qs.sample_distances(5, "all"), [0, 1, 2, 3, 4])
+
+
+# ----------------------------------------------------------------------------- the view
+def test_network_view_values_by_hand():
+    # 7x7. A (length 3, health 70) head (3, 3) facing UP (neck (3, 2), tail (3, 1));
+    # B (length 5) head (5, 5), body down to (5, 1); food at (1, 3).
+    board = rules.board_from_bodies(
+        [[(3, 3), (3, 2), (3, 1)], [(5, 5), (5, 4), (5, 3), (5, 2), (5, 1)]], size=7, food=[(1, 3)], health=[70, 100]
+    )
+    v = np.asarray(_views(board)[0])  # A faces up: no rotation; centre (6, 6) is A's head
+    assert v[6, 6, 0] == pytest.approx((3 - 3 + 0.5) * 0.1)  # eq. 1, own head
+    assert v[4, 8, 0] == pytest.approx((5 - 3 + 0.5) * 0.1)  # B's head: two cells right, two up
+    assert v[6, 6, 1] == pytest.approx(3 * 0.1) and v[7, 6, 1] == pytest.approx(2 * 0.1)  # eq. 2: turns until it leaves
+    assert v[4, 8, 1] == pytest.approx(5 * 0.1)
+    assert v[6, 2, 1] == 1.0 and v[6, 3, 1] == 0.0  # x = -1 is wall, x = 0 is free
+    assert v[6, 4, 2] == pytest.approx((101 - 70) / 100)  # eq. 3, food two cells left
+    long = rules.board_from_bodies([[(3, y) for y in range(6, -1, -1)] + [(4, y) for y in range(0, 7)]], size=7)
+    assert float(jnp.max(_views(long))) == 1.0  # a 14-long body saturates at the wall's value
 
 
 # ----------------------------------------------------------------------------- reflections

@@ -10,12 +10,14 @@ trained them and whether they are trained at all). Weights marked
 ``"trained": false`` (a placeholder) load with an `UntrainedWeightsWarning`
 and an agent name ending in ``(untrained)``.
 
-Other board sizes: the network reads views of the size it was trained on
+The view is `jaxgames.networks.q_snake.rotated_views` with the head and
+body multipliers the network was trained with (in the metadata). Other
+board sizes: the network reads views of the size it was trained on
 (``2 board_size - 1``). On a smaller board the view is padded with wall
 cells (what the snake would see if the board were surrounded by more
 wall), on a larger one it is cropped around the head (the snake sees
-``board_size - 1`` cells each way). The view's scale factors are those of the
-training board (`observe.default_multipliers`), so values mean the same.
+``board_size - 1`` cells each way); the multipliers do not depend on the
+board size, so values mean the same.
 
 The server serves it with ``python -m jaxgames.games.battlesnake.server
 --agent q_snake`` (registered lazily in `jaxgames.agents.battlesnake.AGENTS`:
@@ -35,7 +37,7 @@ import numpy as np
 
 from jaxgames.agents.battlesnake import QAgent
 from jaxgames.games.battlesnake import observe, rules
-from jaxgames.networks.q_snake import QSnakeNet, init_variables, validate_features, variable_shapes
+from jaxgames.networks.q_snake import QSnakeNet, init_variables, rotated_views, validate_features, variable_shapes
 
 WEIGHTS_DIR = pathlib.Path(__file__).resolve().parent.parent / "weights" / "q_snake"
 """The shipped weights' folder (package data)."""
@@ -130,6 +132,8 @@ class QSnakeAgent(QAgent):
             (`load_weights` of ``weights_dir``).
         features: the network's filters (required with ``variables``).
         board_size: the board size the network was trained on (required with ``variables``).
+        head_multiplier, body_multiplier: the view's scale the network was
+            trained with (with ``variables``; default 0.1, the learner's default).
         weights_dir: a weights folder to load instead of the shipped one.
         trained: whether ``variables`` are trained (given ``variables``; a
             loaded folder says it in its metadata).
@@ -150,6 +154,8 @@ class QSnakeAgent(QAgent):
         *,
         features=None,
         board_size: int | None = None,
+        head_multiplier: float = 0.1,
+        body_multiplier: float = 0.1,
         weights_dir=None,
         trained: bool = True,
         name: str | None = None,
@@ -158,6 +164,8 @@ class QSnakeAgent(QAgent):
             variables, metadata = load_weights(weights_dir)
             features, board_size = tuple(metadata["features"]), int(metadata["board_size"])
             trained = bool(metadata.get("trained", False))
+            head_multiplier = float(metadata.get("head_multiplier", head_multiplier))
+            body_multiplier = float(metadata.get("body_multiplier", body_multiplier))
         else:
             if features is None or board_size is None:
                 raise ValueError("QSnakeAgent(variables=...) needs features= and board_size= (the network's shape)")
@@ -168,6 +176,7 @@ class QSnakeAgent(QAgent):
         self.features = validate_features(features)
         self.board_size = int(board_size)
         self.view_size = 2 * self.board_size - 1
+        self.head_multiplier, self.body_multiplier = float(head_multiplier), float(body_multiplier)
         self.variables = variables
         self.net = QSnakeNet(features=self.features)
         if not trained:
@@ -186,9 +195,7 @@ class QSnakeAgent(QAgent):
 
     def view(self, board: rules.Board, player: jax.Array) -> jax.Array:
         """float32 ``[view_size, view_size, 3]``: snake ``player``'s view, rotated to face up and fitted to the network (`fit_view`)."""
-        mh, mb, mf = observe.default_multipliers(self.board_size)
-        ego = observe.egocentric(board, head_multiplier=mh, body_multiplier=mb, food_multiplier=mf)[player]
-        rotated = observe.rotate_to_facing(ego, rules.facing(board)[player])
+        rotated = rotated_views(board, self.head_multiplier, self.body_multiplier)[player]
         return fit_view(rotated, self.view_size)
 
     def policy(self, env, state, key: jax.Array, player: jax.Array) -> jax.Array:

@@ -16,14 +16,14 @@ The generation loop (`QSnakeLearner.generation`):
    records the chosen action, the Q-vector, whether the snake acted, the
    transition weight Psi (eq. 8, `transition_weights`), whether the snake
    died or won in that step and whether its game's chain ended there. The
-   rotated 21x21x3 views are not stored: the board of every turn is (about
-   0.9 kB for 4 snakes on 11x11 against 21 kB for the four views), and the
-   views of the positions drawn for training are recomputed from it, exactly
-   as the env computed them (`jaxgames.games.battlesnake.observe.observe`,
-   ``rotated=True``). Why restart games rather than play ``B`` games to
+   rotated 21x21x3 views (`QSnakeLearner.views`) are not stored: the board of
+   every turn is (about 0.9 kB for 4 snakes on 11x11 against 21 kB for the
+   four views), and the views of the positions drawn for training are
+   recomputed from it by the same function. Why restart games rather than play ``B`` games to
    their end: the network evaluates every seat of every slot each turn, and
    with games of very different lengths most slots would sit finished
-   (measured: under 20% of the evaluations were living snakes); the price is
+   (measured with untrained networks, 256 games played to their end: about
+   16% of the network's evaluations were of living snakes); the price is
    the games still running when the record ends, whose chains have no
    outcome and are not trained on (choose ``num_turns`` several times the
    typical game length).
@@ -36,11 +36,11 @@ The generation loop (`QSnakeLearner.generation`):
    (`reflect_example`: the view mirrored, turn-left and turn-right swapped).
    The *candidate* network keeps training from generation to generation
    (AlphaGo Zero's scheme: the best network only generates data).
-4. **Pit** (`QSnakeLearner.pit`): the candidate against the best in "team"
+4. **Pit** (`QSnakeLearner._pit`): the candidate against the best in "team"
    games (the candidate holds half the seats: 2v2 with 4 snakes, fair share
    1/2) and "solo" games (one seat against ``S - 1``: 1v3, fair share
-   1/S), both sides playing ``pit_policy``. It replaces the best only if its total
-   wins reach `pit_threshold`: the smallest count that a network winning
+   1/S), both sides playing ``pit_policy``. It replaces the best only if
+   its total wins reach `pit_threshold`: the smallest count that a network winning
    each format at exactly its fair share reaches with probability below
    ``pit_alpha`` (1%).
 
@@ -51,6 +51,18 @@ generation serves both.
 
 Where the seed is ambiguous, the choices made here:
 
+* **View scale.** Eqs. 1-2 scale heads and bodies by a "multiplier ... to
+  keep the value in the range [-1, 1]". The strict bound, 1 / (H W + 1)
+  (`observe.default_multipliers`), makes a body cell 0.008-0.08 on 11x11
+  beside a wall's 1 in the same channel and a head +-0.004-0.04: a snake
+  trained on it learned walls (none of its deaths) but not bodies or heads
+  (measured: the greedy snake of a 10-generation run died by a body or
+  head collision in 62 of 64 games against three random-safe snakes, on
+  turn 22 on average). Here ``head_multiplier`` and ``body_multiplier``
+  are 0.1 by default and the view is clipped to [-1, 1]
+  (`jaxgames.networks.q_snake.rotated_views`):
+  a body cell that stays 10 turns or more reads like a wall (both are
+  deadly), length differences of 10 or more saturate.
 * **Psi at a death.** Eq. 8's exception ("if a snake made an action and died
   right after, then the assigned value is simply 0") is read as: the
   snake's own Psi of that step is 0 and its target is the death value 0
@@ -96,10 +108,12 @@ Where the seed is ambiguous, the choices made here:
   (``pit_policy="sample"``); ``"greedy"`` plays argmax Q, as the shipped
   agent does. Why not greedy by default: two greedy copies of similar
   networks on the symmetric start points mirror each other into
-  head-to-head collisions (measured: every death of a 64-game greedy pit
-  between generations 9 and 10 was head-to-head, the winner a coin flip),
-  so a candidate that walks better never shows it; sampling breaks the
-  symmetry and tests the policy self-play actually uses.
+  head-to-head collisions (measured after 10 generations of a test run:
+  in 64 greedy 1v3 games of the candidate against the best, every one of
+  the candidate's 57 deaths was head-to-head, and it won 7 games, below
+  the fair share of 16, although it won 61 of 64 against the initial
+  network), so a candidate that walks better never shows it; sampling
+  breaks the symmetry and tests the policy self-play actually uses.
   A team wins when one of its snakes outlasts every snake of the other team
   (eliminated on a later turn, or alive at the end); games where the last
   snakes of both sides fall together or survive the turn limit count as no
@@ -131,7 +145,7 @@ from flax import struct
 from jaxgames.games.battlesnake import observe, rules
 from jaxgames.games.battlesnake.env import Battlesnake, BattlesnakeParams, BattlesnakeState
 from jaxgames.games.battlesnake.rules import Board
-from jaxgames.networks.q_snake import SEED_FEATURES, QSnakeNet, init_variables, validate_features
+from jaxgames.networks.q_snake import SEED_FEATURES, QSnakeNet, init_variables, rotated_views, validate_features
 
 Q_FLOOR = 1e-7
 """Q-values are clipped to ``[Q_FLOOR, 1]`` before the logarithm of the power-softmax (a sigmoid can round to 0)."""
@@ -176,6 +190,8 @@ class QSnakeConfig:
         board_size: board width = height (the views are ``2 board_size - 1`` wide).
         num_snakes: snakes per game, ``S`` (even, >= 2: the team pit gives
             each side half the seats).
+        head_multiplier, body_multiplier: the scale of the view's heads
+            (eq. 1) and bodies (eq. 2), > 0 (module docstring, "View scale").
         max_turns: a self-play game's turn limit (a longer game is truncated).
         num_turns: turns of self-play per generation, ``T`` (every slot
             restarts its game when it ends; chains still running at the
@@ -212,6 +228,8 @@ class QSnakeConfig:
 
     board_size: int = 11
     num_snakes: int = 4
+    head_multiplier: float = 0.1
+    body_multiplier: float = 0.1
     max_turns: int = 500
     num_turns: int = 256
     features: tuple[int, ...] = SEED_FEATURES
@@ -249,6 +267,8 @@ class QSnakeConfig:
         if self.pit_team_games + self.pit_solo_games < 1:
             raise ValueError("the pit needs games: pit_team_games + pit_solo_games must be >= 1; got 0")
         _pos_float("power", self.power)
+        _pos_float("head_multiplier", self.head_multiplier)
+        _pos_float("body_multiplier", self.body_multiplier)
         _pos_float("learning_rate", self.learning_rate)
         if self.walk_health_loss not in rules.HEALTH_LOSS_CHOICES or isinstance(self.walk_health_loss, bool):
             raise ValueError(f"walk_health_loss must be one of {rules.HEALTH_LOSS_CHOICES}; got {self.walk_health_loss!r}")
@@ -497,7 +517,7 @@ class SelfPlayRecord(NamedTuple):
 
     Attributes:
         boards: `rules.Board` with leaves ``[T, B, ...]``: the board before each turn
-            (the rotated views are ``observe.observe(board, rotated=True)`` of it).
+            (the rotated views are `QSnakeLearner.views` of it).
         action: int8 ``[T, B, S]``: the relative action taken (0 left, 1 straight, 2 right).
         q: float32 ``[T, B, S, 3]``: the Q-vector computed.
         acting: bool ``[T, B, S]``: the snake was alive and its game on before the turn.
@@ -697,10 +717,16 @@ def _reraise_oom(err: Exception, config: QSnakeConfig):
 class QSnakeLearner:
     """The compiled pieces of AlphaSnake Zero for one `QSnakeConfig` (module docstring).
 
-    Every method that runs games or training is jitted once per config (the
+    Every piece that runs games or training is jitted once per config (the
     config is the cache key: two learners of equal configs share compiled
-    functions) and takes the game's numeric settings as traced
-    `BattlesnakeParams`.
+    functions; `TRACES` counts the traces) and takes the game's numeric
+    settings as traced `BattlesnakeParams`.
+
+    Methods (jitted): ``self_play(variables, params, key) -> SelfPlayRecord``;
+    ``versus(vars_a, vars_b, key, num_games, seats_a, params)`` (pit games);
+    ``evaluate(vars_a, vars_b, key)`` (A against B in ``eval_games`` team and
+    solo games); and `generation` (host-side: `_collect`, ``train_steps``
+    calls of `_train_step`, `_pit`).
 
     Attributes:
         config: the settings.
@@ -709,6 +735,8 @@ class QSnakeLearner:
         net: the `QSnakeNet`.
         tx: the Optax optimiser.
         threshold: `pit_threshold` of the config's pit.
+        distances: `sample_distances` of the config; ``sample_table`` bool
+            ``[num_turns + 1]`` marks them.
     """
 
     def __init__(self, config: QSnakeConfig):
@@ -716,8 +744,9 @@ class QSnakeLearner:
             raise TypeError(f"config must be a QSnakeConfig; got {type(config).__name__}")
         self.config = config
         c = config
-        self.env = Battlesnake(board_size=c.board_size, num_snakes=c.num_snakes, max_turns=c.max_turns, observation="rotated")
-        self.pit_env = Battlesnake(board_size=c.board_size, num_snakes=c.num_snakes, max_turns=c.pit_max_turns, observation="rotated")
+        # the views are computed here (`views`), not by the env (its observation uses the default multipliers)
+        self.env = Battlesnake(board_size=c.board_size, num_snakes=c.num_snakes, max_turns=c.max_turns, observation="none")
+        self.pit_env = Battlesnake(board_size=c.board_size, num_snakes=c.num_snakes, max_turns=c.pit_max_turns, observation="none")
         self.net = QSnakeNet(features=c.features)
         opt = {"adam": optax.adam, "sgd": optax.sgd}[c.optimizer]
         self.tx = opt(c.learning_rate)
@@ -766,6 +795,10 @@ class QSnakeLearner:
             rng=jax.random.key_data(key),
         )
 
+    def views(self, board: Board) -> jax.Array:
+        """float32 ``[S, V, V, 3]``: every snake's `jaxgames.networks.q_snake.rotated_views` with the config's multipliers."""
+        return rotated_views(board, self.config.head_multiplier, self.config.body_multiplier)
+
     def q_values(self, variables: dict, views: jax.Array) -> jax.Array:
         """float32 ``[..., 3]``: the network's Q-values in inference mode."""
         return self.net.apply(variables, views, train=False)
@@ -785,7 +818,7 @@ class QSnakeLearner:
             act_key, step_key, reset_key = jax.random.split(k, 3)
             board = states.board
             acting = board.alive & ~(states.terminated | states.truncated)[:, None]
-            q = self.q_values(variables, states.observation)  # [B, S, 3]
+            q = self.q_values(variables, jax.vmap(self.views)(board))  # [B, S, 3]
             logpi = log_power_softmax(q, c.power)
             rel = jax.random.categorical(act_key, logpi).astype(jnp.int32)  # [B, S]
             moves = observe.relative_to_absolute(rel, jax.vmap(rules.facing)(board))
@@ -857,7 +890,7 @@ class QSnakeLearner:
         """Training example ``i`` of the sampled positions: rotated view ``[V, V, 3]``, target ``[3]``, loss mask ``[3]``."""
         t, b, s = data.t[i], data.b[i], data.s[i]
         board = jax.tree.map(lambda x: x[t, b], data.record.boards)
-        view = observe.observe(board, rotated=True)[s]
+        view = self.views(board)[s]
         target = data.vector[t, b, s]
         if self.config.targets == "vector":
             mask = jnp.ones((3,), jnp.float32)
@@ -925,7 +958,7 @@ class QSnakeLearner:
         def body(carry):
             states, key = carry
             key, step_key, act_key = jax.random.split(key, 3)
-            obs = states.observation  # [G, S, V, V, 3]
+            obs = jax.vmap(self.views)(states.board)  # [G, S, V, V, 3]
             take = lambda idx: jnp.take_along_axis(obs, idx[:, :, None, None, None], axis=1)  # noqa: E731
             rows = jnp.arange(G)[:, None]
             q = jnp.zeros((G, S, 3), jnp.float32).at[rows, idx_a].set(self.q_values(vars_a, take(idx_a)))

@@ -28,11 +28,34 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
+from jaxgames.games.battlesnake import observe, rules
+from jaxgames.games.battlesnake.rules import Board
+
 SEED_FEATURES = (32, 32, 64, 64, 128, 128)
 """Filters of the seed's six 3x3 convolutions (section 4)."""
 
 NUM_RELATIVE_ACTIONS = 3
 """Turn left, straight, turn right (`jaxgames.games.battlesnake.observe.TURN_LEFT` ...)."""
+
+
+def rotated_views(board: Board, head_multiplier: float = 0.1, body_multiplier: float = 0.1) -> jax.Array:
+    """Every snake's egocentric view (seed 003, eqs. 1-3), clipped to [-1, 1] and rotated to face up: the network's input.
+
+    `observe.egocentric` with the given head and body multipliers (food:
+    ``1 / 100``, eq. 3), clipped to [-1, 1], then `observe.rotate_to_facing`
+    each snake's `rules.facing`. Why not the default multipliers
+    (``1 / (H W + 1)``): see `jaxgames.learners.q_snake`, "View scale".
+
+    Args:
+        board: one board.
+        head_multiplier, body_multiplier: the scale of eqs. 1 and 2.
+
+    Returns:
+        float32 ``[S, 2H-1, 2W-1, 3]``.
+    """
+    ego = observe.egocentric(board, head_multiplier=head_multiplier, body_multiplier=body_multiplier, food_multiplier=0.01)
+    ego = jnp.clip(ego, -1.0, 1.0)
+    return jax.vmap(observe.rotate_to_facing)(ego, rules.facing(board))
 
 
 def validate_features(features) -> tuple[int, ...]:
