@@ -37,8 +37,13 @@ With ``ship=trained`` the reported network is written to
 loads) with the command, budget and report beside it; ``ship=placeholder``
 writes the same marked untrained (a smoke run).
 
-    python experiments/alphazero_dab.py                        # small CPU run: a few minutes
+    python experiments/alphazero_dab.py                        # small CPU run: about 10 minutes on 2 cores
     python experiments/alphazero_dab.py iterations=40          # go on to iteration 40 (resumes)
+    # the long run (hours; see jaxgames/weights/alphazero_dab/README.md):
+    python experiments/alphazero_dab.py board_sizes=2x2,3x3,4x4 num_envs=64 num_simulations=16 \\
+        max_num_considered_actions=16 updates_per_iteration=32 iterations=3000 budget_minutes=240 \\
+        eval_every=100 eval_games=64 eval_positions=1000 out=results/alphazero_dab_main ship=trained
+    # the targets at full size, on the shipped weights:
     python experiments/alphazero_dab.py iterations=0 weights=shipped out=results/alphazero_dab_eval \\
         perfect_games=1000 random_positions=10000 games_5x5=200 games_7x7=100 tournament_rounds=20
 
@@ -480,12 +485,13 @@ def write_readme(rd, config, result, source, report_lines, seconds, argv) -> str
         f"Command: `python experiments/alphazero_dab.py {' '.join(shlex.quote(a) for a in argv)}`; settings in "
         f"[config.json](config.json). Device: {jax.devices()[0].platform}. This call took {seconds / 60:.1f} min.",
         "",
-        f"Training: boards {', '.join(config.board_sizes)}; network {lc.network}; {lc.num_envs} games per size per "
+        ("No training in this call: the report is on the weights named below." if result is None else
+         f"Training: boards {', '.join(config.board_sizes)}; network {lc.network}; {lc.num_envs} games per size per "
         f"iteration, {lc.num_simulations} Gumbel simulations per self-play move; {lc.updates_per_iteration} AdamW steps "
         f"of {lc.batch_size} positions per size per iteration. {len(h)} iterations in all"
         + (f" (resumed at iteration {result.resumed_from})" if result is not None and result.resumed_from else "")
         + (" (stopped by the wall-clock budget)" if result is not None and result.stopped_by_budget else "")
-        + f". Curves: [curves.csv](curves.csv), [curves.png](curves.png).",
+        + ". Curves: [curves.csv](curves.csv), [curves.png](curves.png)."),
         "",
         f"Reported network: {source}.",
     ]
