@@ -49,6 +49,7 @@ import pathlib
 import re
 import secrets
 import shutil
+import types
 import typing
 import warnings
 import zlib
@@ -73,7 +74,7 @@ _TMP_RE = re.compile(r"^\..+\.\d+-[0-9a-f]{8}\.tmp$")
 def _convert(text: str, annotation: Any, name: str):
     origin = typing.get_origin(annotation)
     args = typing.get_args(annotation)
-    if origin is typing.Union or str(origin) == "types.UnionType":
+    if origin is typing.Union or origin is types.UnionType:
         non_none = [a for a in args if a is not type(None)]
         if text.lower() in {"none", "null"} and type(None) in args:
             return None

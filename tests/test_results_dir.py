@@ -277,3 +277,20 @@ def test_check_names_and_check_positive():
     with pytest.raises(ValueError, match="games needs at least 1"):  # an empty override parses to ()
         cfg = parse_config(Config, ["games="])
         check_names("games", cfg.games)
+
+
+@dataclasses.dataclass(frozen=True)
+class _OptionalSettings:
+    budget_minutes: float | None = None
+    rounds: "int | None" = 3
+
+
+def test_parse_config_converts_pep604_optionals():
+    """``float | None`` was returned as the string '2' (the union check compared the wrong name)."""
+    from jaxgames.experiment import parse_config
+
+    cfg = parse_config(_OptionalSettings, ["budget_minutes=2", "rounds=none"])
+    assert cfg.budget_minutes == 2.0 and isinstance(cfg.budget_minutes, float)
+    assert cfg.rounds is None
+    with pytest.raises(ValueError, match="budget_minutes"):
+        parse_config(_OptionalSettings, ["budget_minutes=abc"])
