@@ -432,7 +432,9 @@ def ship_weights(config: Config, result: qs.TrainResult, baselines: list, argv) 
     h = result.history
     metadata = {
         "trained": trained,
-        "note": "trained by experiments/q_snake.py" if trained else "UNTRAINED PLACEHOLDER: a smoke run, not a trained snake",
+        "note": "trained by experiments/q_snake.py" if trained else (
+            f"UNTRAINED PLACEHOLDER: a {len(h)}-generation smoke run ({sum(r['seconds'] for r in h) / 60:.1f} min of "
+            "training), not the trained snake of issue 11"),
         "features": list(config.features),
         "board_size": config.board_size,
         "num_snakes": config.num_snakes,
