@@ -292,10 +292,11 @@ def _targets(history: list) -> list[str]:
     if late:
         worst = max(r["starvation_wall_share"] for r in late)
         pooled = sum(r["deaths_starvation"] + r["deaths_wall"] for r in late) / max(sum(r["deaths"] for r in late), 1)
-        lines.append(f"* starvation + wall deaths after generation 6: pooled {pooled:.1%}, worst generation {worst:.1%} "
+        lines.append(f"* starvation + wall deaths of the self-play games from generation 6 on (0-based, {len(late)} generations): "
+                     f"pooled {pooled:.1%}, worst generation {worst:.1%} "
                      f"(target < 5%: {'met' if worst < 0.05 else 'not met'})")
     else:
-        lines.append("* starvation + wall deaths after generation 6: not reached (fewer than 7 generations)")
+        lines.append("* starvation + wall deaths from generation 6 on: not reached (fewer than 7 generations)")
     if len(history) >= 2:
         g = np.array([r["generation"] for r in history], float)
         length = np.array([r["game_length"] for r in history], float)
