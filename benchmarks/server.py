@@ -128,14 +128,13 @@ def bare_decision(cfg: Config, bodies: list[bytes]) -> dict:
         _, decide = srv._for_size(cfg.board_size)
         parsed = [srv.parse(b) for b in bodies]
         move, policy = [], []
-        key = jax.random.key(cfg.seed)
         for i in range(cfg.bare_repeats + 20):
             body = bodies[i % len(bodies)]
             t0 = time.perf_counter()
             srv.move(body)
             t1 = time.perf_counter()
             p = parsed[i % len(parsed)]
-            decide(p.board, key, p.you)
+            decide(p.board, i, p.you)
             t2 = time.perf_counter()
             if i >= 20:  # the first calls warm caches
                 move.append(t1 - t0)

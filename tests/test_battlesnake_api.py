@@ -65,6 +65,21 @@ def test_parse_pads_and_keeps_ids():
     assert rules.ELIMINATION_CAUSES[int(r.board.eliminated_cause[1])] == "unknown"
 
 
+def test_host_arrays_parse_the_same_board_as_numpy():
+    import jax
+
+    ids = ["gamma", "x", "beta", "alpha"]
+    dev = api.parse_request(REQUEST, num_snakes=4, ids=ids)
+    host = api.parse_request(REQUEST, num_snakes=4, ids=ids, host_arrays=True)
+    for name, a in vars(dev.board).items():
+        b = getattr(host.board, name)
+        assert isinstance(a, jax.Array) and isinstance(b, np.ndarray), name
+        assert a.dtype == b.dtype and a.shape == b.shape and np.array_equal(np.asarray(a), b), name
+    # the eliminated padding: no body, head off the board, cause "unknown"
+    assert host.board.body[1].sum() == 0 and host.board.head[1].tolist() == [-1, -1]
+    assert rules.ELIMINATION_CAUSES[int(host.board.eliminated_cause[1])] == "unknown"
+
+
 def test_round_trip_to_request():
     r = api.parse_request(REQUEST)
     out = api.to_request(r.board, 2, r.ids, game=r.game)

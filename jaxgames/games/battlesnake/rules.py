@@ -496,7 +496,8 @@ def board_from_bodies(
         turn: the turn number.
 
     Returns:
-        A `Board` (numpy leaves converted to jax arrays).
+        A `Board` of jax arrays (built in numpy and moved to the device in one
+        `jax.device_put`: this is on the server's per-request path).
 
     Raises:
         ValueError: a point off the board, an empty or non-contiguous body
@@ -506,6 +507,11 @@ def board_from_bodies(
             `MAX_HAZARD_STACK` hazards on one cell, or health outside
             ``[0, 100]``.
     """
+    return jax.device_put(board_numpy(bodies, size=size, health=health, food=food, hazards=hazards, turn=turn))
+
+
+def board_numpy(bodies, *, size: int, health=None, food=(), hazards=(), turn: int = 0) -> Board:
+    """`board_from_bodies` with numpy leaves (same checks and errors), for callers that edit it before `jax.device_put`."""
     validate_size(size, max(len(bodies), 1))
     n = len(bodies)
     health = [SNAKE_MAX_HEALTH] * n if health is None else list(health)
@@ -558,16 +564,16 @@ def board_from_bodies(
         x, y = np.unravel_index(np.argmax(hz), hz.shape)
         raise ValueError(f"{int(hz[x, y])} hazards on cell {(int(x), int(y))}; a cell holds at most {MAX_HAZARD_STACK}")
     return Board(
-        head=jnp.asarray(heads),
-        length=jnp.asarray([len(b) for b in bodies], jnp.int32),
-        health=jnp.asarray(health, jnp.int32),
-        body=jnp.asarray(body.reshape(n, size * size), body_dtype(size)),
-        food=jnp.asarray(food_grid.reshape(-1)),
-        hazards=jnp.asarray(hz.reshape(-1), jnp.int8),
-        eliminated_cause=jnp.zeros(n, jnp.int32),
-        eliminated_on_turn=jnp.zeros(n, jnp.int32),
-        eliminated_by=jnp.full(n, -1, jnp.int32),
-        turn=jnp.int32(turn),
+        head=heads,
+        length=np.asarray([len(b) for b in bodies], np.int32),
+        health=np.asarray(health, np.int32),
+        body=body.reshape(n, size * size).astype(body_dtype(size)),
+        food=food_grid.reshape(-1),
+        hazards=hz.reshape(-1).astype(np.int8),
+        eliminated_cause=np.zeros(n, np.int32),
+        eliminated_on_turn=np.zeros(n, np.int32),
+        eliminated_by=np.full(n, -1, np.int32),
+        turn=np.asarray(turn, np.int32),
     )
 
 

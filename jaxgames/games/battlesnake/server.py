@@ -311,7 +311,11 @@ class BattlesnakeServer:
         return self.address[1]
 
     def _for_size(self, size: int):
-        """``(env, decide)`` for a board size, built once: ``decide(board, key, you) -> int``."""
+        """``(env, decide)`` for a board size, built once: ``decide(board, turn_index, you) -> int``.
+
+        A JAX agent's key is ``fold_in(key(seed), turn_index)``, derived inside
+        the compiled call (no per-request key split on the host).
+        """
         with self._lock:
             cached = self._per_size.get(size)
             if cached is not None:
@@ -319,16 +323,19 @@ class BattlesnakeServer:
             env = Battlesnake(board_size=size, num_snakes=self.num_snakes, observation=self.observation)
             agent = self.agent
             if isinstance(agent, JaxAgent):
-                policy = jax.jit(lambda board, key, you: agent.policy(env, state_of(env, board), key, you))
+                base_key = self._key
+                policy = jax.jit(
+                    lambda board, index, you: agent.policy(env, state_of(env, board), jax.random.fold_in(base_key, index), you)
+                )
 
-                def decide(board, key, you):
-                    return int(policy(board, key, jnp.int32(you)))
+                def decide(board, index, you):
+                    return int(policy(board, np.uint32(index), np.int32(you)))
 
             else:
                 build = jax.jit(lambda board: state_of(env, board))
 
-                def decide(board, key, you):
-                    del key
+                def decide(board, index, you):
+                    del index
                     state = jax.device_get(build(board))
                     with self._lock:
                         rng = np.random.default_rng(self._rng.integers(2**63))
@@ -340,6 +347,9 @@ class BattlesnakeServer:
     def parse(self, request) -> api.Request:
         """`api.parse_request` of a request body (dict or JSON text), every input error as `ValueError`.
 
+        The board's leaves are numpy arrays (``host_arrays=True``): the
+        compiled decision moves them to the device.
+
         Raises:
             ValueError: a malformed request: invalid or too deeply nested
                 JSON, a field of the wrong type or out of range (`check_shape`,
@@ -349,7 +359,7 @@ class BattlesnakeServer:
             if isinstance(request, (str, bytes)):
                 request = json.loads(request)
             check_shape(request)
-            parsed = api.parse_request(request, num_snakes=self.num_snakes)
+            parsed = api.parse_request(request, num_snakes=self.num_snakes, host_arrays=True)
         except RecursionError as e:
             raise ValueError("request JSON is nested too deeply") from e
         except (TypeError, KeyError, IndexError, AttributeError, OverflowError) as e:
@@ -373,9 +383,9 @@ class BattlesnakeServer:
             raise ValueError("'you' is not among the living snakes of the board")
         _, decide = self._for_size(parsed.board.size)
         with self._lock:
-            self._key, key = jax.random.split(self._key)
+            index = self._turns
             self._turns += 1
-        code = decide(parsed.board, key, parsed.you)
+        code = decide(parsed.board, index, parsed.you)
         if not 0 <= code < 4:
             raise RuntimeError(f"agent {self.agent!r} answered move code {code}, not one of 0..3")
         return {"move": rules.MOVE_NAMES[code], "shout": ""}
