@@ -129,6 +129,18 @@ def test_batch_action_values_and_single_compile():
         sol.batch_action_values(jnp.zeros((2, 5), bool))
 
 
+def test_batch_action_values_first_called_under_jit():
+    """The device table cached on the first call must be concrete even when that call is traced."""
+    sol = solver.solve(1, 2)
+    rng = np.random.default_rng(5)
+    edges = rng.random((4, sol.num_edges)) < 0.5
+    inside = np.asarray(jax.jit(sol.batch_action_values)(jnp.asarray(edges)))
+    outside = np.asarray(sol.batch_action_values(jnp.asarray(edges)))  # a leaked tracer would fail here
+    for row_in, row_out, e in zip(inside, outside, edges):
+        np.testing.assert_array_equal(row_in, sol.action_values(e))
+        np.testing.assert_array_equal(row_out, sol.action_values(e))
+
+
 def test_final_margin_by_hand():
     # 1x2, box 0 complete and owned by player 0 (edges 0, 2, 4, 5), box 1 has sides 5 and 1:
     # player 1 to move must draw 3 or 6, giving box 1 to player 0: final margin for player 1 is -2.

@@ -298,7 +298,9 @@ class Solution:
         s = edge_set_index(jnp.asarray(edges))
         table = self.__dict__.get("_device_values")
         if table is None:
-            table = self.__dict__["_device_values"] = jnp.asarray(self.values)
+            # Concrete even when the first call is being traced (a cached tracer would leak).
+            with jax.ensure_compile_time_eval():
+                table = self.__dict__["_device_values"] = jnp.asarray(self.values)
         out = child_values(jnp.asarray(self._masks), table, s.reshape(-1))
         return out.reshape(edges.shape)
 
