@@ -345,3 +345,16 @@ def test_experiment_refuses_bad_settings_before_writing(tmp_path):
         with pytest.raises(ValueError, match=message):
             exp.parse_config(exp.Config, argv + [f"out={out}"])
     assert not out.exists()  # nothing written
+
+
+def test_simulations_for_budget_climbs_the_ladder(monkeypatch):
+    """Seconds per move faked as 1 ms per simulation: the largest count within 80% of the budget."""
+    monkeypatch.setattr(agent_lib, "seconds_per_move", lambda n, env: 0.001 * n)
+    make = lambda n: n  # noqa: E731  (the fake agent is its simulation count)
+    assert agent_lib.simulations_for_budget(make, None, 0.02) == 16  # 16 ms <= 16 ms < 32 ms
+    assert agent_lib.simulations_for_budget(make, None, 0.1) == 64  # 64 ms <= 80 ms < 128 ms
+    assert agent_lib.simulations_for_budget(make, None, 10.0) == 1024  # the top of the ladder
+    with pytest.warns(UserWarning, match="even 4 simulations"):
+        assert agent_lib.simulations_for_budget(make, None, 0.001) == 4
+    with pytest.raises(ValueError, match="time_budget must be positive"):
+        agent_lib.simulations_for_budget(make, None, 0)
