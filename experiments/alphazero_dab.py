@@ -60,7 +60,7 @@ import pathlib
 import shlex
 import sys
 import time
-from typing import Optional  # not ``X | None``: jaxgames.experiment.parse_config converts only typing.Union/Optional
+from typing import Optional
 
 import jax
 import jax.numpy as jnp
