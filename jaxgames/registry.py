@@ -22,6 +22,7 @@ _REGISTRY: dict[str, str | Callable[..., Env]] = {
     "matrix_game": "jaxgames.games.matrix:MatrixGame",
     "battlesnake": "jaxgames.games.battlesnake:Battlesnake",
     "dots_and_boxes": "jaxgames.games.dots_and_boxes:DotsAndBoxes",
+    "onitama": "jaxgames.games.onitama:Onitama",
 }
 
 

@@ -1,0 +1,19 @@
+"""Onitama (seed 001; the official rulebook, Arcane Wonders 2014).
+
+Modules: `cards` (the 16 cards: move patterns, stamp colours, mirror pairs),
+`rules` (pure kernel: deal, move generation, one turn), `env` (the state
+contract, registered as ``onitama``, with the canonical 1250-action space or
+the seed's 40-action space), `render` (text and SVG).
+
+    >>> import jax, jaxgames
+    >>> env = jaxgames.make("onitama")                                  # random deal from the key
+    >>> state = env.init(jax.random.key(0))
+    >>> seed_env = jaxgames.make("onitama", action_space="seed",
+    ...                          deal=("Dragon", "Elephant", "Goose", "Rooster", "Monkey"))
+"""
+
+from jaxgames.games.onitama.cards import CARD_NAMES, SEED_CARDS
+from jaxgames.games.onitama.env import Onitama, OnitamaParams, OnitamaState
+from jaxgames.games.onitama.rules import Board
+
+__all__ = ["Onitama", "OnitamaParams", "OnitamaState", "Board", "CARD_NAMES", "SEED_CARDS"]

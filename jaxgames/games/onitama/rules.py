@@ -1,0 +1,373 @@
+"""The pure rules of Onitama: the board, the deal, move generation and one turn.
+
+This module knows nothing of rewards, observations or action numbering (that
+is `jaxgames.games.onitama.env`); search code and playout loops may call it
+directly. Every kernel is written for ONE game and is branch-free
+(``jnp.where``), so callers ``jax.vmap`` it.
+
+Source: the official Onitama rulebook (Arcane Wonders, 2014) and the seed's
+summary of it (seed 001, sections 2 and 8.1). Where the seed's appendix is
+silent or contradicts the official rules we follow the rulebook:
+
+* **No legal move.** A player who cannot move a piece passes, but must still
+  exchange one of their two cards with the side card (the rulebook: a player
+  who cannot move still uses one of their cards, which goes to the side, and
+  takes the side card). The seed's section 8.1.2 omits this; here the pass is
+  a turn that only moves cards, and the mover chooses which card to give up.
+* **Names of the wins.** The seed's section 2 text calls capturing the master
+  "Conquer" and reaching the temple "Destroy", while its figures 2.1/2.2 say
+  the opposite; we use the rulebook's names, the Way of the Stone (capture
+  the opponent's master) and the Way of the Stream (move your own master
+  onto the opponent's temple arch). Both at once (seed figure 2.3) is a win.
+* **The side card** is one card: the seed's 8.1.1 says "deal the next cards"
+  to the side; the rulebook deals one (2 + 2 + 1 = 5 cards in play).
+
+Geometry. Squares are ``5 * row + col``, row 0 at the top. Player 0 (Red)
+starts on row 4 and moves up; player 1 (Blue) starts on row 0 and moves down
+(the seed's figure 2.4 puts Blue at the top, origin top-left). A card's
+patterns (`cards.CARD_MOVES`) are from the owner's point of view with
+"forward" = up, which is the board as player 0 sees it; player 1 uses them
+rotated 180 degrees (both deltas negated). A player's *view* of a square
+(`view_square`) is the square itself for player 0 and ``24 - square``
+(rotated 180 degrees) for player 1.
+
+Pieces. Each player has five pieces with fixed identities, ``pieces[p, i]``:
+``i`` in 0..3 the students (the seed's "pawns" 1-4, numbered left to right
+on the home row as their owner sees it), ``i = 4`` the master. A captured
+piece has square `CAPTURED` (-1). Pieces jump: only the landing square
+matters; it must be on the board and not hold one of the mover's pieces.
+
+A turn (rulebook; seed section 8.1.2): the mover picks one of its two cards,
+one of the card's moves and one of its pieces; the piece jumps, capturing an
+enemy piece on the landing square. If that captured the enemy master (Way of
+the Stone) or put the mover's master on the enemy's temple arch (the square
+the enemy master started on; Way of the Stream), the mover wins and the
+game ends at once (the cards stay where they are: the seed's 8.1.2 checks
+victory before the card phase). Otherwise the used card becomes the side
+card (turned toward the opponent, who will receive it) and the mover takes
+the side card into its hand.
+"""
+
+from __future__ import annotations
+
+import chex
+import jax
+import jax.numpy as jnp
+import numpy as np
+from flax import struct
+
+from jaxgames.games.onitama import cards
+
+SIZE = 5
+"""Board side (squares)."""
+
+NUM_SQUARES = SIZE * SIZE
+"""25."""
+
+NUM_PIECES = 5
+"""Pieces per player: four students then the master."""
+
+MASTER = 4
+"""Index of the master in ``pieces[p]``."""
+
+CAPTURED = -1
+"""Square of a captured piece."""
+
+NO_WINNER = -1
+"""`Board.winner` while nobody has won."""
+
+TEMPLE = np.array([22, 2], np.int32)
+"""int32 ``[2]``: the temple arch of each player (where its master starts):
+Red (0) on square 22 (row 4, col 2), Blue (1) on square 2 (row 0, col 2)."""
+
+START_PIECES = np.array([[20, 21, 23, 24, 22], [4, 3, 1, 0, 2]], np.int32)
+"""int32 ``[2, 5]``: the starting squares of the students (numbered left to
+right as their owner sees the board) and the master (last)."""
+
+for _t in (TEMPLE, START_PIECES):
+    _t.setflags(write=False)
+
+
+@struct.dataclass
+class Board:
+    """The rules state of one game (vmap for a batch).
+
+    Attributes:
+        pieces: int32 ``[2, 5]``: square of each player's students 1-4 and
+            master (last), `CAPTURED` (-1) once taken.
+        hands: int32 ``[2, 2]``: the card ids each player holds, sorted
+            ascending (slot 0 is the lower id: the seed's card order).
+        side: int32 ``[]``: the side card (the next one the mover receives).
+        player: int32 ``[]``: the player to move (after a win: the winner).
+        turn: int32 ``[]``: turns played (moves and passes).
+        winner: int32 ``[]``: the winner, or `NO_WINNER` (-1).
+    """
+
+    pieces: jax.Array
+    hands: jax.Array
+    side: jax.Array
+    player: jax.Array
+    turn: jax.Array
+    winner: jax.Array
+
+
+def _sorted_pair(a: jax.Array, b: jax.Array) -> jax.Array:
+    return jnp.stack([jnp.minimum(a, b), jnp.maximum(a, b)]).astype(jnp.int32)
+
+
+def deal_board(dealt: jax.Array) -> Board:
+    """The starting board for five dealt card ids.
+
+    Args:
+        dealt: int ``[5]``: player 0's two cards, player 1's two cards, the side card.
+
+    Returns:
+        The set-up board (rulebook "Setup"; seed section 8.1.1): masters on
+        their temples, students beside them; the first player is the colour
+        of the side card's stamp (`cards.CARD_COLORS`).
+    """
+    dealt = jnp.asarray(dealt, jnp.int32)
+    chex.assert_shape(dealt, (5,))
+    side = dealt[4]
+    return Board(
+        pieces=jnp.asarray(START_PIECES),
+        hands=jnp.stack([_sorted_pair(dealt[0], dealt[1]), _sorted_pair(dealt[2], dealt[3])]),
+        side=side,
+        player=jnp.asarray(cards.CARD_COLORS)[side],
+        turn=jnp.int32(0),
+        winner=jnp.int32(NO_WINNER),
+    )
+
+
+def shuffle_deal(key: jax.Array, deck: jax.Array) -> jax.Array:
+    """Five cards dealt from a shuffled deck (rulebook "Setup": shuffle, deal 2 + 2 + 1).
+
+    Args:
+        key: PRNG key.
+        deck: int32 ``[n]``, ``n >= 5`` distinct card ids.
+
+    Returns:
+        int32 ``[5]``: the first five cards of a uniformly random permutation
+        of ``deck`` (player 0's two, player 1's two, the side card).
+    """
+    return jax.random.permutation(key, jnp.asarray(deck, jnp.int32))[:5]
+
+
+def view_square(square: jax.Array, player: jax.Array) -> jax.Array:
+    """A square as ``player`` sees it: itself for player 0, ``24 - square`` for player 1.
+
+    Its own inverse. Works elementwise on int arrays; `CAPTURED` is not
+    special-cased (mask it first).
+    """
+    return jnp.where(player == 0, square, NUM_SQUARES - 1 - square).astype(jnp.int32)
+
+
+def move_targets(board: Board) -> tuple[jax.Array, jax.Array]:
+    """Every move of the player to move, vectorised over (piece, card slot, card move).
+
+    Args:
+        board: one game.
+
+    Returns:
+        ``(legal, target)``: bool ``[5, 2, 4]`` and int32 ``[5, 2, 4]``,
+        indexed ``[piece, hand slot, move]`` (the seed's section 4.2
+        layout): whether piece ``i`` (students 1-4, then the master) may
+        jump with move ``m`` of the card in hand slot ``c``, and the absolute
+        landing square (meaningless where not legal). Legal = the piece is on
+        the board, the card has that move, the landing square is on the
+        board and holds none of the mover's pieces. A finished game still
+        reports its moves (the `Env` masks them).
+    """
+    chex.assert_shape(board.pieces, (2, NUM_PIECES))
+    p = board.player
+    own = board.pieces[p]  # [5]
+    hand = board.hands[p]  # [2]
+    deltas = jnp.asarray(cards.CARD_MOVES)[hand]  # [2, 4, 2], owner's view
+    has_move = jnp.asarray(cards.CARD_MOVE_VALID)[hand]  # [2, 4]
+    turn_sign = jnp.where(p == 0, 1, -1).astype(jnp.int32)  # player 1: rotated 180 degrees
+    row = own // SIZE
+    col = own % SIZE
+    t_row = row[:, None, None] + turn_sign * deltas[None, :, :, 0]  # [5, 2, 4]
+    t_col = col[:, None, None] + turn_sign * deltas[None, :, :, 1]
+    on_board = (t_row >= 0) & (t_row < SIZE) & (t_col >= 0) & (t_col < SIZE)
+    target = (t_row * SIZE + t_col).astype(jnp.int32)
+    onto_own = jnp.any(target[..., None] == own[None, None, None, :], axis=-1)  # captured own pieces are -1
+    alive = own >= 0
+    legal = alive[:, None, None] & has_move[None] & on_board & ~onto_own
+    return legal, target
+
+
+def apply_move(board: Board, slot: jax.Array, piece: jax.Array, target: jax.Array, is_pass: jax.Array) -> Board:
+    """One turn of the player to move: a move, or a pass that exchanges a card.
+
+    Branch-free; does not check legality (the `Env` does).
+
+    Args:
+        board: one game, not finished.
+        slot: int32 ``[]``, 0 or 1: the hand slot of the card used (for a
+            pass: the card given up).
+        piece: int32 ``[]`` in ``[0, 5)``: the piece that moves (ignored for a pass).
+        target: int32 ``[]`` in ``[0, 25)``: its absolute landing square
+            (ignored for a pass).
+        is_pass: bool ``[]``: the mover has no legal move and passes,
+            exchanging the card in ``slot`` with the side card (official
+            rule; see the module docstring).
+
+    Returns:
+        The board after the turn: pieces moved and captured, ``winner`` set
+        on a win (the cards then stay), otherwise the used card becomes the
+        side card, the mover takes the old side card, and the turn passes.
+        ``turn`` counts every call.
+    """
+    p = board.player
+    q = 1 - p
+    moves = ~is_pass
+    own = board.pieces[p]
+    opp = board.pieces[q]
+    moved = jnp.where((jnp.arange(NUM_PIECES) == piece) & moves, target, own)
+    captured = (opp == target) & moves
+    stone = captured[MASTER]  # Way of the Stone: the enemy master is taken
+    stream = moves & (piece == MASTER) & (target == jnp.asarray(TEMPLE)[q])  # Way of the Stream
+    win = stone | stream
+    opp = jnp.where(captured, CAPTURED, opp)
+    pieces = jnp.where(p == 0, jnp.stack([moved, opp]), jnp.stack([opp, moved])).astype(jnp.int32)
+    hand = board.hands[p]
+    used = hand[slot]
+    kept = hand[1 - slot]
+    new_hand = _sorted_pair(kept, board.side)
+    hands = jnp.where((jnp.arange(2) == p)[:, None] & ~win, new_hand[None, :], board.hands)
+    return Board(
+        pieces=pieces,
+        hands=hands.astype(jnp.int32),
+        side=jnp.where(win, board.side, used).astype(jnp.int32),
+        player=jnp.where(win, p, q).astype(jnp.int32),
+        turn=(board.turn + 1).astype(jnp.int32),
+        winner=jnp.where(win, p, board.winner).astype(jnp.int32),
+    )
+
+
+def is_won(board: Board) -> jax.Array:
+    """bool ``[]``: someone has won (the only way the rules end a game; the turn limit is the `Env`'s)."""
+    return board.winner != NO_WINNER
+
+
+def in_play(board: Board) -> jax.Array:
+    """bool ``[16]``: the five cards of this game (both hands and the side card)."""
+    ids = jnp.arange(cards.NUM_CARDS, dtype=jnp.int32)
+    held = jnp.concatenate([board.hands.reshape(-1), board.side[None]])
+    return jnp.any(ids[:, None] == held[None, :], axis=-1)
+
+
+def card_rank(board: Board, card: jax.Array) -> jax.Array:
+    """int32 ``[...]``: the position of ``card`` among the five cards in play, sorted by id (0..4).
+
+    The seed's card order (section 4.1): with the seed's deal (`cards.SEED_CARDS`)
+    the ranks of Dragon, Elephant, Goose, Rooster, Monkey are 0..4.
+    """
+    ids = jnp.arange(cards.NUM_CARDS, dtype=jnp.int32)
+    below = in_play(board) & (ids < jnp.asarray(card)[..., None])
+    return jnp.sum(below, axis=-1, dtype=jnp.int32)
+
+
+# ----------------------------------------------------------------------------- host side
+
+PIECE_CHARS = {"r": (0, False), "R": (0, True), "b": (1, False), "B": (1, True)}
+"""Characters of `board_from_text`/`render.to_text`: Red (player 0) student
+``r`` and master ``R``, Blue (player 1) student ``b`` and master ``B``; ``.`` is empty."""
+
+
+def pieces_from_text(text: str) -> np.ndarray:
+    """The ``pieces`` array of a board drawn as five lines of five characters.
+
+    Row 0 (the first line) is the top, Blue's side. Characters: see
+    `PIECE_CHARS`; spaces between characters are ignored. Students are
+    numbered in their owner's reading order (the board as the owner sees it,
+    far row first, left to right), which numbers the starting students 1-4
+    from the owner's left, as `START_PIECES`.
+
+    Args:
+        text: the board, e.g. the starting position::
+
+            bbBbb
+            .....
+            .....
+            .....
+            rrRrr
+
+    Returns:
+        int32 ``[2, 5]`` (numpy), `CAPTURED` for missing students.
+
+    Raises:
+        TypeError: ``text`` is not a str.
+        ValueError: not 5 lines of 5 squares, an unknown character, a side
+            without exactly one master or with more than four students, or a
+            master already on the enemy temple (a finished game).
+    """
+    if not isinstance(text, str):
+        raise TypeError(f"a board is a str of five lines; got {type(text).__name__}")
+    lines = [ln.replace(" ", "") for ln in text.strip().splitlines() if ln.strip()]
+    if len(lines) != SIZE or any(len(ln) != SIZE for ln in lines):
+        raise ValueError(f"a board is {SIZE} lines of {SIZE} squares; got {lines!r}")
+    students: list[list[int]] = [[], []]
+    masters: list[list[int]] = [[], []]
+    for r, line in enumerate(lines):
+        for c, ch in enumerate(line):
+            if ch == ".":
+                continue
+            if ch not in PIECE_CHARS:
+                raise ValueError(f"unknown square {ch!r} at row {r}, col {c}; use . r R b B")
+            player, is_master = PIECE_CHARS[ch]
+            (masters if is_master else students)[player].append(SIZE * r + c)
+    out = np.full((2, NUM_PIECES), CAPTURED, np.int32)
+    for p in (0, 1):
+        if len(masters[p]) != 1:
+            raise ValueError(f"{cards.COLOR_NAMES[p]} needs exactly one master on the board; got {len(masters[p])}")
+        if len(students[p]) > 4:
+            raise ValueError(f"{cards.COLOR_NAMES[p]} has {len(students[p])} students; at most 4")
+        if masters[p][0] == TEMPLE[1 - p]:
+            raise ValueError(f"the {cards.COLOR_NAMES[p]} master already stands on the enemy temple (a finished game)")
+        own_view = sorted(students[p], key=lambda s: s if p == 0 else NUM_SQUARES - 1 - s)
+        out[p, : len(own_view)] = own_view
+        out[p, MASTER] = masters[p][0]
+    return out
+
+
+def board_from_text(text: str, hands, side: str, *, player: int | None = None, turn: int = 0) -> Board:
+    """A board from a text picture and card names (hand-set test positions).
+
+    Args:
+        text: the pieces, see `pieces_from_text`.
+        hands: ``((red card, red card), (blue card, blue card))`` names.
+        side: the side card's name.
+        player: the player to move, 0 (Red) or 1 (Blue); default: the side
+            card's stamp colour (as at the start of a game).
+        turn: turns already played, int ``>= 0``.
+
+    Returns:
+        An unbatched `Board` (jax arrays), ``winner`` -1.
+
+    Raises:
+        TypeError, ValueError: a bad board (`pieces_from_text`), unknown or
+            repeated card names, hands that are not two pairs, a bad player or turn.
+    """
+    pieces = pieces_from_text(text)
+    if isinstance(hands, str) or len(hands) != 2:
+        raise ValueError(f"hands are two pairs of card names (Red's, Blue's); got {hands!r}")
+    names = [*hands[0], *hands[1], side] if all(len(h) == 2 and not isinstance(h, str) for h in hands) else None
+    if names is None:
+        raise ValueError(f"each hand holds exactly two cards; got {hands!r}")
+    ids = cards.card_ids(names, what="hands and side card", count=5)
+    if player is None:
+        player = int(cards.CARD_COLORS[ids[4]])
+    if player not in (0, 1) or isinstance(player, bool):
+        raise ValueError(f"player must be 0 (red) or 1 (blue); got {player!r}")
+    if isinstance(turn, bool) or not isinstance(turn, (int, np.integer)) or turn < 0:
+        raise ValueError(f"turn must be an int >= 0; got {turn!r}")
+    return Board(
+        pieces=jnp.asarray(pieces),
+        hands=jnp.asarray([sorted(ids[0:2]), sorted(ids[2:4])], jnp.int32),
+        side=jnp.int32(ids[4]),
+        player=jnp.int32(player),
+        turn=jnp.int32(turn),
+        winner=jnp.int32(NO_WINNER),
+    )
