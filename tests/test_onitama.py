@@ -654,3 +654,78 @@ def test_bad_actions(kernels):
     n = kernels["seed"]["step"](s, jnp.int32(illegal))
     mover = int(s.current_player)
     assert bool(n.terminated) and float(n.rewards[mover]) == -1.0 and float(n.rewards[1 - mover]) == 1.0
+
+
+# --------------------------------------------------------------------------- renderers
+
+
+def test_text_picture_of_the_start_and_round_trip(kernels):
+    from jaxgames.games.onitama import render
+
+    env = Onitama(deal=SEED_DEAL)
+    s = env.init(jax.random.key(0))
+    assert render.to_text(s) == (
+        "blue: Goose, Rooster\n"
+        "b b B b b\n"
+        ". . . . .\n"
+        ". . . . .\n"
+        ". . . . .\n"
+        "r r R r r\n"
+        "red: Dragon, Elephant\n"
+        "side: Monkey; turn 0: blue to move\n"
+    )
+    a = canonical_action(0, 24 - sq(0, 3), 24 - sq(1, 4))  # Blue's Goose: its student 2 forward-left (down-right here)
+    assert render.action_to_text(env, s, a) == "blue Goose: (0, 3) -> (1, 4)"
+    n = kernels["canonical"]["step"](s, jnp.int32(a))
+    assert render.to_text(n).splitlines()[1:3] == ["b b B . b", ". . . . b"]
+    text = render.game_text(env, [s, n], [a])
+    assert "> blue Goose: (0, 3) -> (1, 4)" in text and text.count("side:") == 2
+    with pytest.raises(ValueError, match="not legal"):
+        render.action_to_text(env, s, 1)
+    # The board lines read back to the same pieces (as sets: the parser numbers students by reading order).
+    states = kernels["canonical"]["init"](jax.random.split(jax.random.key(2), 4), CANON.default_params)
+    for t in range(12):
+        acts = [int(np.flatnonzero(np.asarray(states.legal_action_mask[i]))[t % 2]) for i in range(4)]
+        states = kernels["canonical"]["bstep"](states, jnp.asarray(acts, jnp.int32), None, CANON.default_params)
+        for i in range(4):
+            one = jax.tree.map(lambda x: x[i], states)
+            if bool(one.terminated):
+                continue
+            back = rules.pieces_from_text("\n".join(render.to_text(one).splitlines()[1:6]))
+            pieces = np.asarray(one.board.pieces)
+            for p in (0, 1):
+                assert back[p, 4] == pieces[p, 4] and set(back[p, :4].tolist()) == set(pieces[p, :4].tolist())
+
+
+def test_svg_pictures_of_a_state_and_a_game(kernels):
+    import xml.etree.ElementTree as ET
+
+    from jaxgames.games.onitama import render
+
+    ns = "{http://www.w3.org/2000/svg}"
+    s = SEED.from_text(
+        """
+        b...b
+        .....
+        .B...
+        ..r..
+        r.R.r
+        """,
+        hands=(("Mantis", "Horse"), ("Crane", "Boar")),
+        side="Eel",
+        player=0,
+    )
+    won = kernels["seed"]["step"](s, jnp.int32(seed_action(0, 0, 0)))
+    assert render.status(won) == "turn 1: red wins (Way of the Stone)"
+    root = ET.fromstring(render.state_svg(s))
+    assert len(root.findall(f".//{ns}circle")) == 7
+    assert len(root.findall(f".//{ns}circle[@class='master']")) == 2
+    assert sorted(g.get("data-card") for g in root.iter(f"{ns}g")) == sorted(["Mantis", "Horse", "Crane", "Boar", "Eel"])
+    assert len(root.findall(f".//{ns}rect[@class='temple']")) == 2
+    game = ET.fromstring(render.game_svg([s, won]))
+    assert len([g for g in game.iter(f"{ns}g") if g.get("class") == "state"]) == 2
+    assert "red wins" in "".join(game.itertext())
+    with pytest.raises(ValueError, match="one state"):
+        render.state_svg(jax.tree.map(lambda x: x[None], s))
+    with pytest.raises(ValueError, match="at least one"):
+        render.game_svg([])
