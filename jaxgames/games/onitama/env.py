@@ -287,20 +287,21 @@ class Onitama(Env):
         ``slot * 625 + from * 25 + to``. Where no move is legal, the two pass
         actions (`pass_actions`) are.
         """
-        legal, target = rules.move_targets(board)  # [5, 2, 4]
+        legal, target = rules.move_targets(board)  # [40] each
         must_pass = ~jnp.any(legal)
         passes = jnp.asarray(self.pass_actions, jnp.int32)
         ids = jnp.arange(self.num_actions, dtype=jnp.int32)
         pass_mask = must_pass & jnp.any(ids[:, None] == passes[None, :], axis=-1)
         if self.action_space == "seed":
-            return legal.reshape(-1) | pass_mask
+            return legal | pass_mask
         p = board.player
         n = rules.NUM_SQUARES
-        from_view = rules.view_square(board.pieces[p], p)[:, None, None]  # [5, 1, 1]
+        own = jnp.where(p == 1, board.pieces[1], board.pieces[0])
+        from_view = jnp.repeat(rules.view_square(own, p), 2 * cards.MAX_MOVES)  # [40]
         to_view = rules.view_square(target, p)
-        slot = jnp.arange(2, dtype=jnp.int32)[None, :, None]
-        index = slot * n * n + from_view * n + to_view  # [5, 2, 4]
-        index = jnp.where(legal, index, self.num_actions).reshape(-1)  # out of range: dropped
+        slot = jnp.asarray(rules._SLOT_OF)
+        index = slot * n * n + from_view * n + to_view  # [40]
+        index = jnp.where(legal, index, self.num_actions)  # out of range: dropped
         return jnp.zeros(self.num_actions, jnp.bool_).at[index].set(True, mode="drop") | pass_mask
 
     def decode(self, board: Board, action: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array, jax.Array]:
@@ -316,13 +317,14 @@ class Onitama(Env):
             from_view = (action // n) % n
             to_view = action % n
             source = rules.view_square(from_view, p)
-            piece = jnp.argmax(board.pieces[p] == source).astype(jnp.int32)
+            own = jnp.where(p == 1, board.pieces[1], board.pieces[0])
+            piece = jnp.sum(jnp.where(own == source, jnp.arange(rules.NUM_PIECES), 0), dtype=jnp.int32)
             return slot, piece, rules.view_square(to_view, p), from_view == to_view
         legal, target = rules.move_targets(board)
         piece = action // (2 * cards.MAX_MOVES)
         slot = (action // cards.MAX_MOVES) % 2
-        move = action % cards.MAX_MOVES
-        return slot, piece, target[piece, slot, move], ~jnp.any(legal)
+        hit = jnp.arange(NUM_SEED_ACTIONS, dtype=jnp.int32) == action  # one-hot select, not a gather
+        return slot, piece, jnp.sum(jnp.where(hit, target, 0), dtype=jnp.int32), ~jnp.any(legal)
 
     # ------------------------------------------------------------ kernels
     def state_from_board(
