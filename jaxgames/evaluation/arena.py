@@ -274,8 +274,14 @@ def _agent_actions(env, agents, holders, states, seat_of_slot, agent_of_seat, li
 
 
 @functools.lru_cache(maxsize=32)
-def _compiled_match(env: Env, agents: tuple, lineup: tuple, num_games: int, max_steps: int):
-    """The whole match of JAX agents as one jitted ``while_loop`` (cached on its static inputs)."""
+def _compiled_match(env: Env, agents: tuple, lineup: tuple, num_games: int, max_steps: int, sharding=None):
+    """The whole match of JAX agents as one jitted ``while_loop`` (cached on its static inputs).
+
+    ``sharding``: a batch `NamedSharding` (`jaxgames.parallel.batch_sharding`)
+    the game states are constrained to, so the games are split over its
+    devices; None: no constraint (one device).
+    """
+    constrain = (lambda t: t) if sharding is None else (lambda t: jax.lax.with_sharding_constraint(t, sharding))
     holders = tuple(tuple(s for s, a in enumerate(lineup) if a == k) for k in range(len(agents)))
     lineup_arr = jnp.asarray(lineup, jnp.int32)
 
@@ -283,7 +289,7 @@ def _compiled_match(env: Env, agents: tuple, lineup: tuple, num_games: int, max_
         G, N = num_games, env.num_players
         agent_of_seat = jnp.zeros((G, N), jnp.int32).at[jnp.arange(G)[:, None], seat_of_slot].set(lineup_arr[None, :])
         key, init_key = jax.random.split(key)
-        states = jax.vmap(env.init, in_axes=(0, None))(jax.random.split(init_key, G), params)
+        states = constrain(jax.vmap(env.init, in_axes=(0, None))(jax.random.split(init_key, G), params))
 
         def cond(carry):
             states, _, t, _ = carry
@@ -295,6 +301,7 @@ def _compiled_match(env: Env, agents: tuple, lineup: tuple, num_games: int, max_
             live = ~(states.terminated | states.truncated)
             actions = _agent_actions(env, agents, holders, states, seat_of_slot, agent_of_seat, live, act_key)
             states = jax.vmap(env.step, in_axes=(0, 0, 0, None))(states, actions, jax.random.split(step_key, G), params)
+            states = constrain(states)
             return states, returns + states.rewards, t + 1, key
 
         returns = jnp.zeros((G, N), jnp.float32)
@@ -317,6 +324,7 @@ def play(
     max_steps: int = 1000,
     move_time_limit: float | None = None,
     params=None,
+    mesh=None,
 ) -> ArenaResult:
     """Plays ``num_games`` games of ``env`` between ``agents`` in one batch.
 
@@ -335,6 +343,12 @@ def play(
         move_time_limit: seconds; a host agent over it on one move times the
             game out (None: no limit). JAX agents are not timed.
         params: the game's params for every game (default ``env.default_params``).
+        mesh: a `jax.sharding.Mesh` with a ``"batch"`` axis
+            (`jaxgames.parallel.make_mesh`): the games are split over its
+            devices (padded to a multiple of the device count with copies of
+            the last game, which are dropped). Every game draws from its own
+            subkeys (``split(key, G)[g]`` does not depend on ``G``), so the
+            result equals the one-device result bitwise. JAX agents only.
 
     Returns:
         An `ArenaResult`.
@@ -343,7 +357,7 @@ def play(
         TypeError: ``env`` not an Env, an agent not an Agent.
         ValueError: no agents, a bad lineup (wrong length or agent index),
             a non-positive ``num_games``/``max_steps``/``move_time_limit``, an
-            unknown seating.
+            unknown seating, a ``mesh`` with a host agent.
     """
     agents, lineup, num_games, max_steps = _check(env, agents, lineup, num_games, max_steps, move_time_limit, seating)
     params = env.default_params if params is None else params
@@ -351,7 +365,20 @@ def play(
     seat_of_slot = seating_plan(num_games, env.num_players, seating, seat_key)
     names = tuple(a.name for a in agents)
     N = env.num_players
-    if all(isinstance(a, JaxAgent) for a in agents):
+    if mesh is not None:
+        if not all(isinstance(a, JaxAgent) for a in agents):
+            raise ValueError("arena.play with a mesh needs every agent to be a JaxAgent (host agents run on the host)")
+        from jaxgames import parallel
+
+        seats, _ = parallel.pad_batch(np.asarray(seat_of_slot), parallel.num_shards(mesh))
+        match = _compiled_match(env, agents, lineup, seats.shape[0], max_steps, parallel.batch_sharding(mesh))
+        out = match(play_key, parallel.shard_batch(seats, mesh), parallel.replicate(params, mesh))
+        terminated, truncated, length, returns, agent_of_seat, tiebreak, stats = parallel.unpad(
+            parallel.gather(out), num_games
+        )
+        slowest = np.zeros((num_games, N))
+        overran = np.zeros(num_games, bool)
+    elif all(isinstance(a, JaxAgent) for a in agents):
         match = _compiled_match(env, agents, lineup, num_games, max_steps)
         out = jax.device_get(match(play_key, jnp.asarray(seat_of_slot), params))
         terminated, truncated, length, returns, agent_of_seat, tiebreak, stats = out
@@ -442,6 +469,7 @@ def play_match(
     *,
     max_steps: int = 1000,
     move_time_limit: float | None = None,
+    mesh=None,
 ) -> MatchResult:
     """Plays ``num_games`` games of A against B in a two-player game, alternating seats.
 
@@ -450,7 +478,7 @@ def play_match(
         agent_a, agent_b: `jaxgames.agents.Agent` instances (may be the same object).
         num_games: games to play, ``G``; A holds seat 0 (moves first) in even games.
         key: PRNG key.
-        max_steps, move_time_limit: see `play`.
+        max_steps, move_time_limit, mesh: see `play`.
 
     Returns:
         A `MatchResult` from A's side.
@@ -461,7 +489,7 @@ def play_match(
     """
     if isinstance(env, Env) and env.num_players != 2:
         raise ValueError(f"play_match is for two-player games; {env!r} has {env.num_players} players (use arena.play)")
-    res = play(env, (agent_a, agent_b), num_games, key, max_steps=max_steps, move_time_limit=move_time_limit)
+    res = play(env, (agent_a, agent_b), num_games, key, max_steps=max_steps, move_time_limit=move_time_limit, mesh=mesh)
     seat_a = np.argmax(res.agent_of_seat == 0, axis=1)
     rows = np.arange(res.num_games)
     pa, pb = res.placement[rows, seat_a], res.placement[rows, 1 - seat_a]

@@ -786,11 +786,18 @@ def run_sweep(
     progress: bool = True,
     description: str = "runs",
     on_non_finite: str = "warn",
+    mesh=None,
 ) -> TrainOutput:
     """Trains R independent runs, vmapped and chunked to bound memory.
 
     One compiled ``jit(vmap(train))`` serves every chunk (the last one is
     padded), so a sweep of any size compiles once.
+
+    With a ``mesh`` (`jaxgames.parallel.make_mesh`) each chunk is sharded
+    over its devices along the run axis (the chunk is rounded up to a
+    multiple of the device count and padded with the last run). Runs are
+    independent and each has its own key, so the result equals the
+    one-device result bitwise, whatever the device count and chunk size.
 
     Everything is checked in float32 before anything is traced
     (`check_params`, the payoffs and their range, ``initial_q``), so a valid
@@ -814,6 +821,8 @@ def run_sweep(
             ``warn`` (a `NonFiniteRunsWarning`), ``raise`` (a
             FloatingPointError once the sweep is done) or ``ignore``; they
             are flagged in ``non_finite`` in every case.
+        mesh: a `jax.sharding.Mesh` with a ``"batch"`` axis to shard each
+            chunk over (None: one device, as before).
 
     Returns:
         `TrainOutput` of numpy arrays with a leading ``[R]`` axis.
@@ -863,13 +872,22 @@ def run_sweep(
         )
     batched = _compiled_sweep(game, config, initial_q is not None)
     chunk = min(chunk_size, num_runs)
+    if mesh is not None:
+        from jaxgames import parallel
+
+        chunk = -(-chunk // parallel.num_shards(mesh)) * parallel.num_shards(mesh)
     outputs = []
     with tqdm(total=num_runs, desc=description, disable=not progress, unit="run", leave=False) as bar:
         for lo in range(0, num_runs, chunk):
             hi = min(lo + chunk, num_runs)
             idx = np.minimum(np.arange(lo, lo + chunk), hi - 1)  # pad with the last run
             take = lambda x: jnp.asarray(x)[idx]
-            out = batched(keys[idx], jax.tree.map(take, params), None if initial_q is None else take(initial_q))
+            args = (keys[idx], jax.tree.map(take, params), None if initial_q is None else take(initial_q))
+            if mesh is not None:
+                args = parallel.shard_batch(args, mesh)
+                out = parallel.gather(batched(*args))
+            else:
+                out = batched(*args)
             outputs.append(jax.tree.map(lambda x: np.asarray(x)[: hi - lo], out))
             bar.update(hi - lo)
     result = jax.tree.map(lambda *xs: np.concatenate(xs), *outputs)

@@ -1,0 +1,369 @@
+"""Scale-out: a device mesh over the batch axis, batch sharding, padding, chunking and gathering.
+
+Every batched kernel of jaxgames has ONE ``vmap`` boundary (runs of a sweep,
+games of an arena, self-play games of a learner). This module spreads that
+leading axis over the devices of a one-axis mesh (``jax.make_mesh``, axis
+name ``"batch"``): inputs are placed with ``NamedSharding(mesh, P("batch"))``,
+parameters with ``NamedSharding(mesh, P())`` (replicated), and the jitted
+function runs as one SPMD program; XLA inserts the collectives (for
+data-parallel training: the all-reduce of the gradients). No ``pmap``, no
+``device_put_replicated``.
+
+Contents:
+
+* `make_mesh`: the mesh (all devices, or the first ``num_devices``).
+* `batch_sharding`, `replicated`: the two shardings.
+* `pad_batch` / `unpad`: a batch padded to a multiple of the device count
+  by repeating its last row (a real, valid row, so a padded row never
+  produces NaNs or errors), and the padding cut off again.
+* `shard_batch`, `replicate`: place a pytree on the mesh.
+* `map_batched`: run a batched function over a batch of any size in chunks of
+  ``chunk_size`` rows, each sharded over the mesh; the results are the same
+  as one unchunked call whenever rows are independent (one key per row).
+* `gather`: results back to the host as numpy (on every process; use
+  ``jax.process_index() == 0`` to write them once).
+* `initialize_distributed`: ``jax.distributed.initialize`` plus a check.
+
+Which results are bitwise equal to one device: a computation whose rows are
+independent (the tabular sweep, the arena, self-play) is the same program per
+row on any number of devices, and its random numbers are the same because
+every row has its own key (with ``jax_threefry_partitionable``, the default,
+``split(key, n)[:m] == split(key, m)``). A reduction across the batch (a
+loss averaged over a minibatch, the gradients) is summed in a different order
+once it is split over devices (per-device partial sums, then an all-reduce),
+so it agrees with one device only up to float32 rounding.
+
+Multi-host recipe
+-----------------
+One process per host (per GPU is also possible), every process runs the
+same script. At the very start, before any other JAX call::
+
+    import jax
+    from jaxgames import parallel
+
+    parallel.initialize_distributed()      # SLURM / TPU pods / Open MPI: auto-detected
+    mesh = parallel.make_mesh()            # every device of every process
+    out = run_sweep(..., mesh=mesh)        # each process passes the SAME global inputs
+    if jax.process_index() == 0:
+        save(out)                           # results were gathered to every process
+
+Inputs are global: every process builds the same host arrays (same seed,
+same settings) and `shard_batch` hands each device its slice (built with
+``jax.make_array_from_callback``, so no process needs the others' data).
+`gather` uses ``jax.experimental.multihost_utils.process_allgather`` when
+there is more than one process.
+
+SLURM (2 nodes x 4 GPUs, one task per node; ``jax.distributed.initialize()``
+reads ``SLURM_*`` variables itself)::
+
+    #!/bin/bash
+    #SBATCH --nodes=2
+    #SBATCH --ntasks-per-node=1
+    #SBATCH --gpus-per-node=4
+    #SBATCH --time=04:00:00
+    srun .venv/bin/python -m experiments.my_sweep
+
+Multi-GPU or CPU hosts without a cluster manager (run on every host, with
+its own process id)::
+
+    JAX_COORDINATOR_ADDRESS=10.0.0.1:1234 JAX_NUM_PROCESSES=2 JAX_PROCESS_ID=0 \\
+        .venv/bin/python -m experiments.my_sweep      # JAX_PROCESS_ID=1 on the 2nd host
+
+(`initialize_distributed` passes these environment variables on.) A TPU pod
+slice: the same command on every worker, e.g. ``gcloud compute tpus tpu-vm
+ssh NAME --worker=all --command="cd jaxgames && .venv/bin/python -m
+experiments.my_sweep"``; ``jax.distributed.initialize()`` needs no
+arguments there.
+
+Checkpoints (`jaxgames.checkpoint`, Orbax): with more than one process, EVERY
+process must call ``save`` (and ``latest``/restore) with the same step, on a
+directory all processes can reach (a shared file system or a bucket);
+Orbax coordinates the processes, each writes the shards it owns and the
+primary process (0) writes the metadata and renames the finished step. A
+checkpoint written from only process 0 hangs or loses the other processes'
+shards. Restoring onto a mesh: pass a template whose leaves are
+``jax.ShapeDtypeStruct(shape, dtype, sharding=...)``.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from typing import Any, Callable
+
+import jax
+import numpy as np
+from jax.sharding import AxisType, Mesh, NamedSharding
+from jax.sharding import PartitionSpec as P
+
+__all__ = [
+    "BATCH_AXIS",
+    "make_mesh",
+    "batch_sharding",
+    "replicated",
+    "pad_batch",
+    "unpad",
+    "shard_batch",
+    "replicate",
+    "map_batched",
+    "gather",
+    "batch_size_of",
+    "num_shards",
+    "initialize_distributed",
+]
+
+BATCH_AXIS = "batch"
+"""The name of the mesh axis the batch is split over."""
+
+
+def make_mesh(num_devices: int | None = None, *, devices=None) -> Mesh:
+    """A one-axis mesh ``("batch",)`` over ``num_devices`` devices.
+
+    Args:
+        num_devices: how many devices (default: all of ``devices``).
+        devices: the devices to take them from, in order (default
+            ``jax.devices()``: every device of every process).
+
+    Returns:
+        A `jax.sharding.Mesh` of shape ``(num_devices,)``.
+
+    Raises:
+        ValueError: ``num_devices`` not a positive int, or more than available.
+    """
+    devices = list(jax.devices() if devices is None else devices)
+    if num_devices is None:
+        num_devices = len(devices)
+    if isinstance(num_devices, bool) or not isinstance(num_devices, (int, np.integer)) or num_devices < 1:
+        raise ValueError(f"num_devices must be a positive int; got {num_devices!r}")
+    if num_devices > len(devices):
+        raise ValueError(
+            f"num_devices={num_devices} but only {len(devices)} device(s) are available "
+            f"({devices[0].platform if devices else 'none'}); on CPU, XLA_FLAGS=--xla_force_host_platform_device_count=N "
+            "set before JAX starts gives N host devices"
+        )
+    # Auto axis types: jit sees ordinary (unsharded-typed) arrays and XLA's
+    # partitioner propagates the input shardings, so the kernels run unchanged
+    # (Explicit axes would demand out_sharding annotations inside them).
+    return jax.make_mesh(
+        (int(num_devices),), (BATCH_AXIS,), axis_types=(AxisType.Auto,), devices=devices[: int(num_devices)]
+    )
+
+
+def _check_mesh(mesh) -> Mesh:
+    if not isinstance(mesh, Mesh):
+        raise TypeError(f"mesh must be a jax.sharding.Mesh (parallel.make_mesh); got {type(mesh).__name__}")
+    if BATCH_AXIS not in mesh.axis_names:
+        raise ValueError(f"mesh needs an axis named {BATCH_AXIS!r}; got axes {mesh.axis_names}")
+    return mesh
+
+
+def num_shards(mesh: Mesh) -> int:
+    """The number of slices the batch axis is cut into (devices along ``"batch"``)."""
+    return int(_check_mesh(mesh).shape[BATCH_AXIS])
+
+
+def batch_sharding(mesh: Mesh) -> NamedSharding:
+    """``NamedSharding(mesh, P("batch"))``: leading axis split over the devices, the rest whole."""
+    return NamedSharding(_check_mesh(mesh), P(BATCH_AXIS))
+
+
+def replicated(mesh: Mesh) -> NamedSharding:
+    """``NamedSharding(mesh, P())``: a full copy on every device (parameters, keys, scalars)."""
+    return NamedSharding(_check_mesh(mesh), P())
+
+
+def batch_size_of(tree) -> int:
+    """The common leading axis ``B`` of every leaf of ``tree``.
+
+    Raises:
+        ValueError: no leaves, a scalar leaf, or leaves disagreeing on ``B``.
+    """
+    leaves = jax.tree.leaves(tree)
+    if not leaves:
+        raise ValueError("the batch has no array leaves")
+    sizes = {np.shape(x)[0] if np.ndim(x) else None for x in leaves}
+    if None in sizes:
+        raise ValueError("every leaf of a batch needs a leading batch axis; got a scalar leaf")
+    if len(sizes) != 1:
+        raise ValueError(f"the leaves of a batch disagree on the leading axis: {sorted(sizes)}")
+    return int(sizes.pop())
+
+
+def pad_batch(tree, multiple: int):
+    """Pads the leading axis to a multiple of ``multiple`` by repeating the last row.
+
+    Args:
+        tree: pytree of arrays ``[B, ...]`` (numpy or JAX; typed PRNG keys too).
+        multiple: positive int (e.g. the device count).
+
+    Returns:
+        ``(padded, B)``: leaves ``[ceil(B / multiple) * multiple, ...]`` (the
+        same objects when no padding is needed) and the original ``B`` for
+        `unpad`.
+
+    Raises:
+        ValueError: ``multiple < 1``, an empty batch, or see `batch_size_of`.
+    """
+    if multiple < 1:
+        raise ValueError(f"multiple must be >= 1; got {multiple}")
+    n = batch_size_of(tree)
+    if n == 0:
+        raise ValueError("cannot pad an empty batch (B = 0)")
+    target = math.ceil(n / multiple) * multiple
+    if target == n:
+        return tree, n
+    idx = np.minimum(np.arange(target), n - 1)
+    return jax.tree.map(lambda x: x[idx], tree), n
+
+
+def unpad(tree, num_valid: int):
+    """The first ``num_valid`` rows of every leaf (undoes `pad_batch`)."""
+    return jax.tree.map(lambda x: x[:num_valid], tree)
+
+
+def _place(x, sharding: NamedSharding):
+    """One leaf onto ``sharding``; works across processes when ``x`` is the same global array everywhere."""
+    if isinstance(x, jax.Array) and jax.process_count() == 1:
+        return jax.device_put(x, sharding)
+    if isinstance(x, jax.Array) and jax.dtypes.issubdtype(x.dtype, jax.dtypes.prng_key):
+        impl = jax.random.key_impl(x)
+        data = _place(jax.random.key_data(x), sharding)
+        return jax.random.wrap_key_data(data, impl=impl)
+    if isinstance(x, jax.Array) and x.is_fully_addressable:
+        x = np.asarray(x)
+    if isinstance(x, jax.Array):  # already global (non-addressable): let jit-style resharding do it
+        return jax.device_put(x, sharding)
+    x = np.asarray(x)
+    return jax.make_array_from_callback(x.shape, sharding, lambda index: x[index])
+
+
+def shard_batch(tree, mesh: Mesh, *, pad: bool = False):
+    """Places ``tree`` on ``mesh`` with its leading axis split over the devices.
+
+    Args:
+        tree: pytree of arrays ``[B, ...]``, the same global values on every process.
+        mesh: from `make_mesh`.
+        pad: pad ``B`` up to a multiple of the device count (`pad_batch`)
+            instead of refusing; cut the results with `unpad`.
+
+    Returns:
+        The pytree with every leaf a `jax.Array` sharded ``P("batch")``
+        (``[B_padded, ...]`` with ``pad=True``).
+
+    Raises:
+        ValueError: ``B`` not a multiple of the device count and ``pad=False``,
+            or see `batch_size_of`.
+    """
+    d = num_shards(mesh)
+    n = batch_size_of(tree)
+    if n % d:
+        if not pad:
+            raise ValueError(
+                f"batch size {n} is not a multiple of the {d} devices of the mesh; pass pad=True "
+                f"(pads to {math.ceil(n / d) * d} by repeating the last row) or change the batch size"
+            )
+        tree, _ = pad_batch(tree, d)
+    sharding = batch_sharding(mesh)
+    return jax.tree.map(lambda x: _place(x, sharding), tree)
+
+
+def replicate(tree, mesh: Mesh):
+    """Places ``tree`` (parameters, optimizer state, scalars) whole on every device of ``mesh``."""
+    sharding = replicated(mesh)
+    return jax.tree.map(lambda x: _place(x, sharding), tree)
+
+
+def gather(tree):
+    """Every leaf back on the host as a numpy array, whole (on every process).
+
+    With one process this is ``jax.device_get``; with several, leaves that
+    span other processes' devices are collected with
+    ``multihost_utils.process_allgather`` (a collective: every process must
+    call it). Write files from ``jax.process_index() == 0`` only.
+    """
+    if jax.process_count() == 1:
+        return jax.tree.map(np.asarray, jax.device_get(tree))
+    from jax.experimental import multihost_utils
+
+    def one(x):
+        if isinstance(x, jax.Array) and not x.is_fully_addressable:
+            return np.asarray(multihost_utils.process_allgather(x, tiled=True))
+        return np.asarray(jax.device_get(x))
+
+    return jax.tree.map(one, tree)
+
+
+def map_batched(
+    fn: Callable,
+    batch,
+    *,
+    mesh: Mesh | None = None,
+    chunk_size: int | None = None,
+    shared: Any = (),
+):
+    """``fn(batch_chunk, *shared)`` over a batch of any size, in chunks, sharded over ``mesh``.
+
+    Every chunk is padded to the same number of rows (one compilation of
+    ``fn``): ``chunk_size`` rounded up to a multiple of the device count
+    (the whole batch, padded, if ``chunk_size`` is None). The results of the
+    chunks are gathered to the host and concatenated, so if ``fn`` treats its
+    rows independently the result equals one unchunked, unsharded call
+    bitwise.
+
+    Args:
+        fn: a jitted function of a batch ``[C, ...]`` (and the ``shared``
+            arguments) returning a pytree with a leading ``[C]`` axis.
+        batch: pytree of arrays ``[B, ...]``.
+        mesh: from `make_mesh` (None: the default device, unsharded).
+        chunk_size: rows per call (None: all of them).
+        shared: tuple of further arguments, replicated on the mesh (parameters).
+
+    Returns:
+        The concatenated outputs as numpy arrays ``[B, ...]``.
+
+    Raises:
+        ValueError: ``chunk_size < 1``, or see `batch_size_of`.
+    """
+    if chunk_size is not None and chunk_size < 1:
+        raise ValueError(f"chunk_size must be >= 1; got {chunk_size}")
+    n = batch_size_of(batch)
+    d = 1 if mesh is None else num_shards(mesh)
+    chunk = math.ceil(min(n, chunk_size or n) / d) * d
+    if mesh is not None:
+        shared = replicate(shared, mesh)
+    outputs = []
+    for lo in range(0, n, chunk):
+        hi = min(lo + chunk, n)
+        idx = np.minimum(np.arange(lo, lo + chunk), hi - 1)  # pad with the chunk's last row
+        piece = jax.tree.map(lambda x: x[idx], batch)
+        if mesh is not None:
+            piece = shard_batch(piece, mesh)
+        outputs.append(unpad(gather(fn(piece, *shared)), hi - lo))
+    return jax.tree.map(lambda *xs: np.concatenate(xs), *outputs)
+
+
+def initialize_distributed(**kwargs) -> None:
+    """``jax.distributed.initialize`` for multi-host runs (call first, on every process).
+
+    Without arguments JAX detects SLURM, Open MPI and TPU pods itself; the
+    environment variables ``JAX_COORDINATOR_ADDRESS``, ``JAX_NUM_PROCESSES``
+    and ``JAX_PROCESS_ID`` are passed on when set (hosts without a cluster
+    manager). Keyword arguments go to ``jax.distributed.initialize`` and win.
+
+    Raises:
+        ValueError: ``JAX_NUM_PROCESSES``/``JAX_PROCESS_ID`` not integers.
+    """
+    env = {
+        "coordinator_address": os.environ.get("JAX_COORDINATOR_ADDRESS"),
+        "num_processes": os.environ.get("JAX_NUM_PROCESSES"),
+        "process_id": os.environ.get("JAX_PROCESS_ID"),
+    }
+    for name in ("num_processes", "process_id"):
+        if env[name] is not None:
+            try:
+                env[name] = int(env[name])
+            except ValueError:
+                raise ValueError(f"JAX_{name.upper()} must be an integer; got {env[name]!r}") from None
+    args = {k: v for k, v in env.items() if v is not None}
+    args.update(kwargs)
+    jax.distributed.initialize(**args)

@@ -1,0 +1,191 @@
+"""Scale-out (`jaxgames.parallel`): 8 devices give the same results as 1.
+
+The rest of the suite runs on ONE device, and JAX fixes the device count when
+it starts, so every multi-device check runs in a subprocess: this file run
+as a script (``python tests/test_parallel.py CHECK``) with
+``XLA_FLAGS=--xla_force_host_platform_device_count=8``. The expected values
+are the one-device results of the same call in the same process, never
+numbers copied from the code under test.
+
+* sweep and arena: rows are independent and each has its own key, so 8
+  devices == 1 device BITWISE, also with a batch that is not a multiple of 8
+  (padding) and with chunks;
+* data-parallel training steps: the loss and gradients are means over the
+  minibatch, summed per device and then all-reduced, i.e. in another order
+  than on one device, so they agree only up to float32 rounding (tolerance
+  justified at the check).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import jax
+import numpy as np
+import pytest
+
+from jaxgames import parallel
+
+NUM_DEVICES = 8
+
+
+def _run_check(name: str):
+    env = dict(os.environ)
+    env["XLA_FLAGS"] = f"{env.get('XLA_FLAGS', '')} --xla_force_host_platform_device_count={NUM_DEVICES}".strip()
+    env["JAX_PLATFORMS"] = "cpu"
+    proc = subprocess.run(
+        [sys.executable, os.path.abspath(__file__), name], env=env, capture_output=True, text=True, timeout=600
+    )
+    assert proc.returncode == 0, f"check {name} failed:\n{proc.stdout[-4000:]}\n{proc.stderr[-8000:]}"
+    assert f"CHECK {name} OK" in proc.stdout
+
+
+# ----------------------------------------------------------------------------- in-process (one device)
+def test_make_mesh_bad_input():
+    n = len(jax.devices())
+    with pytest.raises(ValueError, match="only"):
+        parallel.make_mesh(n + 1)
+    for bad in (0, -2, 1.5, True):
+        with pytest.raises(ValueError, match="positive int"):
+            parallel.make_mesh(bad)
+    mesh = parallel.make_mesh()
+    assert mesh.axis_names == ("batch",) and parallel.num_shards(mesh) == n
+    with pytest.raises(TypeError, match="Mesh"):
+        parallel.batch_sharding("cpu")
+
+
+def test_pad_unpad_by_hand():
+    tree = {"a": np.arange(5), "b": np.arange(10).reshape(5, 2)}
+    padded, n = parallel.pad_batch(tree, 4)
+    assert n == 5
+    np.testing.assert_array_equal(padded["a"], [0, 1, 2, 3, 4, 4, 4, 4])  # the last row repeated
+    np.testing.assert_array_equal(padded["b"][5:], [[8, 9]] * 3)
+    back = parallel.unpad(padded, n)
+    np.testing.assert_array_equal(back["a"], tree["a"])
+    np.testing.assert_array_equal(back["b"], tree["b"])
+    same, n = parallel.pad_batch(tree, 5)
+    assert same is tree and n == 5
+    with pytest.raises(ValueError, match="disagree"):
+        parallel.pad_batch({"a": np.zeros(3), "b": np.zeros(4)}, 2)
+    with pytest.raises(ValueError, match="scalar"):
+        parallel.batch_size_of({"a": np.zeros(3), "b": np.float32(1)})
+    with pytest.raises(ValueError, match="empty"):
+        parallel.pad_batch(np.zeros((0, 2)), 2)
+
+
+def test_arena_mesh_refuses_host_agents():
+    import jaxgames
+    from jaxgames.agents import HostAgent, RandomAgent
+    from jaxgames.evaluation import arena
+
+    class First(HostAgent):
+        name = "host_first"
+
+        def act(self, env, state, rng, player):
+            return int(np.argmax(state.legal_action_mask))
+
+    env = jaxgames.make("matching_pennies")
+    with pytest.raises(ValueError, match="JaxAgent"):
+        arena.play(env, [First(), RandomAgent()], 2, jax.random.key(0), mesh=parallel.make_mesh())
+
+
+def test_map_batched_chunks_equal_one_call():
+    fn = jax.jit(lambda b, w: {"y": b["x"] * w + jax.vmap(jax.random.uniform)(b["k"])[:, None], "s": b["x"].sum(-1)})
+    batch = {"x": np.arange(21.0, dtype=np.float32).reshape(7, 3), "k": jax.random.split(jax.random.key(0), 7)}
+    whole = parallel.gather(fn(batch, 2.0))
+    mesh = parallel.make_mesh()
+    for chunk in (1, 3, 7, 100):
+        out = parallel.map_batched(fn, batch, mesh=mesh, chunk_size=chunk, shared=(2.0,))
+        for k in whole:
+            np.testing.assert_array_equal(out[k], whole[k])
+    with pytest.raises(ValueError, match="chunk_size"):
+        parallel.map_batched(fn, batch, chunk_size=0, shared=(2.0,))
+
+
+# ----------------------------------------------------------------------------- subprocess (8 devices)
+def test_helpers_on_8_devices():
+    _run_check("helpers")
+
+
+def test_sweep_8_devices_bitwise():
+    _run_check("sweep")
+
+
+def test_arena_8_devices_bitwise():
+    _run_check("arena")
+
+
+# ----------------------------------------------------------------------------- the checks
+def _assert_trees_equal(a, b):
+    la, lb = jax.tree.leaves(a), jax.tree.leaves(b)
+    assert jax.tree.structure(a) == jax.tree.structure(b)
+    for x, y in zip(la, lb):
+        x, y = np.asarray(x), np.asarray(y)
+        assert x.shape == y.shape and x.dtype == y.dtype, (x.shape, y.shape, x.dtype, y.dtype)
+        np.testing.assert_array_equal(x, y)
+
+
+def check_helpers():
+    assert len(jax.devices()) == NUM_DEVICES
+    mesh = parallel.make_mesh()
+    assert parallel.num_shards(mesh) == NUM_DEVICES
+    assert parallel.num_shards(parallel.make_mesh(2)) == 2
+    x = np.arange(13 * 3, dtype=np.float32).reshape(13, 3)
+    try:
+        parallel.shard_batch(x, mesh)
+    except ValueError as err:
+        assert "13" in str(err) and "pad=True" in str(err)
+    else:
+        raise AssertionError("a batch of 13 on 8 devices without padding must raise")
+    xs = parallel.shard_batch(x, mesh, pad=True)
+    assert xs.shape == (16, 3) and len(xs.sharding.device_set) == NUM_DEVICES
+    assert {s.data.shape for s in xs.addressable_shards} == {(2, 3)}  # 2 rows per device
+    np.testing.assert_array_equal(parallel.unpad(parallel.gather(xs), 13), x)
+    w = parallel.replicate({"w": np.ones((3, 2), np.float32)}, mesh)["w"]
+    assert w.sharding.is_fully_replicated
+    fn = jax.jit(lambda b, w: b @ w)
+    np.testing.assert_array_equal(parallel.map_batched(fn, x, mesh=mesh, chunk_size=5, shared=(np.ones((3, 2), np.float32),)),
+                                  x @ np.ones((3, 2), np.float32))
+
+
+def check_sweep():
+    from jaxgames.games import matrix
+    from jaxgames.learners import tabular as tl
+
+    cfg = tl.LearnerConfig(exploration="lenient_boltzmann", num_iterations=200, max_leniency=5)
+    R = 13  # not a multiple of 8: the chunks are padded
+    params = tl.stack_params([tl.learner_params(learning_rate=0.05 + 0.01 * i, leniency=1 + i % 5) for i in range(R)])
+    keys = jax.random.split(jax.random.key(0), R)
+    one = tl.run_sweep(matrix.stag_hunt(), cfg, keys, params, progress=False)
+    for devices, chunk in ((8, 4096), (8, 5), (4, 3)):
+        out = tl.run_sweep(matrix.stag_hunt(), cfg, keys, params, progress=False,
+                           mesh=parallel.make_mesh(devices), chunk_size=chunk)
+        _assert_trees_equal(one, out)
+
+
+def check_arena():
+    import jaxgames
+    from jaxgames.agents import FirstLegalAgent, RandomAgent
+    from jaxgames.evaluation import arena
+
+    mesh = parallel.make_mesh()
+    env = jaxgames.make("dots_and_boxes", num_rows=2, num_cols=2, utility_margin=True)
+    agents = [RandomAgent(), FirstLegalAgent()]
+    _assert_trees_equal(
+        arena.play(env, agents, 13, jax.random.key(0)), arena.play(env, agents, 13, jax.random.key(0), mesh=mesh)
+    )
+    # A simultaneous game, random actions and random seating, 8 games on 2 devices.
+    env = jaxgames.make("rock_paper_scissors")
+    kw = dict(seating="permute")
+    one = arena.play(env, [RandomAgent()], 8, jax.random.key(2), **kw)
+    _assert_trees_equal(one, arena.play(env, [RandomAgent()], 8, jax.random.key(2),
+                                        mesh=parallel.make_mesh(2), **kw))
+    assert len(set(map(tuple, one.returns.tolist()))) > 1  # the games differ: the keys really are per game
+
+
+if __name__ == "__main__":
+    name = sys.argv[1]
+    globals()[f"check_{name}"]()
+    print(f"CHECK {name} OK")
