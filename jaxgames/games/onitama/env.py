@@ -95,9 +95,15 @@ class OnitamaState(State):
         legal_action_mask: bool ``[1250]`` or ``[40]`` (all True once the game is over).
         board: `rules.Board`: ``pieces`` int32 ``[2, 5]``, ``hands`` int32
             ``[2, 2]``, ``side``, ``player``, ``turn``, ``winner`` int32 ``[]``.
+        move_mask: bool ``[40]``: the mover's moves as (piece, slot, move)
+            triples, `rules.move_targets` of ``board`` (cached: the step and
+            search read it instead of generating moves again; all False = pass).
+        move_target: int32 ``[40]``: their landing squares (absolute).
     """
 
     board: Board = struct.field(default=None)
+    move_mask: jax.Array = struct.field(default=None)
+    move_target: jax.Array = struct.field(default=None)
 
 
 class Onitama(Env):
@@ -288,28 +294,34 @@ class Onitama(Env):
         actions (`pass_actions`) are.
         """
         legal, target = rules.move_targets(board)  # [40] each
-        must_pass = ~jnp.any(legal)
-        passes = jnp.asarray(self.pass_actions, jnp.int32)
-        ids = jnp.arange(self.num_actions, dtype=jnp.int32)
-        pass_mask = must_pass & jnp.any(ids[:, None] == passes[None, :], axis=-1)
-        if self.action_space == "seed":
-            return legal | pass_mask
+        return self._mask_from_moves(board, legal, target)
+
+    def _canonical_ids(self, board: Board, target: jax.Array) -> jax.Array:
+        """int32 ``[40]``: the canonical id of each (piece, slot, move) triple (meaningless where not legal)."""
         p = board.player
         n = rules.NUM_SQUARES
         own = jnp.where(p == 1, board.pieces[1], board.pieces[0])
         from_view = jnp.repeat(rules.view_square(own, p), 2 * cards.MAX_MOVES)  # [40]
-        to_view = rules.view_square(target, p)
-        slot = jnp.asarray(rules._SLOT_OF)
-        index = slot * n * n + from_view * n + to_view  # [40]
-        index = jnp.where(legal, index, self.num_actions)  # out of range: dropped
+        return jnp.asarray(rules._SLOT_OF) * n * n + from_view * n + rules.view_square(target, p)
+
+    def _mask_from_moves(self, board: Board, legal: jax.Array, target: jax.Array) -> jax.Array:
+        must_pass = ~jnp.any(legal)
+        passes = jnp.asarray(self.pass_actions, jnp.int32)
+        ids = jnp.arange(self.num_actions, dtype=jnp.int32)
+        pass_mask = must_pass & ((ids == passes[0]) | (ids == passes[1]))
+        if self.action_space == "seed":
+            return legal | pass_mask
+        index = jnp.where(legal, self._canonical_ids(board, target), self.num_actions)  # out of range: dropped
         return jnp.zeros(self.num_actions, jnp.bool_).at[index].set(True, mode="drop") | pass_mask
 
-    def decode(self, board: Board, action: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array, jax.Array]:
+    def decode(self, state: OnitamaState, action: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array, jax.Array]:
         """``(slot, piece, target, is_pass)`` of a legal action (int32, int32, int32 absolute square, bool).
 
-        Traceable; the action must be legal in ``board`` (the result is
-        meaningless otherwise).
+        Traceable; the action must be legal in ``state`` (the result is
+        meaningless otherwise). Reads the move list cached in the state
+        (``move_mask``, ``move_target``) instead of generating moves again.
         """
+        board = state.board
         p = board.player
         if self.action_space == "canonical":
             n = rules.NUM_SQUARES
@@ -320,11 +332,22 @@ class Onitama(Env):
             own = jnp.where(p == 1, board.pieces[1], board.pieces[0])
             piece = jnp.sum(jnp.where(own == source, jnp.arange(rules.NUM_PIECES), 0), dtype=jnp.int32)
             return slot, piece, rules.view_square(to_view, p), from_view == to_view
-        legal, target = rules.move_targets(board)
         piece = action // (2 * cards.MAX_MOVES)
         slot = (action // cards.MAX_MOVES) % 2
         hit = jnp.arange(NUM_SEED_ACTIONS, dtype=jnp.int32) == action  # one-hot select, not a gather
-        return slot, piece, jnp.sum(jnp.where(hit, target, 0), dtype=jnp.int32), ~jnp.any(legal)
+        target = jnp.sum(jnp.where(hit, state.move_target, 0), dtype=jnp.int32)
+        return slot, piece, target, ~jnp.any(state.move_mask)
+
+    def _any_legal_action(self, state: OnitamaState) -> jax.Array:
+        """A legal action from the cached 40-move list (the base class's argmax over 1250 entries is slow on CPU)."""
+        first = jnp.min(jnp.where(state.move_mask, jnp.arange(rules.NUM_MOVES, dtype=jnp.int32), rules.NUM_MOVES))
+        first = jnp.minimum(first, rules.NUM_MOVES - 1)
+        hit = jnp.arange(rules.NUM_MOVES, dtype=jnp.int32) == first
+        if self.action_space == "seed":
+            move = first
+        else:
+            move = jnp.sum(jnp.where(hit, self._canonical_ids(state.board, state.move_target), 0), dtype=jnp.int32)
+        return jnp.where(jnp.any(state.move_mask), move, self.pass_actions[0]).astype(jnp.int32)
 
     # ------------------------------------------------------------ kernels
     def state_from_board(
@@ -342,15 +365,18 @@ class Onitama(Env):
         won = rules.is_won(board)
         truncated = ~won & (board.turn >= params.max_turns)
         rewards = jnp.zeros(2, jnp.float32) if rewards is None else rewards
+        legal, target = rules.move_targets(board)
         return OnitamaState(
             current_player=board.player.astype(jnp.int32),
             observation=self.observe_board(board, board.player),
             rewards=rewards.astype(jnp.float32),
             terminated=won,
             truncated=truncated,
-            legal_action_mask=self.legal_mask(board) | won | truncated,
+            legal_action_mask=self._mask_from_moves(board, legal, target) | won | truncated,
             step_count=jnp.asarray(step_count, jnp.int32),
             board=board,
+            move_mask=legal,
+            move_target=target,
         )
 
     def _init(self, key: jax.Array, params: OnitamaParams) -> OnitamaState:
@@ -363,7 +389,7 @@ class Onitama(Env):
     def _step(self, state: OnitamaState, action: jax.Array, key: jax.Array, params: OnitamaParams) -> OnitamaState:
         del key
         board = state.board
-        slot, piece, target, is_pass = self.decode(board, action)
+        slot, piece, target, is_pass = self.decode(state, action)
         nxt = rules.apply_move(board, slot, piece, target, is_pass)
         won = rules.is_won(nxt)
         players = jnp.arange(2, dtype=jnp.int32)

@@ -98,7 +98,7 @@ def action_to_text(env, state, action: int) -> str:
         raise ValueError("the game is over: no action moves anything")
     import jax.numpy as jnp
 
-    slot, piece, target, is_pass = (np.asarray(x) for x in env.decode(state.board, jnp.int32(action)))
+    slot, piece, target, is_pass = (np.asarray(x) for x in env.decode(state, jnp.int32(action)))
     p = int(state.current_player)
     card = cards.CARD_NAMES[int(np.asarray(state.board.hands)[p, int(slot)])]
     who = cards.COLOR_NAMES[p]
