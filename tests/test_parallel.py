@@ -117,6 +117,10 @@ def test_arena_8_devices_bitwise():
     _run_check("arena")
 
 
+def test_alphazero_8_devices_close():
+    _run_check("alphazero")
+
+
 # ----------------------------------------------------------------------------- the checks
 def _assert_trees_equal(a, b):
     la, lb = jax.tree.leaves(a), jax.tree.leaves(b)
@@ -183,6 +187,59 @@ def check_arena():
     _assert_trees_equal(one, arena.play(env, [RandomAgent()], 8, jax.random.key(2),
                                         mesh=parallel.make_mesh(2), **kw))
     assert len(set(map(tuple, one.returns.tolist()))) > 1  # the games differ: the keys really are per game
+
+
+# Float tolerance of the data-parallel checks. One device sums a minibatch mean
+# in one order, 8 devices sum 8 partial sums and then all-reduce them: both
+# are float32 sums of at most a few hundred terms, whose rounding differs by
+# at most ~n * eps_f32 relative (n <= 64 terms per sum here, eps = 1.2e-7, so
+# <= 8e-6). After one optimizer step the parameters then differ by a
+# learning-rate-scaled amount far below that (measured: < 3e-8 absolute), and
+# self-play targets by a few float32 ulps (measured: < 1e-6). rtol=1e-5 with
+# atol=1e-6 covers those and would still catch a real error (a gradient not
+# averaged over devices, or taken from one device only, changes the loss and
+# the parameters at the 1e-2..1e-4 level). Integer and boolean leaves (boards,
+# counts, moves) must match exactly.
+RTOL, ATOL = 1e-5, 1e-6
+
+
+def _assert_trees_close(a, b):
+    assert jax.tree.structure(a) == jax.tree.structure(b)
+    for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b)):
+        x, y = np.asarray(x), np.asarray(y)
+        assert x.shape == y.shape and x.dtype == y.dtype
+        if np.issubdtype(x.dtype, np.floating):
+            np.testing.assert_allclose(x, y, rtol=RTOL, atol=ATOL)
+        else:
+            np.testing.assert_array_equal(x, y)
+
+
+def check_alphazero():
+    from jaxgames.learners import alphazero as az
+    from jaxgames.networks.dots_and_boxes import NetworkConfig
+
+    net = NetworkConfig(channels=8, num_blocks=1, value_channels=4, value_hidden=8)
+    config = az.AlphaZeroConfig(board_sizes=((1, 2),), network=net, num_envs=8, num_simulations=4,
+                                max_num_considered_actions=4, buffer_capacity=64, batch_size=8, updates_per_iteration=1)
+    mesh = parallel.make_mesh()
+    state = az.init_state(config, jax.random.key(0))
+    one, m_one = az.train_iteration(config, state)
+    out, m_out = az.train_iteration(config, state, mesh=mesh)
+    assert out.env_states[0].board.edges.sharding == parallel.batch_sharding(mesh)  # games split over the devices
+    assert jax.tree.leaves(out.params)[0].sharding.is_fully_replicated  # parameters replicated
+    _assert_trees_close(parallel.gather(one), parallel.gather(out))
+    assert not np.array_equal(np.asarray(jax.tree.leaves(one.params)[0]), np.asarray(jax.tree.leaves(state.params)[0]))
+    for k in ("loss", "grad_norm", "1x2/root_value"):
+        np.testing.assert_allclose(m_out[k], m_one[k], rtol=RTOL, atol=ATOL)
+    for k in ("1x2/games", "1x2/positions", "1x2/buffer_size"):
+        assert m_out[k] == m_one[k]
+    bad = az.AlphaZeroConfig(board_sizes=((1, 2),), network=net, num_envs=6, batch_size=8)
+    try:
+        az.train_iteration(bad, state, mesh=mesh)  # refused before the state is read
+    except ValueError as err:
+        assert "num_envs=6" in str(err)
+    else:
+        raise AssertionError("num_envs=6 on 8 devices must raise")
 
 
 if __name__ == "__main__":

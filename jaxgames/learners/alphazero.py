@@ -441,8 +441,14 @@ def losses(config: AlphaZeroConfig, params, size: tuple[int, int], samples: Samp
     return dict(policy_loss=policy_loss, value_loss=value_loss, policy_accuracy=accuracy)
 
 
-def make_update_step(config: AlphaZeroConfig) -> Callable:
+def make_update_step(config: AlphaZeroConfig, *, batch_sharding=None) -> Callable:
     """One gradient step (pure; jit it).
+
+    With ``batch_sharding`` (`jaxgames.parallel.batch_sharding`) each sampled
+    minibatch is constrained to it, so every device computes the loss and
+    gradients of its slice of the positions and XLA all-reduces the
+    gradients (data parallelism; the parameters stay replicated). The
+    minibatch itself (indices, symmetries) is drawn exactly as without it.
 
     `train_iteration` calls it ``updates_per_iteration`` times from Python
     rather than scanning over the steps: XLA on CPU runs the convolution
@@ -482,6 +488,8 @@ def make_update_step(config: AlphaZeroConfig) -> Callable:
     def update_step(params, opt_state, buffers, key):
         keys = jax.random.split(key, 2 * len(sizes))
         batches = [buffer_sample(b, keys[i], config.batch_size) for i, b in enumerate(buffers)]
+        if batch_sharding is not None:
+            batches = [jax.lax.with_sharding_constraint(b, batch_sharding) for b in batches]
         grads, metrics = jax.grad(loss_fn, has_aux=True)(params, batches, keys[len(sizes):])
         updates, opt_state = optimizer.update(grads, opt_state, params)
         params = optax.apply_updates(params, updates)
@@ -497,24 +505,64 @@ class _Compiled(NamedTuple):
 
 
 @functools.lru_cache(maxsize=8)
-def _compiled(config: AlphaZeroConfig) -> _Compiled:
-    """The jitted self-play (one per size) and update of a config, built once per config value."""
+def _compiled(config: AlphaZeroConfig, mesh=None) -> _Compiled:
+    """The jitted self-play (one per size) and update of a config, built once per config value (and mesh)."""
+    if mesh is not None:
+        from jaxgames import parallel
+
+        rep, bat = parallel.replicated(mesh), parallel.batch_sharding(mesh)
+        return _Compiled(
+            selfplay=tuple(
+                jax.jit(make_selfplay(config, s), in_shardings=(rep, bat, rep, rep), out_shardings=(bat, rep, rep))
+                for s in config.board_sizes
+            ),
+            update_step=jax.jit(make_update_step(config, batch_sharding=bat), in_shardings=rep, out_shardings=rep),
+        )
     return _Compiled(
         selfplay=tuple(jax.jit(make_selfplay(config, s)) for s in config.board_sizes),
         update_step=jax.jit(make_update_step(config)),
     )
 
 
-def train_iteration(config: AlphaZeroConfig, state: TrainState) -> tuple[TrainState, dict]:
+def train_iteration(config: AlphaZeroConfig, state: TrainState, *, mesh=None) -> tuple[TrainState, dict]:
     """One iteration: self-play on every size, then the updates (see the module docstring).
 
     Deterministic given ``state`` (its key), so a resumed run repeats a straight one exactly.
+
+    Data parallelism: with ``mesh`` (`jaxgames.parallel.make_mesh`) the
+    ``num_envs`` self-play games of each size are split over the devices
+    (``env_states`` sharded along the game axis), and so is every update's
+    minibatch; the parameters, optimizer state and replay buffers are
+    replicated, and XLA all-reduces the gradients. Versus one device:
+    self-play runs the same per-game program with the same per-game keys, so
+    its games agree, up to float32 rounding of the network's convolutions
+    (XLA may tile a per-device batch of another size differently), which
+    can tip an MCTS choice between near-equal actions only rarely; the
+    losses and gradients are means over the minibatch summed per device then
+    across devices, another float32 summation order. So the result equals
+    one device up to float32 rounding, not bitwise (`tests/test_parallel.py`
+    checks one iteration of a tiny config with a tolerance). The returned
+    state stays on the mesh.
+
+    Raises:
+        ValueError: with ``mesh``, ``num_envs`` or ``batch_size`` not a
+            multiple of the number of devices.
 
     Returns:
         ``(state, metrics)``: metrics as Python floats (losses, per-size
         self-play statistics as ``"{R}x{C}/..."``, ``buffer_size``, seconds).
     """
-    fns = _compiled(config)
+    if mesh is not None:
+        from jaxgames import parallel
+
+        d = parallel.num_shards(mesh)
+        for name in ("num_envs", "batch_size"):
+            if getattr(config, name) % d:
+                raise ValueError(f"{name}={getattr(config, name)} must be a multiple of the mesh's {d} devices")
+        state = parallel.replicate(state.replace(env_states=()), mesh).replace(
+            env_states=parallel.shard_batch(state.env_states, mesh)
+        )
+    fns = _compiled(config, mesh)
     key = jax.random.wrap_key_data(state.key)
     key, update_key, *play_keys = jax.random.split(key, 2 + len(config.board_sizes))
     buffers, env_states, metrics = list(state.buffers), list(state.env_states), {}
