@@ -121,6 +121,10 @@ def test_alphazero_8_devices_close():
     _run_check("alphazero")
 
 
+def test_q_snake_8_devices_close():
+    _run_check("q_snake")
+
+
 # ----------------------------------------------------------------------------- the checks
 def _assert_trees_equal(a, b):
     la, lb = jax.tree.leaves(a), jax.tree.leaves(b)
@@ -240,6 +244,28 @@ def check_alphazero():
         assert "num_envs=6" in str(err)
     else:
         raise AssertionError("num_envs=6 on 8 devices must raise")
+
+
+def check_q_snake():
+    from jaxgames.learners import q_snake as qs
+
+    config = qs.QSnakeConfig(
+        board_size=7, num_snakes=4, max_turns=30, num_turns=16, features=(4,), num_games=8, batch_size=8,
+        train_steps=1, pit_team_games=8, pit_solo_games=8, pit_max_turns=20, eval_every=0, walk_generations=1,
+    )
+    mesh = parallel.make_mesh()
+    one_learner, learner = qs.QSnakeLearner(config), qs.QSnakeLearner(config, mesh=mesh)
+    assert one_learner != learner and hash(one_learner) != hash(learner)  # separate jit traces
+    state = one_learner.init(jax.random.key(0))
+    one, m_one = one_learner.generation(state)
+    out, m_out = learner.generation(state)
+    data, _, _ = learner._collect_jit(state)  # cached: the self-play slots are split over the devices
+    assert data.record.q.sharding.spec[1] == parallel.BATCH_AXIS, data.record.q.sharding
+    _assert_trees_close(parallel.gather(one), parallel.gather(out))
+    m_one, m_out = qs.metrics_to_host(m_one), qs.metrics_to_host(m_out)
+    assert m_one.keys() == m_out.keys()
+    for k in m_one:
+        np.testing.assert_allclose(m_out[k], m_one[k], rtol=RTOL, atol=ATOL, err_msg=k)
 
 
 if __name__ == "__main__":

@@ -737,12 +737,35 @@ class QSnakeLearner:
         threshold: `pit_threshold` of the config's pit.
         distances: `sample_distances` of the config; ``sample_table`` bool
             ``[num_turns + 1]`` marks them.
+        mesh: None, or the `jax.sharding.Mesh` (`jaxgames.parallel.make_mesh`)
+            the games and training batches are split over.
+
+    Data parallelism (``mesh``): the self-play slots and the pit games are
+    constrained to the mesh's batch sharding (split over its devices) and so
+    is every training minibatch; the networks stay replicated and XLA
+    all-reduces the gradients and the BatchNorm batch statistics. A batch
+    whose size is not a multiple of the device count is left to XLA's
+    placement. Versus one device: each game runs the same per-game program
+    with its own key, but the network's convolutions may round differently
+    on a per-device batch of another size, and the loss, gradients and batch
+    statistics are summed in another order, so the results agree up to
+    float32 rounding, not bitwise (an epsilon-close Q-value can in rare
+    cases flip a sampled move; `tests/test_parallel.py` checks one
+    generation of a tiny config with a tolerance). With ``mesh=None``
+    nothing changes.
     """
 
-    def __init__(self, config: QSnakeConfig):
+    def __init__(self, config: QSnakeConfig, *, mesh=None):
         if not isinstance(config, QSnakeConfig):
             raise TypeError(f"config must be a QSnakeConfig; got {type(config).__name__}")
         self.config = config
+        self.mesh = mesh
+        self._batch_sharding = None
+        if mesh is not None:
+            from jaxgames import parallel
+
+            self._batch_sharding = parallel.batch_sharding(mesh)
+            self._num_shards = parallel.num_shards(mesh)
         c = config
         # the views are computed here (`views`), not by the env (its observation uses the default multipliers)
         self.env = Battlesnake(board_size=c.board_size, num_snakes=c.num_snakes, max_turns=c.max_turns, observation="none")
@@ -762,12 +785,18 @@ class QSnakeLearner:
         self._train_step_jit = functools.partial(jitted["train_step"], self)
         self._pit_jit = functools.partial(jitted["pit"], self)
 
-    # learners of one config are interchangeable (jit caches on them as static arguments)
+    # learners of one config (and mesh) are interchangeable (jit caches on them as static arguments)
     def __hash__(self):
-        return hash(self.config)
+        return hash((self.config, self.mesh))
 
     def __eq__(self, other):
-        return isinstance(other, QSnakeLearner) and other.config == self.config
+        return isinstance(other, QSnakeLearner) and other.config == self.config and other.mesh == self.mesh
+
+    def _constrain(self, tree):
+        """``tree`` (leading batch axis) split over the mesh; unchanged without a mesh or when not divisible."""
+        if self._batch_sharding is None or jax.tree.leaves(tree)[0].shape[0] % self._num_shards:
+            return tree
+        return jax.lax.with_sharding_constraint(tree, self._batch_sharding)
 
     # ------------------------------------------------------------ params and state
     def params_for(self, health_loss) -> BattlesnakeParams:
@@ -810,7 +839,7 @@ class QSnakeLearner:
         c, env = self.config, self.env
         B = c.num_games
         key, init_key = jax.random.split(key)
-        states = jax.vmap(env.init, in_axes=(0, None))(jax.random.split(init_key, B), params)
+        states = self._constrain(jax.vmap(env.init, in_axes=(0, None))(jax.random.split(init_key, B), params))
         zero_totals = jax.tree.map(jnp.zeros_like, game_metrics(states.board, jnp.zeros(states.board.alive.shape, bool)))
 
         def turn(carry, k):
@@ -835,6 +864,7 @@ class QSnakeLearner:
             totals = jax.tree.map(lambda a, b: a + b, totals, ended)
             fresh = jax.vmap(env.init, in_axes=(0, None))(jax.random.split(reset_key, B), params)
             nxt = jax.tree.map(lambda f, n: jnp.where(done.reshape((-1,) + (1,) * (n.ndim - 1)), f, n), fresh, nxt)
+            nxt = self._constrain(nxt)
             out = (board, rel.astype(jnp.int8), q, acting, psi, died, won, chain_end)
             return (nxt, totals), out
 
@@ -926,6 +956,7 @@ class QSnakeLearner:
         if c.reflect:
             flip = jax.random.bernoulli(flip_key, 0.5, (c.batch_size,))
             views, target, mask = jax.vmap(reflect_example)(views, target, mask, flip)
+        views, target, mask = self._constrain((views, target, mask))
         (loss, batch_stats), grads = jax.value_and_grad(self._loss, has_aux=True)(
             state.params, state.batch_stats, views, target, mask
         )
@@ -944,7 +975,7 @@ class QSnakeLearner:
         idx_a, idx_b = (jnp.asarray(x) for x in _seating(G, S, seats_a))
         mask_a = jnp.zeros((G, S), bool).at[jnp.arange(G)[:, None], idx_a].set(True)
         key, init_key = jax.random.split(key)
-        states = jax.vmap(env.init, in_axes=(0, None))(jax.random.split(init_key, G), params)
+        states = self._constrain(jax.vmap(env.init, in_axes=(0, None))(jax.random.split(init_key, G), params))
 
         def decided(states):
             alive = states.board.alive
@@ -971,7 +1002,7 @@ class QSnakeLearner:
             nxt = jax.vmap(env.step, in_axes=(0, 0, 0, None))(states, moves, jax.random.split(step_key, G), params)
             frozen = decided(states)
             nxt = jax.tree.map(lambda n, s: jnp.where(frozen.reshape((-1,) + (1,) * (n.ndim - 1)), s, n), nxt, states)
-            return nxt, key
+            return self._constrain(nxt), key
 
         states, _ = jax.lax.while_loop(cond, body, (states, key))
         surv = _survival(states.board)
