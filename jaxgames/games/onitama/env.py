@@ -290,7 +290,9 @@ class Onitama(Env):
 
         Computed from `rules.move_targets` (all 40 piece x card x move
         combinations at once); in the canonical space scattered to
-        ``slot * 625 + from * 25 + to``. Where no move is legal, the two pass
+        ``slot * 625 + from * 25 + to`` (a batched scatter of 40 updates:
+        faster on XLA's CPU backend than building the ``[2, 25, 25]`` mask
+        elementwise, which we measured 2-5x slower). Where no move is legal, the two pass
         actions (`pass_actions`) are.
         """
         legal, target = rules.move_targets(board)  # [40] each

@@ -1,0 +1,252 @@
+"""Random-playout steps per second of the Onitama kernel, against the plain-Python reference in the same run.
+
+    python benchmarks/onitama.py [batch_sizes=1,1024,16384] [steps=64] [seconds=1.0] \
+        [repeats=3] [methods=reference_python,jax_rules,jax_env_seed,jax_env_canonical] \
+        [out_dir=results/onitama_benchmark]
+
+A step is one turn of one game (a move or a pass); every move is uniform among
+the legal ones, from random deals of all 16 cards, games ending by a win or at
+the 200-turn draw. Measured, in one run:
+
+* ``reference_python``: the plain-Python move generator of the tests
+  (``tests/reference/onitama_reference.py``: ``moves``, ``random.choice``,
+  ``play``), whole games, one at a time.
+* ``jax_rules``: the rules kernel alone (`rules.move_targets`, a uniform pick
+  among the legal (piece, card, move) triples, `rules.apply_move`), no
+  observation, no contract; a finished game is dealt again in place.
+* ``jax_env_seed`` / ``jax_env_canonical``: the full contract, `Onitama.step`
+  in the seed's 40-action space or the canonical 1250-action space
+  (observation, legal-action mask, illegal-action check, terminal no-op),
+  with `jaxgames.wrappers.auto_reset_step` starting a new game where one ends.
+
+JAX rows: a jitted ``lax.scan`` of ``steps`` steps over a batch vmapped at one
+boundary, one call per measurement; steps/s = batch x steps x calls / wall
+time (compilation excluded, reported apart), the median of ``repeats``
+windows of ``seconds``. Random legal picks draw one uniform number per game
+and step (the ``k``-th legal action of ``legal_action_mask``: `_pick`).
+
+Config: ``key=value`` overrides of `Config`; results go to ``out_dir`` as
+``results.json``, ``results.csv`` and ``config.json``, with a markdown table on stdout.
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import json
+import os
+import random
+import sys
+import time
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxgames.experiment import parse_config
+
+METHODS = ("reference_python", "jax_rules", "jax_env_seed", "jax_env_canonical")
+
+
+@dataclasses.dataclass(frozen=True)
+class Config:
+    """Benchmark settings (``key=value`` on the command line).
+
+    Attributes:
+        batch_sizes: games per jitted call, comma separated.
+        steps: steps per game in one jitted call (the ``lax.scan`` length).
+        seconds: minimum wall time of each measurement window.
+        repeats: measurement windows per figure (the median is reported).
+        methods: which rows to measure, comma separated (see the module docstring).
+        out_dir: where results are written.
+    """
+
+    batch_sizes: str = "1,1024,16384"
+    steps: int = 64
+    seconds: float = 1.0
+    repeats: int = 3
+    methods: str = ",".join(METHODS)
+    out_dir: str = "results/onitama_benchmark"
+
+    def __post_init__(self):
+        if self.repeats < 1 or self.seconds <= 0 or self.steps < 1:
+            raise ValueError(f"repeats and steps must be >= 1 and seconds > 0; got {self}")
+        unknown = set(self.methods.split(",")) - set(METHODS)
+        if unknown:
+            raise ValueError(f"unknown methods {sorted(unknown)}; known: {', '.join(METHODS)}")
+        if any(int(b) < 1 for b in self.batch_sizes.split(",")):
+            raise ValueError(f"batch sizes must be >= 1; got {self.batch_sizes}")
+
+
+def _timed(fn, seconds: float, repeats: int) -> float:
+    """Calls ``fn`` (which returns the number of steps it made) in ``repeats`` windows; the median steps/s."""
+    rates = []
+    for _ in range(repeats):
+        steps, start = 0, time.perf_counter()
+        while True:
+            steps += fn()
+            elapsed = time.perf_counter() - start
+            if elapsed >= seconds:
+                break
+        rates.append(steps / elapsed)
+    return sorted(rates)[len(rates) // 2]
+
+
+def reference_python(seconds: float, repeats: int) -> float:
+    """Steps/s of the plain-Python reference generator, whole random games from random deals."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+    from tests.reference import onitama_reference as ref
+
+    rng = random.Random(0)
+
+    def one_game():
+        return ref.random_game(rng, rng.sample(ref.ORDER, 5), max_turns=200)
+
+    return _timed(one_game, seconds, repeats)
+
+
+def _pick(key: jax.Array, mask: jax.Array) -> jax.Array:
+    """A uniformly random True index of ``mask`` (bool ``[n]``; int32 ``[]``), from one uniform number.
+
+    The ``k``-th True entry, ``k = floor(u * count)``. For long masks (the
+    canonical space's 1250) in two levels, rows of ``ceil(sqrt(n))`` entries:
+    a cumulative count over the rows picks the row, then one over that row
+    (cumulative sums are slow on XLA's CPU backend over 1250 entries).
+    """
+    n = mask.shape[0]
+    count = jnp.sum(mask, dtype=jnp.int32)
+    k = jnp.minimum(jnp.floor(jax.random.uniform(key) * count).astype(jnp.int32), jnp.maximum(count - 1, 0))
+    if n <= 64:
+        return jnp.argmax(jnp.cumsum(mask, dtype=jnp.int32) > k).astype(jnp.int32)
+    width = int(np.ceil(np.sqrt(n)))
+    rows = -(-n // width)
+    grid = jnp.pad(mask, (0, rows * width - n)).reshape(rows, width)
+    before = jnp.cumsum(jnp.sum(grid, axis=1, dtype=jnp.int32))  # [rows]
+    row = jnp.argmax(before > k).astype(jnp.int32)
+    k_in_row = k - (before[row] - jnp.sum(grid[row], dtype=jnp.int32))
+    col = jnp.argmax(jnp.cumsum(grid[row], dtype=jnp.int32) > k_in_row).astype(jnp.int32)
+    return row * width + col
+
+
+def _env_runner(env, batch: int, steps: int):
+    from jaxgames.wrappers import auto_reset_step
+
+    def one(state, key):
+        def body(state, key):
+            pick_key, step_key = jax.random.split(key)
+            state, outcome = auto_reset_step(env, state, _pick(pick_key, state.legal_action_mask), step_key)
+            return state, outcome.terminated
+
+        state, ended = jax.lax.scan(body, state, jax.random.split(key, steps))
+        return state, jnp.sum(ended)
+
+    init = jax.jit(jax.vmap(env.init))
+    run = jax.jit(jax.vmap(one))
+    return init, run
+
+
+def _rules_runner(batch: int, steps: int, max_turns: int = 200):
+    from jaxgames.games.onitama import rules
+
+    deck = jnp.arange(16, dtype=jnp.int32)
+
+    def deal(key):
+        return rules.deal_board(rules.shuffle_deal(key, deck))
+
+    def one(board, key):
+        def body(board, key):
+            pick_key, deal_key = jax.random.split(key)
+            legal, target = rules.move_targets(board)  # [40]
+            must_pass = ~jnp.any(legal)
+            index = _pick(pick_key, jnp.where(must_pass, jnp.arange(40) % 4 == 0, legal))  # a pass: either slot
+            piece, slot = index // 8, (index // 4) % 2
+            to = jnp.sum(jnp.where(jnp.arange(40) == index, target, 0), dtype=jnp.int32)
+            nxt = rules.apply_move(board, slot, piece, to, must_pass)
+            over = rules.is_won(nxt) | (nxt.turn >= max_turns)
+            fresh = deal(deal_key)
+            nxt = jax.tree.map(lambda a, b: jnp.where(over, a, b), fresh, nxt)
+            return nxt, over
+
+        board, ended = jax.lax.scan(body, board, jax.random.split(key, steps))
+        return board, jnp.sum(ended)
+
+    return jax.jit(jax.vmap(deal)), jax.jit(jax.vmap(one))
+
+
+def jax_steps_per_second(method: str, batch: int, steps: int, seconds: float, repeats: int) -> tuple[float, float, float]:
+    """(steps/s, compile seconds, games finished per 1000 steps) of one JAX row."""
+    from jaxgames.games.onitama import Onitama
+
+    if method == "jax_rules":
+        init, run = _rules_runner(batch, steps)
+    else:
+        env = Onitama(action_space="seed" if method == "jax_env_seed" else "canonical")
+        init, run = _env_runner(env, batch, steps)
+    key = jax.random.key(0)
+    state = init(jax.random.split(key, batch))
+    t0 = time.perf_counter()
+    state, ended = jax.block_until_ready(run(state, jax.random.split(jax.random.key(1), batch)))  # compiles
+    compile_s = time.perf_counter() - t0
+    carry = [state, jax.random.key(2), 0, 0]
+
+    def call():
+        carry[1], sub = jax.random.split(carry[1])
+        carry[0], ended = jax.block_until_ready(run(carry[0], jax.random.split(sub, batch)))
+        carry[2] += int(np.sum(np.asarray(ended)))
+        carry[3] += batch * steps
+        return batch * steps
+
+    sps = _timed(call, seconds, repeats)
+    return sps, compile_s, 1000.0 * carry[2] / max(carry[3], 1)
+
+
+def main(argv) -> list[dict]:
+    cfg = parse_config(Config, argv)
+    batches = [int(b) for b in cfg.batch_sizes.split(",")]
+    methods = cfg.methods.split(",")
+    dev = jax.devices()[0]
+    device = (
+        f"{dev.platform} ({dev.device_kind}), {os.cpu_count()} CPU cores visible, "
+        f"load average {os.getloadavg()[0]:.2f}, jax {jax.__version__}"
+    )
+    print(f"device: {device}", flush=True)
+    rows = []
+    for method in methods:
+        if method == "reference_python":
+            sps = reference_python(cfg.seconds, cfg.repeats)
+            rows.append(dict(method=method, batch=1, steps_per_s=sps, compile_s=0.0, games_per_1000_steps=float("nan")))
+            print(f"{method}: {sps:,.0f} steps/s", flush=True)
+            continue
+        for batch in batches:
+            sps, compile_s, games = jax_steps_per_second(method, batch, cfg.steps, cfg.seconds, cfg.repeats)
+            rows.append(dict(method=method, batch=batch, steps_per_s=sps, compile_s=compile_s, games_per_1000_steps=games))
+            print(f"{method} B={batch}: {sps:,.0f} steps/s (compile {compile_s:.1f} s)", flush=True)
+    anchor = next((r["steps_per_s"] for r in rows if r["method"] == "reference_python"), None)
+    for r in rows:
+        r["x_reference"] = r["steps_per_s"] / anchor if anchor else float("nan")
+    load_after = os.getloadavg()[0]
+
+    print(f"\nload average at the end {load_after:.2f}")
+    print("\n| method | batch | steps/s | x reference | compile s | games ended / 1000 steps |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for r in rows:
+        print(
+            f"| {r['method']} | {r['batch']:,} | {r['steps_per_s']:,.0f} | {r['x_reference']:.1f} "
+            f"| {r['compile_s']:.1f} | {r['games_per_1000_steps']:.1f} |"
+        )
+
+    os.makedirs(cfg.out_dir, exist_ok=True)
+    with open(os.path.join(cfg.out_dir, "config.json"), "w") as f:
+        json.dump(dataclasses.asdict(cfg), f, indent=2)
+    with open(os.path.join(cfg.out_dir, "results.json"), "w") as f:
+        json.dump(dict(device=device, load_after=load_after, rows=rows), f, indent=2)
+    with open(os.path.join(cfg.out_dir, "results.csv"), "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    print(f"results in {cfg.out_dir}")
+    return rows
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
