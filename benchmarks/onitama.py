@@ -17,7 +17,12 @@ the 200-turn draw. Measured, in one run:
 * ``jax_env_seed`` / ``jax_env_canonical``: the full contract, `Onitama.step`
   in the seed's 40-action space or the canonical 1250-action space
   (observation, legal-action mask, illegal-action check, terminal no-op),
-  with `jaxgames.wrappers.auto_reset_step` starting a new game where one ends.
+  with `jaxgames.wrappers.auto_reset_step` starting a new game where one ends;
+  the random move is `Onitama.random_action` (uniform over the legal
+  actions, drawn from the state's cached 40-move list).
+* ``jax_env_canonical_mask_pick``: the same in the canonical space with the
+  move drawn from the 1250-entry ``legal_action_mask`` (`_pick`), what a
+  generic agent that reads only the mask pays.
 
 JAX rows: a jitted ``lax.scan`` of ``steps`` steps over a batch vmapped at one
 boundary, one call per measurement; steps/s = batch x steps x calls / wall
@@ -45,7 +50,7 @@ import numpy as np
 
 from jaxgames.experiment import parse_config
 
-METHODS = ("reference_python", "jax_rules", "jax_env_seed", "jax_env_canonical")
+METHODS = ("reference_python", "jax_rules", "jax_env_seed", "jax_env_canonical", "jax_env_canonical_mask_pick")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -128,13 +133,17 @@ def _pick(key: jax.Array, mask: jax.Array) -> jax.Array:
     return row * width + col
 
 
-def _env_runner(env, batch: int, steps: int):
+def _env_runner(env, batch: int, steps: int, mask_pick: bool = False):
     from jaxgames.wrappers import auto_reset_step
 
     def one(state, key):
         def body(state, key):
             pick_key, step_key = jax.random.split(key)
-            state, outcome = auto_reset_step(env, state, _pick(pick_key, state.legal_action_mask), step_key)
+            if mask_pick:
+                action = _pick(pick_key, state.legal_action_mask)
+            else:
+                action = env.random_action(pick_key, state)
+            state, outcome = auto_reset_step(env, state, action, step_key)
             return state, outcome.terminated
 
         state, ended = jax.lax.scan(body, state, jax.random.split(key, steps))
@@ -181,7 +190,7 @@ def jax_steps_per_second(method: str, batch: int, steps: int, seconds: float, re
         init, run = _rules_runner(batch, steps)
     else:
         env = Onitama(action_space="seed" if method == "jax_env_seed" else "canonical")
-        init, run = _env_runner(env, batch, steps)
+        init, run = _env_runner(env, batch, steps, mask_pick=method == "jax_env_canonical_mask_pick")
     key = jax.random.key(0)
     state = init(jax.random.split(key, batch))
     t0 = time.perf_counter()

@@ -730,3 +730,19 @@ def test_svg_pictures_of_a_state_and_a_game(kernels):
         render.state_svg(jax.tree.map(lambda x: x[None], s))
     with pytest.raises(ValueError, match="at least one"):
         render.game_svg([])
+
+
+def test_random_action_is_uniform_over_the_legal_actions():
+    """`Onitama.random_action` draws every legal action (and only those) about equally often, passes included."""
+    draws = 3000
+    keys = jax.random.split(jax.random.key(9), draws)
+    start = rules.deal_board(jnp.asarray([cards.card_id(n) for n in SEED_DEAL], jnp.int32))
+    blocked = rules.board_from_text(PASS_POSITION, (("Tiger", "Horse"), ("Crane", "Ox")), "Boar", player=0)
+    for env in (CANON, SEED):
+        for board in (start, blocked):
+            s = env.state_from_board(board)
+            picks = np.asarray(jax.jit(jax.vmap(env.random_action, in_axes=(0, None)))(keys, s))
+            legal = legal_set(env, s)
+            assert set(picks.tolist()) == legal
+            counts = np.bincount(picks, minlength=env.num_actions)[sorted(legal)]
+            assert counts.min() > 0.6 * draws / len(legal), counts

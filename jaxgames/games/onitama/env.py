@@ -351,6 +351,36 @@ class Onitama(Env):
             move = jnp.sum(jnp.where(hit, self._canonical_ids(state.board, state.move_target), 0), dtype=jnp.int32)
         return jnp.where(jnp.any(state.move_mask), move, self.pass_actions[0]).astype(jnp.int32)
 
+    def random_action(self, key: jax.Array, state: OnitamaState) -> jax.Array:
+        """A uniformly random legal action of one state, drawn over the cached 40-move list.
+
+        The same distribution as a uniform draw over ``legal_action_mask``
+        (legal moves and actions correspond one to one; where the mover must
+        pass, each pass action has probability 1/2), but it reads 40 entries
+        instead of 1250 in the canonical space, several times faster on CPU.
+
+        Args:
+            key: PRNG key.
+            state: one unbatched, non-finished state (for a finished one the
+                result is some action, and any action is a no-op).
+
+        Returns:
+            int32 ``[]``.
+        """
+        legal = state.move_mask
+        count = jnp.sum(legal, dtype=jnp.int32)
+        u = jax.random.uniform(key)
+        k = jnp.minimum(jnp.floor(u * count).astype(jnp.int32), jnp.maximum(count - 1, 0))
+        index = jnp.argmax(jnp.cumsum(legal, dtype=jnp.int32) > k).astype(jnp.int32)  # the k-th legal move
+        if self.action_space == "seed":
+            move = index
+        else:
+            hit = jnp.arange(rules.NUM_MOVES, dtype=jnp.int32) == index
+            move = jnp.sum(jnp.where(hit, self._canonical_ids(state.board, state.move_target), 0), dtype=jnp.int32)
+        passes = jnp.asarray(self.pass_actions, jnp.int32)
+        give_up = jnp.where(u < 0.5, passes[0], passes[1])
+        return jnp.where(count > 0, move, give_up).astype(jnp.int32)
+
     # ------------------------------------------------------------ kernels
     def state_from_board(
         self, board: Board, rewards: jax.Array | None = None, step_count=0, params: OnitamaParams | None = None
