@@ -116,6 +116,14 @@ class Onitama(Env):
     legal move passes but exchanges a card with the side card (official
     rule; the seed omits it). Rules and geometry: `rules`; cards: `cards`.
 
+    Rewards (seed section 4.3): +1 for the winner and -1 for the loser on the
+    winning step (the zero-sum sign of `jaxgames.search.sign`), 0 otherwise.
+    After ``max_turns`` turns without a win the game is a draw, reported as
+    ``truncated`` with zero rewards (seed: 200 turns). Illegal actions follow
+    `jaxgames.core` (the mover loses). `random_action` draws a uniform legal
+    action cheaply; `decode` turns an action into (card slot, piece, landing
+    square, pass).
+
     **Canonical action space** (``action_space="canonical"``, 1250 actions):
     ``slot * 625 + from * 25 + to`` (`canonical_action`): the hand slot of the
     card used (0 = the lower card id), the square of the piece and its landing
