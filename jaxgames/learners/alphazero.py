@@ -828,6 +828,7 @@ def train(
     progress: bool = False,
     on_iteration: Callable[[int, dict], None] | None = None,
     max_to_keep: int = 2,
+    mesh=None,
 ) -> TrainResult:
     """Trains for ``num_iterations`` iterations, resuming from ``directory``'s latest checkpoint.
 
@@ -858,6 +859,9 @@ def train(
         progress: show a tqdm bar.
         on_iteration: called as ``on_iteration(iteration, metrics)`` after each iteration.
         max_to_keep: checkpoint steps kept.
+        mesh: None, or a `jax.sharding.Mesh` to train data-parallel on
+            (`train_iteration`; equal to one device up to float32 rounding).
+            Checkpoints hold the sharded state (Orbax writes each shard).
 
     Returns:
         A `TrainResult`.
@@ -907,7 +911,7 @@ def train(
         stopped = False
         it = int(state.iteration)
         while it < num_iterations:
-            state, metrics = train_iteration(config, state)
+            state, metrics = train_iteration(config, state, mesh=mesh)
             it = int(state.iteration)
             metrics["iteration"] = it
             if eval_every and it % eval_every == 0:

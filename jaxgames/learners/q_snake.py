@@ -1196,6 +1196,7 @@ def train(
     checkpoint_every: int = 1,
     progress: bool = False,
     callback: Callable[[list, list], None] | None = None,
+    mesh=None,
 ) -> TrainResult:
     """Runs the generation loop (module docstring), resuming from ``checkpoint_dir`` when it holds a run.
 
@@ -1221,6 +1222,8 @@ def train(
         callback: called after each generation with the history and the
             evaluations so far (restored ones included), e.g. to write a CSV
             as it goes.
+        mesh: None, or a `jax.sharding.Mesh` to train data-parallel on
+            (`QSnakeLearner`; equal to one device up to float32 rounding).
 
     Returns:
         A `TrainResult`.
@@ -1242,7 +1245,7 @@ def train(
     check_memory(config)
     if checkpoint_dir is not None:
         check_checkpoint_shapes(config, checkpoint_dir)
-    learner = QSnakeLearner(config)
+    learner = QSnakeLearner(config, mesh=mesh)
     state = learner.init(jax.random.key(seed))
     history, evaluations, resumed_from = [], [], None
     ckpt = None
