@@ -75,14 +75,28 @@ ssh NAME --worker=all --command="cd jaxgames && .venv/bin/python -m
 experiments.my_sweep"``; ``jax.distributed.initialize()`` needs no
 arguments there.
 
-Checkpoints (`jaxgames.checkpoint`, Orbax): with more than one process, EVERY
-process must call ``save`` (and ``latest``/restore) with the same step, on a
-directory all processes can reach (a shared file system or a bucket);
-Orbax coordinates the processes, each writes the shards it owns and the
-primary process (0) writes the metadata and renames the finished step. A
-checkpoint written from only process 0 hangs or loses the other processes'
-shards. Restoring onto a mesh: pass a template whose leaves are
+Checkpoints (Orbax): an ``orbax.checkpoint.CheckpointManager`` is meant to
+be created and called on ALL processes of a job (its docstring: "created and
+called across all processes within a single job"), on a directory every
+process can reach (a shared file system or a bucket): every process calls
+``save``/``restore`` with the same step, each writes the shards of the
+arrays it holds, and the primary process (``primary_host``, 0 by default)
+creates the directories and finalises the step. Saving from process 0 alone
+leaves the other processes' shards unwritten or blocks at Orbax's barriers.
+Restoring onto a mesh: pass a template whose leaves are
 ``jax.ShapeDtypeStruct(shape, dtype, sharding=...)``.
+
+Caveat, not solved here: `jaxgames.checkpoint.Checkpointer` (what
+`jaxgames.learners.alphazero.train` and `jaxgames.learners.q_snake.train`
+use) takes an exclusive ``fcntl.flock`` on the folder and writes
+``config.json`` itself, so on several processes sharing one folder every
+process but the first gets `jaxgames.experiment.ResultsDirLocked`, and its
+restore path copies the state through the host (``np.asarray``), which only
+works for arrays a process holds whole. It is single-process today (several
+devices of one process are fine: checked by hand with 8 forced CPU devices,
+exact resume, not in the test suite). For a multi-host run, drive ``orbax.checkpoint.CheckpointManager``
+from every process directly, or teach ``Checkpointer`` to lock and write
+``config.json`` from process 0 only.
 """
 
 from __future__ import annotations

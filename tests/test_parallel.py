@@ -250,8 +250,8 @@ def check_q_snake():
     from jaxgames.learners import q_snake as qs
 
     config = qs.QSnakeConfig(
-        board_size=7, num_snakes=4, max_turns=30, num_turns=16, features=(4,), num_games=8, batch_size=8,
-        train_steps=1, pit_team_games=8, pit_solo_games=8, pit_max_turns=20, eval_every=0, walk_generations=1,
+        board_size=7, num_snakes=4, max_turns=30, num_turns=8, features=(4,), num_games=8, batch_size=8,
+        train_steps=1, pit_team_games=8, pit_solo_games=0, pit_max_turns=20, eval_every=0, walk_generations=1,
     )
     mesh = parallel.make_mesh()
     one_learner, learner = qs.QSnakeLearner(config), qs.QSnakeLearner(config, mesh=mesh)
