@@ -102,9 +102,8 @@ def test_start_position_and_first_player_from_the_side_card_stamp(kernels):
         assert not bool(s.terminated) and not bool(s.truncated) and int(s.step_count) == 0
 
 
-def test_random_deal_uses_the_key_and_the_deck():
-    init = jax.jit(jax.vmap(CANON.init))
-    s = init(jax.random.split(jax.random.key(3), 64))
+def test_random_deal_uses_the_key_and_the_deck(kernels):
+    s = kernels["canonical"]["init"](jax.random.split(jax.random.key(3), 64), CANON.default_params)
     dealt = np.concatenate([np.asarray(s.board.hands).reshape(64, 4), np.asarray(s.board.side)[:, None]], axis=1)
     assert all(len(set(row)) == 5 for row in dealt.tolist())
     assert len({tuple(row) for row in dealt.tolist()}) > 50  # different deals
@@ -439,7 +438,8 @@ def kernel_perft(space: str, kernels, deal, depth: int, chunk: int = 1024) -> li
 def test_perft_against_the_reference(deal, kernels):
     expected = ref.perft_divide(ref.start(deal), 4)
     assert kernel_perft("seed", kernels, deal, 4) == expected
-    assert kernel_perft("canonical", kernels, deal, 3) == expected[:3]
+    if deal in PERFT_DEALS[:2]:  # the canonical space to depth 3 on two deals (same move generator, other encoding)
+        assert kernel_perft("canonical", kernels, deal, 3) == expected[:3]
 
 
 # --------------------------------------------------------------------------- random games against the oracle
@@ -558,8 +558,8 @@ def _check_against_reference(kernels, positions, states, max_turns: int, rng: ra
 
 
 def test_random_games_against_the_reference(kernels):
-    """64 random games from random deals (init by key) stepped in both kernels and the oracle, compared every step."""
-    n, max_turns = 64, 40
+    """48 random games from random deals (init by key) stepped in both kernels and the oracle, compared every step."""
+    n, max_turns = 48, 40
     rng = random.Random(0)
     keys = jax.random.split(jax.random.key(5), n)
     states = {space: kernels[space]["init"](keys, OnitamaParams(max_turns=jnp.int32(max_turns))) for space in ("canonical", "seed")}
