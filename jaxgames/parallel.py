@@ -69,7 +69,10 @@ its own process id)::
     JAX_COORDINATOR_ADDRESS=10.0.0.1:1234 JAX_NUM_PROCESSES=2 JAX_PROCESS_ID=0 \\
         .venv/bin/python -m experiments.my_sweep      # JAX_PROCESS_ID=1 on the 2nd host
 
-(`initialize_distributed` passes these environment variables on.) A TPU pod
+(`initialize_distributed` passes these environment variables on.) CPU-only
+processes also need ``jax.config.update("jax_cpu_collectives_implementation",
+"gloo")`` before initialising (checked by hand: a sweep on 2 processes x 2
+forced CPU devices on one machine equals the 1-device sweep bitwise). A TPU pod
 slice: the same command on every worker, e.g. ``gcloud compute tpus tpu-vm
 ssh NAME --worker=all --command="cd jaxgames && .venv/bin/python -m
 experiments.my_sweep"``; ``jax.distributed.initialize()`` needs no
@@ -90,7 +93,8 @@ Caveat, not solved here: `jaxgames.checkpoint.Checkpointer` (what
 `jaxgames.learners.alphazero.train` and `jaxgames.learners.q_snake.train`
 use) takes an exclusive ``fcntl.flock`` on the folder and writes
 ``config.json`` itself, so on several processes sharing one folder every
-process but the first gets `jaxgames.experiment.ResultsDirLocked`, and its
+process but the first gets `jaxgames.experiment.ResultsDirLocked` (on one
+host; across hosts where the file system honours flock), and its
 restore path copies the state through the host (``np.asarray``), which only
 works for arrays a process holds whole. It is single-process today (several
 devices of one process are fine: checked by hand with 8 forced CPU devices,
