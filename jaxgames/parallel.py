@@ -14,24 +14,30 @@ Contents:
 * `make_mesh`: the mesh (all devices, or the first ``num_devices``).
 * `batch_sharding`, `replicated`: the two shardings.
 * `pad_batch` / `unpad`: a batch padded to a multiple of the device count
-  by repeating its last row (a real, valid row, so a padded row never
-  produces NaNs or errors), and the padding cut off again.
+  by repeating its last row (a real, valid row, so a padded row computes
+  what a real one does: no NaNs from zero-filled settings), and the padding
+  cut off again.
 * `shard_batch`, `replicate`: place a pytree on the mesh.
 * `map_batched`: run a batched function over a batch of any size in chunks of
   ``chunk_size`` rows, each sharded over the mesh; the results are the same
   as one unchunked call whenever rows are independent (one key per row).
 * `gather`: results back to the host as numpy (on every process; use
   ``jax.process_index() == 0`` to write them once).
-* `initialize_distributed`: ``jax.distributed.initialize`` plus a check.
+* `initialize_distributed`: ``jax.distributed.initialize``, with the
+  coordinator settings read from ``JAX_*`` environment variables when set.
 
 Which results are bitwise equal to one device: a computation whose rows are
-independent (the tabular sweep, the arena, self-play) is the same program per
-row on any number of devices, and its random numbers are the same because
+independent (the tabular sweep, the arena with JAX agents) is the same program
+per row on any number of devices, and its random numbers are the same because
 every row has its own key (with ``jax_threefry_partitionable``, the default,
-``split(key, n)[:m] == split(key, m)``). A reduction across the batch (a
-loss averaged over a minibatch, the gradients) is summed in a different order
-once it is split over devices (per-device partial sums, then an all-reduce),
-so it agrees with one device only up to float32 rounding.
+``split(key, n)[:m] == split(key, m)``): tested bitwise. A reduction across
+the batch (a loss averaged over a minibatch, the gradients, BatchNorm
+statistics) is summed in a different order once it is split over devices
+(per-device partial sums, then an all-reduce), so it agrees with one device
+only up to float32 rounding; and a network evaluated on a per-device batch of
+another size may round differently too (XLA tiles the convolutions by batch
+size: AlphaZero self-play's policy targets differed by < 1e-6 on 8 forced CPU
+devices), so learner self-play is float32-close rather than bitwise.
 
 Multi-host recipe
 -----------------
@@ -61,13 +67,13 @@ reads ``SLURM_*`` variables itself)::
     #SBATCH --ntasks-per-node=1
     #SBATCH --gpus-per-node=4
     #SBATCH --time=04:00:00
-    srun .venv/bin/python -m experiments.my_sweep
+    srun .venv/bin/python my_sweep.py        # your script, calling initialize_distributed first
 
 Multi-GPU or CPU hosts without a cluster manager (run on every host, with
 its own process id)::
 
     JAX_COORDINATOR_ADDRESS=10.0.0.1:1234 JAX_NUM_PROCESSES=2 JAX_PROCESS_ID=0 \\
-        .venv/bin/python -m experiments.my_sweep      # JAX_PROCESS_ID=1 on the 2nd host
+        .venv/bin/python my_sweep.py      # JAX_PROCESS_ID=1 on the 2nd host
 
 (`initialize_distributed` passes these environment variables on.) CPU-only
 processes also need ``jax.config.update("jax_cpu_collectives_implementation",
@@ -75,7 +81,7 @@ processes also need ``jax.config.update("jax_cpu_collectives_implementation",
 forced CPU devices on one machine equals the 1-device sweep bitwise). A TPU pod
 slice: the same command on every worker, e.g. ``gcloud compute tpus tpu-vm
 ssh NAME --worker=all --command="cd jaxgames && .venv/bin/python -m
-experiments.my_sweep"``; ``jax.distributed.initialize()`` needs no
+my_sweep.py"``; ``jax.distributed.initialize()`` needs no
 arguments there.
 
 Checkpoints (Orbax): an ``orbax.checkpoint.CheckpointManager`` is meant to
