@@ -80,7 +80,7 @@ processes also need ``jax.config.update("jax_cpu_collectives_implementation",
 "gloo")`` before initialising (checked by hand: a sweep on 2 processes x 2
 forced CPU devices on one machine equals the 1-device sweep bitwise). A TPU pod
 slice: the same command on every worker, e.g. ``gcloud compute tpus tpu-vm
-ssh NAME --worker=all --command="cd jaxgames && .venv/bin/python -m
+ssh NAME --worker=all --command="cd jaxgames && .venv/bin/python
 my_sweep.py"``; ``jax.distributed.initialize()`` needs no
 arguments there.
 
