@@ -358,3 +358,12 @@ def test_simulations_for_budget_climbs_the_ladder(monkeypatch):
         assert agent_lib.simulations_for_budget(make, None, 0.001) == 4
     with pytest.raises(ValueError, match="time_budget must be positive"):
         agent_lib.simulations_for_budget(make, None, 0)
+
+
+def test_init_params_first_called_under_another_trace():
+    """The compiled init is cached per config: a first call inside a jitted function must not cache a tracer."""
+    config = NetworkConfig(channels=4, num_blocks=1, value_channels=2, value_hidden=4)  # used by no other test
+    inside = jax.jit(lambda k: nets.init_params(config, k))(jax.random.key(3))
+    outside = nets.init_params(config, jax.random.key(3))  # a cached tracer would raise UnexpectedTracerError
+    for a, b in zip(jax.tree.leaves(inside), jax.tree.leaves(outside)):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))

@@ -216,8 +216,9 @@ def init_params(config: NetworkConfig, key: jax.Array) -> dict:
 
 @functools.lru_cache(maxsize=16)
 def _jitted_init(config: NetworkConfig):
-    obs = jnp.zeros((1, 3, 3, NUM_PLANES), jnp.float32)
-    return jax.jit(lambda key: PolicyValueNet(config).init(key, obs))
+    # The example input is made inside the jitted function: built outside, a first call under
+    # another trace (init_state in a jitted learner) would close over, and cache, a tracer.
+    return jax.jit(lambda key: PolicyValueNet(config).init(key, jnp.zeros((1, 3, 3, NUM_PLANES), jnp.float32)))
 
 
 @functools.lru_cache(maxsize=16)
