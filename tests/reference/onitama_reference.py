@@ -195,3 +195,44 @@ def random_game(rng: random.Random, deal, max_turns: int = 200) -> int:
     while pos.winner is None and pos.turn < max_turns:
         pos = play(pos, rng.choice(moves(pos)))
     return pos.turn
+
+
+# ----------------------------------------------------------------------------- plain minimax (agents' oracle)
+def evaluate_position(pos: Position, material_weight: float, distance_weight: float) -> float:
+    """The documented evaluation of `jaxgames.agents.onitama.evaluate`, from the player to move's side.
+
+    ``material_weight * (own students - enemy students) + distance_weight *
+    (enemy master's Manhattan distance to our starting master square - our
+    master's distance to the enemy's)``, rewritten here from the docstring.
+    """
+    me, you = pos.player, 1 - pos.player
+    home = {0: (4, 2), 1: (0, 2)}  # each side's temple arch: where its master starts
+
+    def distance(player):
+        (r, c), (tr, tc) = pos.pieces[player][4], home[1 - player]
+        return abs(r - tr) + abs(c - tc)
+
+    students = [sum(sq is not None for sq in pos.pieces[p][:4]) for p in (0, 1)]
+    return material_weight * (students[me] - students[you]) + distance_weight * (distance(you) - distance(me))
+
+
+def minimax_value(pos: Position, depth: int, material_weight: float, distance_weight: float, max_turns: int = 200) -> float:
+    """Full-width depth-limited negamax (no pruning), from the player to move's side.
+
+    A move that wins is worth +1 to its mover; a position at the turn limit
+    without a winner is a draw (0); at depth 0 a position is worth
+    `evaluate_position`. Passes are moves like any other.
+    """
+    best = -float("inf")
+    for m in moves(pos):
+        nxt = play(pos, m)
+        if nxt.winner is not None:
+            v = 1.0 if nxt.winner == pos.player else -1.0
+        elif nxt.turn >= max_turns:
+            v = 0.0
+        elif depth == 1:
+            v = -evaluate_position(nxt, material_weight, distance_weight)
+        else:
+            v = -minimax_value(nxt, depth - 1, material_weight, distance_weight, max_turns)
+        best = max(best, v)
+    return best
