@@ -2,7 +2,7 @@
 
     python benchmarks/onitama.py [batch_sizes=1,1024,16384] [steps=64] [seconds=1.0] \
         [repeats=3] [methods=reference_python,jax_rules,jax_env_seed,jax_env_canonical] \
-        [out_dir=results/onitama_benchmark]
+        [alphabeta_depths=1,2,3] [alphabeta_positions=20] [out_dir=results/onitama_benchmark]
 
 A step is one turn of one game (a move or a pass); every move is uniform among
 the legal ones, from random deals of all 16 cards, games ending by a win or at
@@ -23,6 +23,15 @@ the 200-turn draw. Measured, in one run:
 * ``jax_env_canonical_mask_pick``: the same in the canonical space with the
   move drawn from the 1250-entry ``legal_action_mask`` (`_pick`), what a
   generic agent that reads only the mask pays.
+
+Alpha-beta (``alphabeta_depths``): `jaxgames.agents.onitama.AlphaBetaAgent`
+(the generic host search `jaxgames.search.alphabeta` with the seed's
+material-plus-master-distance evaluation, a transposition table, captures
+first) in the seed's 40-action space, one decision from each of
+``alphabeta_positions`` positions (random deals, then 0-11 uniformly random
+turns; no finished game); nodes/s = nodes visited (`AlphaBetaResult.nodes`,
+leaves included) / wall time over all of them, after one untimed search
+that compiles the node expansion. Empty ``alphabeta_depths`` skips it.
 
 JAX rows: a jitted ``lax.scan`` of ``steps`` steps over a batch vmapped at one
 boundary, one call per measurement; steps/s = batch x steps x calls / wall
@@ -63,6 +72,8 @@ class Config:
         seconds: minimum wall time of each measurement window.
         repeats: measurement windows per figure (the median is reported).
         methods: which rows to measure, comma separated (see the module docstring).
+        alphabeta_depths: alpha-beta depths to measure, comma separated (1-4; empty: none).
+        alphabeta_positions: positions searched per depth.
         out_dir: where results are written.
     """
 
@@ -71,6 +82,8 @@ class Config:
     seconds: float = 1.0
     repeats: int = 3
     methods: str = ",".join(METHODS)
+    alphabeta_depths: str = "1,2,3"
+    alphabeta_positions: int = 20
     out_dir: str = "results/onitama_benchmark"
 
     def __post_init__(self):
@@ -81,6 +94,8 @@ class Config:
             raise ValueError(f"unknown methods {sorted(unknown)}; known: {', '.join(METHODS)}")
         if any(int(b) < 1 for b in self.batch_sizes.split(",")):
             raise ValueError(f"batch sizes must be >= 1; got {self.batch_sizes}")
+        if any(not 1 <= int(d) <= 4 for d in self.alphabeta_depths.split(",") if d) or self.alphabeta_positions < 1:
+            raise ValueError(f"alpha-beta depths must be in 1-4 and positions >= 1; got {self}")
 
 
 def _timed(fn, seconds: float, repeats: int) -> float:
@@ -209,6 +224,44 @@ def jax_steps_per_second(method: str, batch: int, steps: int, seconds: float, re
     return sps, compile_s, 1000.0 * carry[2] / max(carry[3], 1)
 
 
+def _search_positions(count: int, seed: int = 0) -> list:
+    """``count`` unfinished seed-space states: random deals, then 0-11 uniformly random turns (numpy leaves)."""
+    from jaxgames.games.onitama import Onitama
+
+    env = Onitama(action_space="seed")
+    init, step, pick = jax.jit(env.init), jax.jit(env.step), jax.jit(env.random_action)
+    rng, key, out = random.Random(seed), jax.random.key(seed), []
+    while len(out) < count:
+        key, k = jax.random.split(key)
+        state = init(k)
+        for _ in range(rng.randrange(12)):
+            key, k = jax.random.split(key)
+            state = step(state, pick(k, state), k)
+        if not bool(state.terminated | state.truncated):
+            out.append(jax.device_get(state))
+    return out
+
+
+def alphabeta_nodes_per_second(depths: list[int], positions: int) -> list[dict]:
+    """One row per depth: nodes/s, nodes and milliseconds per decision of `AlphaBetaAgent` (see the module docstring)."""
+    from jaxgames.agents.onitama import AlphaBetaAgent
+    from jaxgames.games.onitama import Onitama
+
+    env = Onitama(action_space="seed")
+    states = _search_positions(positions)
+    AlphaBetaAgent(1).search(env, states[0])  # compiles the expansion (untimed)
+    rows = []
+    for depth in depths:
+        agent, nodes, start = AlphaBetaAgent(depth), 0, time.perf_counter()
+        for i, state in enumerate(states):
+            nodes += agent.search(env, state, np.random.default_rng(i)).nodes
+        seconds = time.perf_counter() - start
+        rows.append(dict(depth=depth, positions=len(states), nodes_per_s=nodes / seconds,
+                         nodes_per_move=nodes / len(states), ms_per_move=1000.0 * seconds / len(states)))
+        print(f"alphabeta depth {depth}: {nodes / seconds:,.0f} nodes/s", flush=True)
+    return rows
+
+
 def main(argv) -> list[dict]:
     cfg = parse_config(Config, argv)
     batches = [int(b) for b in cfg.batch_sizes.split(",")]
@@ -230,6 +283,8 @@ def main(argv) -> list[dict]:
             sps, compile_s, games = jax_steps_per_second(method, batch, cfg.steps, cfg.seconds, cfg.repeats)
             rows.append(dict(method=method, batch=batch, steps_per_s=sps, compile_s=compile_s, games_per_1000_steps=games))
             print(f"{method} B={batch}: {sps:,.0f} steps/s (compile {compile_s:.1f} s)", flush=True)
+    depths = [int(d) for d in cfg.alphabeta_depths.split(",") if d]
+    ab_rows = alphabeta_nodes_per_second(depths, cfg.alphabeta_positions) if depths else []
     anchor = next((r["steps_per_s"] for r in rows if r["method"] == "reference_python"), None)
     for r in rows:
         r["x_reference"] = r["steps_per_s"] / anchor if anchor else float("nan")
@@ -243,16 +298,29 @@ def main(argv) -> list[dict]:
             f"| {r['method']} | {r['batch']:,} | {r['steps_per_s']:,.0f} | {r['x_reference']:.1f} "
             f"| {r['compile_s']:.1f} | {r['games_per_1000_steps']:.1f} |"
         )
+    if ab_rows:
+        print("\n| alpha-beta depth | positions | nodes/s | nodes per move | ms per move |")
+        print("|---:|---:|---:|---:|---:|")
+        for r in ab_rows:
+            print(
+                f"| {r['depth']} | {r['positions']} | {r['nodes_per_s']:,.0f} | {r['nodes_per_move']:,.0f} "
+                f"| {r['ms_per_move']:.1f} |"
+            )
 
     os.makedirs(cfg.out_dir, exist_ok=True)
     with open(os.path.join(cfg.out_dir, "config.json"), "w") as f:
         json.dump(dataclasses.asdict(cfg), f, indent=2)
     with open(os.path.join(cfg.out_dir, "results.json"), "w") as f:
-        json.dump(dict(device=device, load_after=load_after, rows=rows), f, indent=2)
+        json.dump(dict(device=device, load_after=load_after, rows=rows, alphabeta=ab_rows), f, indent=2)
     with open(os.path.join(cfg.out_dir, "results.csv"), "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=list(rows[0]))
         w.writeheader()
         w.writerows(rows)
+    if ab_rows:
+        with open(os.path.join(cfg.out_dir, "alphabeta.csv"), "w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=list(ab_rows[0]))
+            w.writeheader()
+            w.writerows(ab_rows)
     print(f"results in {cfg.out_dir}")
     return rows
 

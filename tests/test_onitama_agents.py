@@ -189,9 +189,9 @@ def test_depth2_beats_random_in_the_arena():
     The threshold is a binomial bound, not a copy of a run: in 200 games with
     other keys depth 2 won 199 (so its win rate p is at least 0.97 with 95%
     confidence, Clopper-Pearson); with p = 0.97 the chance of 5 or more losses
-    in 40 games is ``1 - sum_{k<5} C(40,k) 0.03^k 0.97^(40-k)`` = 0.008. Depth 1
-    (which does not see the reply) won 168 of 200 over the same games, which
-    a 90% threshold would reject, so the test separates the two.
+    in 40 games is ``1 - sum_{k<5} C(40,k) 0.03^k 0.97^(40-k)`` = 0.007. Depth 1
+    (which does not see the reply) won 168 of 200 (p about 0.84), which would
+    pass this threshold with probability 0.21 only: the test tells the two apart.
     """
     result = play_match(SEED, AlphaBetaAgent(2), RandomAgent(), 40, jax.random.key(2024))
     assert result.timeouts == 0
