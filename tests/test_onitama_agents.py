@@ -1,4 +1,4 @@
-"""Onitama agents: alpha-beta's wins in one and defence, its value against an independent minimax, arena strength, JAX random agent, bad input.
+"""Onitama agents: alpha-beta's wins in one and defence, its value (and the JAX minimax's) against an independent minimax, arena strength, JAX agents under jit/vmap, bad input.
 
 Expected values: hand-set ASCII positions worked by hand from the rulebook
 (which move wins, which capture is poisoned), the plain full-width negamax
@@ -24,6 +24,7 @@ from jaxgames.agents.onitama import (
     MATERIAL_WEIGHT,
     MAX_EVALUATION,
     AlphaBetaAgent,
+    MinimaxAgent,
     RandomAgent,
     evaluate,
 )
@@ -155,6 +156,13 @@ def test_alphabeta_equals_plain_minimax():
             want = ref.minimax_value(pos, depth, MATERIAL_WEIGHT, DISTANCE_WEIGHT)
             got = AlphaBetaAgent(depth).search(SEED, state, np.random.default_rng(i))
             assert math.isclose(got.value, want, abs_tol=1e-9), (i, depth, got.value, want)
+    # The batched JAX twin (full width, float32) gives the same values, all positions in one call.
+    batch = jax.tree.map(lambda *x: np.stack(x), *[jax.device_get(st) for _, st in positions])
+    for depth in (1, 3):
+        agent = MinimaxAgent(depth)
+        got = jax.jit(jax.vmap(lambda st: agent.value(SEED, st)))(batch)
+        want = [ref.minimax_value(pos, depth, MATERIAL_WEIGHT, DISTANCE_WEIGHT) for pos, _ in positions]
+        np.testing.assert_allclose(np.asarray(got), want, atol=1e-6)
     # At turn 199 every move ends the game: a win in one is still worth 1, anything else draws (0).
     for text, hands, want in [(STONE, (("Tiger", "Ox"), ("Crab", "Eel")), 1.0), (POISON, (("Ox", "Boar"), ("Tiger", "Eel")), 0.0)]:
         state = SEED.from_text(text, hands, "Crane", player=0, turn=199)
@@ -199,18 +207,31 @@ def test_depth2_beats_random_in_the_arena():
     assert result.wins >= 36, result.summary()
 
 
-def test_random_agent_under_jit_and_vmap():
-    agent = RandomAgent()
+@pytest.mark.parametrize("agent", [RandomAgent(), MinimaxAgent(1)], ids=["random", "minimax1"])
+def test_jax_agents_under_jit_and_vmap(agent):
     states = jax.jit(jax.vmap(SEED.init))(jax.random.split(jax.random.key(0), 16))
+    stone = _state(STONE, (("Tiger", "Ox"), ("Crab", "Eel")), "Crane")
+    states = jax.tree.map(lambda b, one: b.at[0].set(one), states, stone)  # game 0: a win in one
     keys = jax.random.split(jax.random.key(1), 16)
     actions = jax.jit(jax.vmap(lambda s, k: agent.policy(SEED, s, k, s.current_player)))(states, keys)
     assert actions.dtype == jnp.int32 and actions.shape == (16,)
     assert np.all(np.asarray(states.legal_action_mask)[np.arange(16), np.asarray(actions)])
+    if isinstance(agent, MinimaxAgent):
+        assert _wins(stone, int(actions[0]))
+        canon = jaxgames.make("onitama")
+        state = canon.from_text(STONE, (("Tiger", "Ox"), ("Crab", "Eel")), "Crane", player=0)
+        action = jax.jit(lambda s, k: agent.policy(canon, s, k, s.current_player))(state, jax.random.key(0))
+        nxt = jax.jit(canon.step)(state, action)
+        assert bool(nxt.terminated) and float(nxt.rewards[0]) == 1.0
     # (The arena's host loop calls the same vmapped policy, jitted: test_depth2_beats_random_in_the_arena.)
 
 
 def test_registry_and_bad_input():
-    assert set(AGENTS) == {"random", "alphabeta1", "alphabeta2", "alphabeta3", "alphabeta4"}
+    assert set(AGENTS) == {"random", "alphabeta1", "alphabeta2", "alphabeta3", "alphabeta4", "minimax1", "minimax2", "minimax3"}
+    assert AGENTS["minimax2"]().name == "minimax2"
+    for depth in (0, 4, True):
+        with pytest.raises(ValueError, match="depth"):
+            MinimaxAgent(depth)
     assert AGENTS["alphabeta3"]().depth == 3 and AGENTS["alphabeta3"]().name == "alphabeta3"
     assert isinstance(AGENTS["random"](), RandomAgent)
     for depth in (0, 5, -1, True, 2.0, "2"):
@@ -224,3 +245,5 @@ def test_registry_and_bad_input():
         AlphaBetaAgent(1).act(dab, dab_state, np.random.default_rng(0), 0)
     with pytest.raises(ValueError, match="onitama"):
         RandomAgent().policy(dab, dab_state, jax.random.key(0), 0)
+    with pytest.raises(ValueError, match="onitama"):
+        MinimaxAgent(1).policy(dab, dab_state, jax.random.key(0), 0)

@@ -1,4 +1,4 @@
-"""Onitama agents: uniform random, and depth-limited alpha-beta with the seed's "Minimax" evaluation.
+"""Onitama agents: uniform random, depth-limited alpha-beta (host) and batched minimax (JAX) with the seed's "Minimax" evaluation.
 
 Source: seed 001 sections 5.6 and 6 (the "Minimax" opponent of depth 1, 2,
 ... used as the training curriculum and as tournament entrants; the seed
@@ -19,6 +19,12 @@ own weights (`evaluate`, `MATERIAL_WEIGHT`, `DISTANCE_WEIGHT`).
   differ. Without a time budget the search is a fixed-depth search and its
   root value equals full-width minimax of that depth
   (``tests/test_onitama_agents.py`` checks it against an independent one).
+
+* `MinimaxAgent` (a `JaxAgent`, depth 1-3) is its batched twin: full-width
+  fixed-depth negamax over the 40 (piece, card, move) triples in pure JAX
+  (`move_values`, the same evaluation as `evaluate_board`), no pruning, so
+  it jits and vmaps and the arena runs whole matches against it in one
+  compiled loop. Same values as `AlphaBetaAgent` of the same depth (float32).
 
 Values are from the side of the player to move, in the units of the
 rewards: +1 a win, -1 a loss, 0 a draw (the 200-turn limit). Every
@@ -43,8 +49,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxgames.agents.base import HostAgent, JaxAgent
-from jaxgames.games.onitama import rules
+from jaxgames.agents.base import HostAgent, JaxAgent, masked_uniform_choice
+from jaxgames.games.onitama import cards, rules
 from jaxgames.search import alphabeta
 
 MAX_DEPTH = 4
@@ -211,9 +217,123 @@ class AlphaBetaAgent(HostAgent):
         return max(int(result.best_action), 0)
 
 
+MAX_JAX_DEPTH = 3
+"""The deepest `MinimaxAgent` (depth d visits ``40**d`` leaves per state: 64,000 at depth 3)."""
+
+_PASS_MOVES = np.zeros(rules.NUM_MOVES, bool)
+_PASS_MOVES[[rules.MASTER * 8, rules.MASTER * 8 + 4]] = True  # the seed space's passes: the master's move 0 of slot 0, 1
+_PASS_MOVES.setflags(write=False)
+
+
+def evaluate_board(board: rules.Board) -> jax.Array:
+    """float32 ``[]``: `evaluate` of one `rules.Board` in JAX (the same formula, from ``board.player``'s side)."""
+    p = board.player
+    own = jnp.where(p == 1, board.pieces[1], board.pieces[0])
+    opp = jnp.where(p == 1, board.pieces[0], board.pieces[1])
+    own_temple = jnp.where(p == 1, rules.TEMPLE[1], rules.TEMPLE[0])
+    opp_temple = jnp.where(p == 1, rules.TEMPLE[0], rules.TEMPLE[1])
+
+    def distance(square, temple):
+        return jnp.abs(square // rules.SIZE - temple // rules.SIZE) + jnp.abs(square % rules.SIZE - temple % rules.SIZE)
+
+    material = jnp.sum(own[: rules.MASTER] >= 0) - jnp.sum(opp[: rules.MASTER] >= 0)
+    dist = distance(opp[rules.MASTER], own_temple) - distance(own[rules.MASTER], opp_temple)
+    return (MATERIAL_WEIGHT * material + DISTANCE_WEIGHT * dist).astype(jnp.float32)
+
+
+def move_values(board: rules.Board, depth: int, max_turns: int) -> tuple[jax.Array, jax.Array]:
+    """Full-width negamax values of the 40 (piece, slot, move) triples of one board (pure JAX).
+
+    Args:
+        board: one unfinished `rules.Board`.
+        depth: plies (static, >= 1).
+        max_turns: the turn limit (static): a child at it without a winner is a draw (0).
+
+    Returns:
+        ``(values, valid)``: float32 ``[40]`` from the mover's side (a win
+        +1, a loss -1, else the negated value of the child searched
+        ``depth - 1`` plies, `evaluate_board` at the horizon) and bool
+        ``[40]``, the moves that exist (where no move does, the seed space's
+        two passes, master move 0 of each slot: `Onitama.pass_actions`).
+    """
+    legal, target = rules.move_targets(board)
+    must_pass = ~jnp.any(legal)
+    valid = legal | (must_pass & jnp.asarray(_PASS_MOVES))
+    a = jnp.arange(rules.NUM_MOVES, dtype=jnp.int32)
+    slot, piece = (a // cards.MAX_MOVES) % 2, a // (2 * cards.MAX_MOVES)
+    children = jax.vmap(rules.apply_move, in_axes=(None, 0, 0, 0, None))(
+        board, slot, piece, jnp.maximum(target, 0), must_pass
+    )
+    won = rules.is_won(children)  # [40]: the mover won (only the mover can win by moving)
+    draw = children.turn >= max_turns
+    if depth == 1:
+        below = jax.vmap(evaluate_board)(children)
+    else:
+        sub, sub_valid = jax.vmap(lambda c: move_values(c, depth - 1, max_turns))(children)
+        below = jnp.max(jnp.where(sub_valid, sub, -jnp.inf), axis=-1)
+    values = jnp.where(won, 1.0, jnp.where(draw, 0.0, -below)).astype(jnp.float32)
+    return values, valid
+
+
+class MinimaxAgent(JaxAgent):
+    """Full-width fixed-depth minimax (1-3 plies) in pure JAX: the batched twin of `AlphaBetaAgent`.
+
+    Same evaluation (`evaluate_board`), same values (alpha-beta only prunes
+    what cannot change them; float32 here), no pruning: every one of the 40
+    (piece, card, move) triples is expanded at every level, ``40**depth``
+    leaves per decision, all in one vmapped kernel. So the arena can run a
+    whole match against it in one compiled loop, and a batch of games costs
+    one call. Ties between equal best moves are broken uniformly at random.
+    The turn limit is ``env.max_turns`` (the env's default params).
+
+    Args:
+        depth: plies, 1 to 3.
+        name: label (default ``"minimax{depth}"``).
+
+    Raises:
+        ValueError: ``depth`` not an int in ``[1, 3]``; the env is not Onitama (at trace time).
+    """
+
+    def __init__(self, depth: int = 2, *, name: str | None = None):
+        if isinstance(depth, bool) or not isinstance(depth, (int, np.integer)) or not 1 <= depth <= MAX_JAX_DEPTH:
+            raise ValueError(f"depth must be an int in [1, {MAX_JAX_DEPTH}]; got {depth!r}")
+        self.depth = int(depth)
+        self.name = f"minimax{self.depth}" if name is None else name
+
+    def value(self, env, state) -> jax.Array:
+        """float32 ``[]``: the depth-limited value of one unfinished state for its player to move."""
+        _check_env(env)
+        values, valid = move_values(state.board, self.depth, env.max_turns)
+        return jnp.max(jnp.where(valid, values, -jnp.inf))
+
+    def policy(self, env, state, key: jax.Array, player: jax.Array) -> jax.Array:
+        """int32 ``[]``: a uniformly random best move of one state, in the env's action space (``player`` unused)."""
+        _check_env(env)
+        del player
+        values, valid = move_values(state.board, self.depth, env.max_turns)
+        best = valid & (values >= jnp.max(jnp.where(valid, values, -jnp.inf)) - 1e-6)
+        index = masked_uniform_choice(key, best)
+        if env.action_space == "seed":
+            return index
+        must_pass = ~jnp.any(state.move_mask)
+        passes = jnp.asarray(env.pass_actions, jnp.int32)
+        ids = env._canonical_ids(state.board, state.move_target)
+        move = jnp.sum(jnp.where(jnp.arange(rules.NUM_MOVES) == index, ids, 0), dtype=jnp.int32)
+        return jnp.where(must_pass, passes[(index // cards.MAX_MOVES) % 2], move).astype(jnp.int32)
+
+
 def _alphabeta(depth: int):
     return lambda **kwargs: AlphaBetaAgent(depth, **kwargs)
 
 
-AGENTS = {"random": RandomAgent, **{f"alphabeta{d}": _alphabeta(d) for d in range(1, MAX_DEPTH + 1)}}
-"""Onitama agents by name (built with keyword arguments only): ``random``, ``alphabeta1`` ... ``alphabeta4``."""
+def _minimax(depth: int):
+    return lambda **kwargs: MinimaxAgent(depth, **kwargs)
+
+
+AGENTS = {
+    "random": RandomAgent,
+    **{f"alphabeta{d}": _alphabeta(d) for d in range(1, MAX_DEPTH + 1)},
+    **{f"minimax{d}": _minimax(d) for d in range(1, MAX_JAX_DEPTH + 1)},
+}
+"""Onitama agents by name (built with keyword arguments only): ``random``,
+``alphabeta1`` ... ``alphabeta4`` (host), ``minimax1`` ... ``minimax3`` (JAX)."""
