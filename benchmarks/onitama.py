@@ -2,7 +2,7 @@
 
     python benchmarks/onitama.py [batch_sizes=1,1024,16384] [steps=64] [seconds=1.0] \
         [repeats=3] [methods=reference_python,jax_rules,jax_env_seed,jax_env_canonical] \
-        [alphabeta_depths=1,2,3] [alphabeta_positions=20] [out_dir=results/onitama_benchmark]
+        [alphabeta_depths=1,2,3] [alphabeta_positions=20] [minimax_batch=64] [out_dir=results/onitama_benchmark]
 
 A step is one turn of one game (a move or a pass); every move is uniform among
 the legal ones, from random deals of all 16 cards, games ending by a win or at
@@ -31,7 +31,12 @@ first) in the seed's 40-action space, one decision from each of
 ``alphabeta_positions`` positions (random deals, then 0-11 uniformly random
 turns; no finished game); nodes/s = nodes visited (`AlphaBetaResult.nodes`,
 leaves included) / wall time over all of them, after one untimed search
-that compiles the node expansion. Empty ``alphabeta_depths`` skips it.
+that compiles the node expansion. Its batched twin, the JAX
+`jaxgames.agents.onitama.MinimaxAgent` (full width, no pruning, depths <= 3
+of the same list), is measured as decisions/s over ``minimax_batch``
+positions in one jitted vmapped call, and leaves/s = 40**depth x
+decisions/s (every (piece, card, move) triple is expanded, legal or not).
+Empty ``alphabeta_depths`` skips both.
 
 JAX rows: a jitted ``lax.scan`` of ``steps`` steps over a batch vmapped at one
 boundary, one call per measurement; steps/s = batch x steps x calls / wall
@@ -74,6 +79,7 @@ class Config:
         methods: which rows to measure, comma separated (see the module docstring).
         alphabeta_depths: alpha-beta depths to measure, comma separated (1-4; empty: none).
         alphabeta_positions: positions searched per depth.
+        minimax_batch: positions per call of the JAX minimax rows.
         out_dir: where results are written.
     """
 
@@ -84,6 +90,7 @@ class Config:
     methods: str = ",".join(METHODS)
     alphabeta_depths: str = "1,2,3"
     alphabeta_positions: int = 20
+    minimax_batch: int = 64
     out_dir: str = "results/onitama_benchmark"
 
     def __post_init__(self):
@@ -94,7 +101,7 @@ class Config:
             raise ValueError(f"unknown methods {sorted(unknown)}; known: {', '.join(METHODS)}")
         if any(int(b) < 1 for b in self.batch_sizes.split(",")):
             raise ValueError(f"batch sizes must be >= 1; got {self.batch_sizes}")
-        if any(not 1 <= int(d) <= 4 for d in self.alphabeta_depths.split(",") if d) or self.alphabeta_positions < 1:
+        if any(not 1 <= int(d) <= 4 for d in self.alphabeta_depths.split(",") if d) or min(self.alphabeta_positions, self.minimax_batch) < 1:
             raise ValueError(f"alpha-beta depths must be in 1-4 and positions >= 1; got {self}")
 
 
@@ -262,6 +269,32 @@ def alphabeta_nodes_per_second(depths: list[int], positions: int) -> list[dict]:
     return rows
 
 
+def minimax_decisions_per_second(depths: list[int], batch: int, seconds: float, repeats: int) -> list[dict]:
+    """One row per depth (<= 3): decisions/s of the JAX `MinimaxAgent` over a batch of positions, and leaves/s (40**depth a decision)."""
+    from jaxgames.agents.onitama import MAX_JAX_DEPTH, MinimaxAgent
+    from jaxgames.games.onitama import Onitama
+
+    env = Onitama(action_space="seed")
+    states = _search_positions(batch, seed=1)
+    batched = jax.tree.map(lambda *x: jnp.asarray(np.stack(x)), *states)
+    rows = []
+    for depth in [d for d in depths if d <= MAX_JAX_DEPTH]:
+        agent = MinimaxAgent(depth)
+        fn = jax.jit(jax.vmap(lambda s: agent.value(env, s)))
+        t0 = time.perf_counter()
+        jax.block_until_ready(fn(batched))
+        compile_s = time.perf_counter() - t0
+
+        def call():
+            jax.block_until_ready(fn(batched))
+            return batch
+
+        dps = _timed(call, seconds, repeats)
+        rows.append(dict(depth=depth, batch=batch, decisions_per_s=dps, leaves_per_s=dps * 40**depth, compile_s=compile_s))
+        print(f"minimax (JAX) depth {depth} B={batch}: {dps:,.0f} decisions/s", flush=True)
+    return rows
+
+
 def main(argv) -> list[dict]:
     cfg = parse_config(Config, argv)
     batches = [int(b) for b in cfg.batch_sizes.split(",")]
@@ -285,6 +318,7 @@ def main(argv) -> list[dict]:
             print(f"{method} B={batch}: {sps:,.0f} steps/s (compile {compile_s:.1f} s)", flush=True)
     depths = [int(d) for d in cfg.alphabeta_depths.split(",") if d]
     ab_rows = alphabeta_nodes_per_second(depths, cfg.alphabeta_positions) if depths else []
+    mm_rows = minimax_decisions_per_second(depths, cfg.minimax_batch, cfg.seconds, cfg.repeats) if depths else []
     anchor = next((r["steps_per_s"] for r in rows if r["method"] == "reference_python"), None)
     for r in rows:
         r["x_reference"] = r["steps_per_s"] / anchor if anchor else float("nan")
@@ -306,12 +340,20 @@ def main(argv) -> list[dict]:
                 f"| {r['depth']} | {r['positions']} | {r['nodes_per_s']:,.0f} | {r['nodes_per_move']:,.0f} "
                 f"| {r['ms_per_move']:.1f} |"
             )
+    if mm_rows:
+        print("\n| JAX minimax depth | batch | decisions/s | leaves/s | compile s |")
+        print("|---:|---:|---:|---:|---:|")
+        for r in mm_rows:
+            print(
+                f"| {r['depth']} | {r['batch']} | {r['decisions_per_s']:,.0f} | {r['leaves_per_s']:,.0f} "
+                f"| {r['compile_s']:.1f} |"
+            )
 
     os.makedirs(cfg.out_dir, exist_ok=True)
     with open(os.path.join(cfg.out_dir, "config.json"), "w") as f:
         json.dump(dataclasses.asdict(cfg), f, indent=2)
     with open(os.path.join(cfg.out_dir, "results.json"), "w") as f:
-        json.dump(dict(device=device, load_after=load_after, rows=rows, alphabeta=ab_rows), f, indent=2)
+        json.dump(dict(device=device, load_after=load_after, rows=rows, alphabeta=ab_rows, minimax=mm_rows), f, indent=2)
     with open(os.path.join(cfg.out_dir, "results.csv"), "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=list(rows[0]))
         w.writeheader()
