@@ -270,7 +270,7 @@ def alphabeta_nodes_per_second(depths: list[int], positions: int) -> list[dict]:
 
 
 def minimax_decisions_per_second(depths: list[int], batch: int, seconds: float, repeats: int) -> list[dict]:
-    """One row per depth (<= 3): decisions/s of the JAX `MinimaxAgent` over a batch of positions, and leaves/s (40**depth a decision)."""
+    """One row per depth (<= 3): decisions/s of the JAX `MinimaxAgent` over a batch of positions, and leaves/s."""
     from jaxgames.agents.onitama import MAX_JAX_DEPTH, MinimaxAgent
     from jaxgames.games.onitama import Onitama
 

@@ -1,4 +1,7 @@
-"""Onitama agents: alpha-beta's wins in one and defence, its value (and the JAX minimax's) against an independent minimax, arena strength, JAX agents under jit/vmap, bad input.
+"""Onitama agents: wins in one, defence, values against an independent minimax, arena strength, jit/vmap, bad input.
+
+Alpha-beta (host) and the batched JAX minimax are both checked against the
+plain negamax of the reference.
 
 Expected values: hand-set ASCII positions worked by hand from the rulebook
 (which move wins, which capture is poisoned), the plain full-width negamax

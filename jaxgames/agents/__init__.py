@@ -7,12 +7,14 @@ key, player)`` (pure JAX, vmapped over games and seats) or
 Modules: `base` (the protocol), `simple` (random, first legal action: any
 game), `dots_and_boxes` (greedy, depth-limited alpha-beta, the exact solver
 as a perfect player), `battlesnake` (random, random-safe, heuristic, greedy
-Q), `mcts` (pure MCTS with random rollouts on mctx). The last three are
-imported on demand:
+Q), `mcts` (pure MCTS with random rollouts on mctx), `onitama` (random,
+host alpha-beta of depth 1-4 and batched JAX minimax of depth 1-3, by name in
+its ``AGENTS``). The last four are imported on demand:
 
     >>> from jaxgames.agents.dots_and_boxes import AlphaBetaAgent, GreedyAgent, PerfectAgent
     >>> from jaxgames.agents.battlesnake import HeuristicAgent, RandomSafeAgent
     >>> from jaxgames.agents.mcts import MCTSAgent
+    >>> from jaxgames.agents.onitama import AlphaBetaAgent, MinimaxAgent
 """
 
 from jaxgames.agents.base import Agent, HostAgent, JaxAgent
