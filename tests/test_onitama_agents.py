@@ -68,6 +68,18 @@ r . . . .
 """
 
 
+# Red cannot move: Boar and Crab step sideways or forward only, and every such
+# square is off the board or Red's own, so Red must pass (giving up a card).
+PASS = """
+R r r r r
+. . . . .
+. . b . .
+. . . . .
+B . . . .
+"""
+PASS_HANDS = (("Boar", "Crab"), ("Tiger", "Eel"))
+
+
 def _state(text, hands, side, player=0):
     return SEED.from_text(text, hands, side, player=player)
 
@@ -125,6 +137,8 @@ def test_depth2_avoids_the_poisoned_capture():
     # Material even after the capture (1 student each); Blue's master is 6 steps from
     # Red's temple, Red's master 2 from Blue's: 0.005 * (6 - 2).
     assert math.isclose(shallow.value, 4 * DISTANCE_WEIGHT)
+    must_pass = jax.device_get(_state(PASS, PASS_HANDS, "Crane"))
+    assert AlphaBetaAgent(2).act(SEED, must_pass, np.random.default_rng(0), 0) in SEED.pass_actions
     for seed in range(3):
         result = AlphaBetaAgent(2).search(SEED, state, np.random.default_rng(seed))
         assert not _reply_wins(state, result.best_action)
@@ -153,9 +167,12 @@ def _random_positions(count: int, seed: int):
 
 def test_alphabeta_equals_plain_minimax():
     positions = _random_positions(6, seed=7)
+    must_pass = _state(PASS, PASS_HANDS, "Crane")
+    assert not np.any(np.asarray(must_pass.move_mask))  # the position is what the comment says
+    positions.append((ref.position(PASS, PASS_HANDS, "Crane", 0), must_pass))
     for i, (pos, state) in enumerate(positions):
         assert math.isclose(evaluate(jax.device_get(state)), ref.evaluate_position(pos, MATERIAL_WEIGHT, DISTANCE_WEIGHT))
-        for depth in (1, 2, 3) if i < 5 else (1, 2, 3, 4):
+        for depth in (1, 2, 3, 4) if i == 5 else (1, 2, 3):
             want = ref.minimax_value(pos, depth, MATERIAL_WEIGHT, DISTANCE_WEIGHT)
             got = AlphaBetaAgent(depth).search(SEED, state, np.random.default_rng(i))
             assert math.isclose(got.value, want, abs_tol=1e-9), (i, depth, got.value, want)
@@ -215,10 +232,12 @@ def test_jax_agents_under_jit_and_vmap(agent):
     states = jax.jit(jax.vmap(SEED.init))(jax.random.split(jax.random.key(0), 16))
     stone = _state(STONE, (("Tiger", "Ox"), ("Crab", "Eel")), "Crane")
     states = jax.tree.map(lambda b, one: b.at[0].set(one), states, stone)  # game 0: a win in one
+    states = jax.tree.map(lambda b, one: b.at[1].set(one), states, _state(PASS, PASS_HANDS, "Crane"))  # game 1: must pass
     keys = jax.random.split(jax.random.key(1), 16)
     actions = jax.jit(jax.vmap(lambda s, k: agent.policy(SEED, s, k, s.current_player)))(states, keys)
     assert actions.dtype == jnp.int32 and actions.shape == (16,)
     assert np.all(np.asarray(states.legal_action_mask)[np.arange(16), np.asarray(actions)])
+    assert int(actions[1]) in SEED.pass_actions
     if isinstance(agent, MinimaxAgent):
         assert _wins(stone, int(actions[0]))
         canon = jaxgames.make("onitama")
