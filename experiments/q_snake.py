@@ -303,7 +303,22 @@ def _targets(history: list) -> list[str]:
         slope = float(np.polyfit(g, length, 1)[0])
         lines.append(f"* mean game length: {length[0]:.1f} -> {length[-1]:.1f} turns, least-squares slope {slope:+.2f} "
                      f"turns per generation (target: rising: {'met' if slope > 0 else 'not met'})")
+        late_g, late_len = g[g >= 6], length[g >= 6]
+        if len(late_g) >= 3:
+            late_slope, low, high = _slope_interval(late_g, late_len)
+            trend = "rising" if low > 0 else "falling" if high < 0 else "flat (no trend distinguishable from zero)"
+            lines.append(f"  * from generation 6 on: slope {late_slope:+.2f} turns per generation, 95% interval "
+                         f"[{low:+.2f}, {high:+.2f}]: {trend}")
     return lines
+
+
+def _slope_interval(x: np.ndarray, y: np.ndarray) -> tuple[float, float, float]:
+    """Least-squares slope of ``y`` on ``x`` with its 95% interval (ordinary least squares, normal errors)."""
+    from scipy import stats
+
+    fit = stats.linregress(x, y)
+    half = stats.t.ppf(0.975, len(x) - 2) * fit.stderr
+    return float(fit.slope), float(fit.slope - half), float(fit.slope + half)
 
 
 def write_readme(rd: ResultsDir, config: Config, result: qs.TrainResult, baselines: list, seconds: float, argv) -> str:
