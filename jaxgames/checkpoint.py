@@ -35,6 +35,22 @@ restores them as typed keys) or raw ``uint32`` keys. Restoring with
 ``jax.ShapeDtypeStruct``; e.g. the freshly initialised state) gives back your
 own containers (NamedTuples, ``flax.struct`` dataclasses) and dtypes; without
 it the tree comes back as nested dicts and lists.
+
+Several JAX processes (``jax.distributed.initialize``; every process runs the
+same code on the same folder, which all of them can reach): Orbax's
+``CheckpointManager`` must be created and called on every process, so every
+process creates a `Checkpointer` and calls `save`, `restore`, `latest` and
+`close` with the same arguments, in the same order. Process 0 alone takes the
+lock, checks and writes ``config.json`` (and the manifest), and moves damaged
+steps aside; the others wait for it at a barrier and then check their own
+config against the ``config.json`` it left (`ConfigMismatch` if it differs),
+so every process raises the same kind of error. Each process writes the
+shards of the arrays it holds; process 0 finalises the step. Restoring:
+a template leaf that is a `jax.Array` or a ``jax.ShapeDtypeStruct`` with a
+``sharding`` comes back on that sharding (e.g. split over a global mesh);
+a leaf without one (numpy, a ``ShapeDtypeStruct`` without sharding, or every
+leaf when there is no template) comes back whole on the process's first local
+device, so ``np.asarray`` of it works on every process.
 """
 
 from __future__ import annotations
@@ -48,8 +64,9 @@ import warnings
 from typing import Any, Sequence
 
 import jax
+import numpy as np
 
-from jaxgames.experiment import NEUTRAL_FIELDS, ResultsDir, ResultsDirError
+from jaxgames.experiment import ConfigMismatch, NEUTRAL_FIELDS, ResultsDir, ResultsDirError, ResultsDirLocked
 
 __all__ = ["Checkpointer", "CheckpointError", "CheckpointWarning"]
 
@@ -64,6 +81,31 @@ class CheckpointError(ResultsDirError):
 
 class CheckpointWarning(UserWarning):
     """A damaged checkpoint step was skipped (and moved aside)."""
+
+
+# Outcome codes of process 0 opening the folder, shared with the other processes.
+_OPEN_OK, _OPEN_LOCKED, _OPEN_MISMATCH, _OPEN_OTHER = 0, 1, 2, 3
+
+
+def _multiprocess() -> bool:
+    return jax.process_count() > 1
+
+
+def _barrier(name: str) -> None:
+    """Every process waits here until all have arrived (a no-op with one process)."""
+    if _multiprocess():
+        from jax.experimental import multihost_utils
+
+        multihost_utils.sync_global_devices(f"jaxgames.checkpoint.{name}")
+
+
+def _allgather_int(value: int) -> list[int]:
+    """``value`` of every process, in process order (a barrier too); ``[value]`` with one process."""
+    if not _multiprocess():
+        return [int(value)]
+    from jax.experimental import multihost_utils
+
+    return [int(v) for v in np.asarray(multihost_utils.process_allgather(np.int32(value))).reshape(-1)]
 
 
 class _CheckpointDir(ResultsDir):
@@ -111,7 +153,11 @@ class Checkpointer:
         if max_to_keep is not None and max_to_keep < 1:
             raise ValueError(f"max_to_keep must be >= 1 or None; got {max_to_keep}")
         self._ocp = ocp
-        self._dir = _CheckpointDir(directory, config, overwrite=overwrite, neutral=neutral).open()
+        self._primary = jax.process_index() == 0
+        if _multiprocess():
+            self._dir = self._open_shared(_CheckpointDir(directory, config, overwrite=overwrite, neutral=neutral))
+        else:
+            self._dir = _CheckpointDir(directory, config, overwrite=overwrite, neutral=neutral).open()
         self.directory = self._dir.path.resolve()
         try:
             self._manager = ocp.CheckpointManager(
@@ -124,6 +170,56 @@ class Checkpointer:
         except BaseException:
             self._dir.close()
             raise
+
+    def _open_shared(self, folder: _CheckpointDir) -> _CheckpointDir:
+        """Several processes: process 0 locks, checks and claims the folder; the others check their config after it.
+
+        Every process raises if any process cannot use the folder (the same
+        class of error where the cause is shared), so none is left waiting at
+        Orbax's barriers.
+        """
+        error: BaseException | None = None
+        code = _OPEN_OK
+        if self._primary:
+            try:
+                folder.open()
+            except ResultsDirLocked as err:
+                error, code = err, _OPEN_LOCKED
+            except ConfigMismatch as err:
+                error, code = err, _OPEN_MISMATCH
+            except Exception as err:  # noqa: BLE001 - passed on to the other processes as a code, re-raised here
+                error, code = err, _OPEN_OTHER
+        first = _allgather_int(code)[0]  # the barrier: the others wait for process 0's outcome
+        if self._primary and error is not None:
+            raise error
+        if not self._primary:
+            try:
+                if first == _OPEN_LOCKED:
+                    raise ResultsDirLocked(f"checkpoint folder {folder.path}: process 0 could not take the lock "
+                                           "(another run uses the folder; its error names the holder)")
+                # process 0 has written config.json (or refused the folder's): this process's config must match it
+                checker = _CheckpointDir(folder.path, folder.config, overwrite=False, neutral=folder.neutral)
+                checker._check_config()
+                if first == _OPEN_MISMATCH:
+                    raise ConfigMismatch(f"checkpoint folder {folder.path}: process 0's config differs from the "
+                                         "folder's config.json (see process 0's error)")
+                if first != _OPEN_OK:
+                    raise ResultsDirError(f"checkpoint folder {folder.path}: process 0 could not open it "
+                                          "(see process 0's error)")
+            except Exception as err:  # noqa: BLE001 - reported to every process by the gather below
+                error, code = err, (_OPEN_MISMATCH if isinstance(err, ConfigMismatch) else _OPEN_OTHER)
+            if first != _OPEN_OK:
+                raise error
+        codes = _allgather_int(code)  # every process's verdict, so that all go on or all stop
+        bad = [i for i, c in enumerate(codes) if c != _OPEN_OK]
+        if bad:
+            folder.close()  # process 0 releases the lock
+            if error is not None:
+                raise error
+            cls = ConfigMismatch if any(codes[i] == _OPEN_MISMATCH for i in bad) else ResultsDirError
+            raise cls(f"checkpoint folder {folder.path}: process(es) {bad} cannot use it; their config differs "
+                      f"from the one process 0 wrote to config.json (see their errors)")
+        return folder
 
     # -- lifecycle
 
@@ -141,7 +237,10 @@ class Checkpointer:
                 self._manager.close()
             finally:
                 self._manager = None
-                self._dir.close()
+                try:
+                    _barrier("close")  # every process is done with the folder before process 0 unlocks it
+                finally:
+                    self._dir.close()  # a no-op on the processes other than 0 (they hold no lock)
 
     def _live(self):
         if self._manager is None:
@@ -187,8 +286,14 @@ class Checkpointer:
         manager = self._live()
         manager.wait_until_finished()
         if template is None:
-            return manager.restore(int(step), args=self._ocp.args.StandardRestore())
+            if not _multiprocess():
+                return manager.restore(int(step), args=self._ocp.args.StandardRestore())
+            # the saved shapes and dtypes, each leaf whole on this process's first local device
+            abstract = jax.tree.map(_whole_on_a_local_device, manager.item_metadata(int(step)))
+            return manager.restore(int(step), args=self._ocp.args.StandardRestore(abstract))
         abstract = jax.tree.map(self._ocp.utils.to_shape_dtype_struct, template)
+        if _multiprocess():
+            abstract = jax.tree.map(_on_a_local_device_if_unsharded, abstract)
         return manager.restore(int(step), args=self._ocp.args.StandardRestore(abstract))
 
     def latest(self, template: Any = None) -> tuple[int, Any] | None:
@@ -210,16 +315,24 @@ class Checkpointer:
         failed: list[tuple[int, BaseException]] = []
         for step in reversed(self.steps()):
             try:
-                tree = self.restore(step, template)
+                tree, error = self.restore(step, template), None
             except Exception as err:  # noqa: BLE001 - orbax/tensorstore raise many types for a damaged step
-                failed.append((step, err))
+                tree, error = None, err
+            # several processes: a step counts as restored only if it restored on every process
+            if min(_allgather_int(error is None)) == 0:
+                failed.append((step, error if error is not None else CheckpointError(
+                    f"step {step} could not be restored on another process")))
                 continue
             for bad, err in failed:
-                target = self._quarantine(bad)
+                if self._primary:
+                    where = str(self._quarantine(bad))
+                else:
+                    where = f"{self.directory / CORRUPT_DIR}/ (by process 0)"
                 warnings.warn(f"checkpoint step {bad} in {self.directory} cannot be restored "
-                              f"({type(err).__name__}: {str(err)[:300]}); moved to {target}; resuming from step {step}",
+                              f"({type(err).__name__}: {str(err)[:300]}); moved to {where}; resuming from step {step}",
                               CheckpointWarning, stacklevel=2)
             if failed:
+                _barrier("quarantine")  # the damaged steps are gone before any process re-reads the folder
                 manager.reload()
             return step, tree
         if failed:
@@ -232,8 +345,24 @@ class Checkpointer:
         return None
 
     def _quarantine(self, step: int) -> pathlib.Path:
+        """Moves ``step`` to ``.corrupt/`` (process 0 only: it renames the shared folder's entries)."""
         corrupt = self.directory / CORRUPT_DIR
         corrupt.mkdir(exist_ok=True)
         target = corrupt / f"{step}-{int(time.time())}"
         os.replace(self.directory / str(step), target)
         return target
+
+
+def _whole_on_a_local_device(meta):
+    """The restore target of a saved leaf's metadata: whole, on this process's first local device."""
+    if hasattr(meta, "shape") and hasattr(meta, "dtype"):
+        return jax.ShapeDtypeStruct(tuple(meta.shape), meta.dtype,
+                                    sharding=jax.sharding.SingleDeviceSharding(jax.local_devices()[0]))
+    return meta
+
+
+def _on_a_local_device_if_unsharded(x):
+    """A restore target without a sharding (several processes): whole, on this process's first local device."""
+    if isinstance(x, jax.ShapeDtypeStruct) and x.sharding is None:
+        return jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=jax.sharding.SingleDeviceSharding(jax.local_devices()[0]))
+    return x

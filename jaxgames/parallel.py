@@ -95,18 +95,32 @@ leaves the other processes' shards unwritten or blocks at Orbax's barriers.
 Restoring onto a mesh: pass a template whose leaves are
 ``jax.ShapeDtypeStruct(shape, dtype, sharding=...)``.
 
-Caveat, not solved here: `jaxgames.checkpoint.Checkpointer` (what
-`jaxgames.learners.alphazero.train` and `jaxgames.learners.q_snake.train`
-use) takes an exclusive ``fcntl.flock`` on the folder and writes
-``config.json`` itself, so on several processes sharing one folder every
-process but the first gets `jaxgames.experiment.ResultsDirLocked` (on one
-host; across hosts where the file system honours flock), and its
-restore path copies the state through the host (``np.asarray``), which only
-works for arrays a process holds whole. It is single-process today (several
-devices of one process are fine: checked by hand with 8 forced CPU devices,
-exact resume, not in the test suite). For a multi-host run, drive ``orbax.checkpoint.CheckpointManager``
-from every process directly, or teach ``Checkpointer`` to lock and write
-``config.json`` from process 0 only.
+`jaxgames.checkpoint.Checkpointer` (what `jaxgames.learners.alphazero.train`
+and `jaxgames.learners.q_snake.train` use) follows these rules on several
+processes: every process creates it on the same folder and calls it with the
+same steps; process 0 alone takes the folder's ``fcntl.flock``, checks and
+writes ``config.json`` and the manifest, and moves damaged steps aside,
+while the others wait for it at a barrier
+(``multihost_utils.sync_global_devices``) and then check their own config
+against the ``config.json`` it left, so a wrong config or a folder locked by
+another job raises on every process (`jaxgames.experiment.ConfigMismatch`,
+`jaxgames.experiment.ResultsDirLocked`) instead of leaving some waiting;
+`Checkpointer.latest` counts a step as restored only if every process
+restored it, so all fall back to the same step, and ``close`` meets at a barrier before process 0
+unlocks. Restores land on the template's shardings (a leaf split over a
+global mesh comes back split the same way); a template leaf without a
+sharding, or every leaf when there is no template, comes back whole on the
+process's first local device. The learners' resume relies on that last
+rule: AlphaZero-lite restores with its freshly initialised, unsharded state
+as the template and Q-snake with none, so every restored array is whole on
+its process and their copy through the host (``np.asarray``) never meets an
+array split across processes; `train_iteration` / the learner then shards
+it again (`shard_batch`, `replicate`). Tested on 2 processes x 2 CPU devices
+on one machine (``tests/test_checkpoint_multiprocess.py``: a batch split
+over both processes and replicated leaves saved, restored onto their
+shardings and whole, a damaged step skipped together, a wrong config
+refused on both); the learners' multi-process resume itself is not in the
+test suite.
 """
 
 from __future__ import annotations
