@@ -900,6 +900,8 @@ def train(
                 resumed_from, state = restored
                 # Orbax hands back arrays committed to a device; jit caches compiled code per
                 # input commitment, so take uncommitted copies like a fresh run's (no recompile).
+                # The template (a fresh, unsharded state) makes every restored leaf whole on this
+                # process, also on several processes (`Checkpointer`), so the host copy works.
                 state = jax.tree.map(lambda x: jnp.asarray(np.asarray(x)), state)
                 nets.check_params(state.params, config.network, what=f"checkpoint {resumed_from} in {directory}")
                 history = [h for h in _read_history(ckpt.directory) if h.get("iteration", 0) <= resumed_from]
@@ -925,7 +927,8 @@ def train(
             if ckpt is not None and (it % checkpoint_every == 0 or it == num_iterations or over_budget):
                 from jaxgames.experiment import atomic_write_bytes
 
-                atomic_write_bytes(ckpt.directory / HISTORY_NAME, (json.dumps(history) + "\n").encode())
+                if jax.process_index() == 0:  # several processes: one writer (every process saves the checkpoint)
+                    atomic_write_bytes(ckpt.directory / HISTORY_NAME, (json.dumps(history) + "\n").encode())
                 ckpt.save(it, state)
             if on_iteration is not None:
                 on_iteration(it, metrics)
