@@ -159,6 +159,9 @@ class Checkpointer:
         else:
             self._dir = _CheckpointDir(directory, config, overwrite=overwrite, neutral=neutral).open()
         self.directory = self._dir.path.resolve()
+        # several processes: the handler named up front, so that item_metadata (a restore without a
+        # template) can read a step this manager has not saved or restored yet
+        handler = {"item_handlers": ocp.StandardCheckpointHandler()} if _multiprocess() else {}
         try:
             self._manager = ocp.CheckpointManager(
                 self.directory,
@@ -166,6 +169,7 @@ class Checkpointer:
                     max_to_keep=max_to_keep, create=True, cleanup_tmp_directories=True,
                     enable_async_checkpointing=async_save,
                 ),
+                **handler,
             )
         except BaseException:
             self._dir.close()
@@ -289,7 +293,10 @@ class Checkpointer:
             if not _multiprocess():
                 return manager.restore(int(step), args=self._ocp.args.StandardRestore())
             # the saved shapes and dtypes, each leaf whole on this process's first local device
-            abstract = jax.tree.map(_whole_on_a_local_device, manager.item_metadata(int(step)))
+            metadata = manager.item_metadata(int(step))
+            if metadata is None:
+                raise FileNotFoundError(f"checkpoint step {step} in {self.directory} has no readable metadata")
+            abstract = jax.tree.map(_whole_on_a_local_device, getattr(metadata, "tree", metadata))
             return manager.restore(int(step), args=self._ocp.args.StandardRestore(abstract))
         abstract = jax.tree.map(self._ocp.utils.to_shape_dtype_struct, template)
         if _multiprocess():
@@ -355,6 +362,9 @@ class Checkpointer:
 
 def _whole_on_a_local_device(meta):
     """The restore target of a saved leaf's metadata: whole, on this process's first local device."""
+    if type(meta).__name__ == "ScalarMetadata":  # a Python scalar: restored as one
+        kind = np.dtype(meta.dtype).kind
+        return {"b": False, "i": 0, "u": 0, "f": 0.0, "c": 0j}.get(kind, 0)
     if hasattr(meta, "shape") and hasattr(meta, "dtype"):
         return jax.ShapeDtypeStruct(tuple(meta.shape), meta.dtype,
                                     sharding=jax.sharding.SingleDeviceSharding(jax.local_devices()[0]))

@@ -119,8 +119,11 @@ it again (`shard_batch`, `replicate`). Tested on 2 processes x 2 CPU devices
 on one machine (``tests/test_checkpoint_multiprocess.py``: a batch split
 over both processes and replicated leaves saved, restored onto their
 shardings and whole, a damaged step skipped together, a wrong config
-refused on both); the learners' multi-process resume itself is not in the
-test suite.
+refused on both). The learners' multi-process resume was checked by hand,
+not in the test suite (its compiles would double the tests' time): on 2
+processes x 2 CPU devices with a 4-device mesh, AlphaZero-lite trained 1
+iteration then resumed to 2, and Q-snake 1 generation then resumed to 2,
+each ended with the state of a straight 2-step run, bitwise.
 """
 
 from __future__ import annotations

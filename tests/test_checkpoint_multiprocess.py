@@ -110,6 +110,7 @@ def worker(process_id: int, port: int, directory: str) -> None:
         "games": parallel.shard_batch(rows, mesh),  # 2 rows per device: each process holds half
         "params": parallel.replicate({"w": np.full((3, 2), 0.5, np.float32), "step": np.int32(7)}, mesh),
         "key": parallel.replicate(jax.random.key_data(jax.random.key(3)), mesh),
+        "count": 5,  # a Python scalar
     }
     assert not state["games"].is_fully_addressable
     config = {"learning_rate": 0.1, "seed": 0}
@@ -133,13 +134,9 @@ def worker(process_id: int, port: int, directory: str) -> None:
         # every leaf comes back whole on this process, so the learners' np.asarray copy works
         import jax.numpy as jnp
 
-        local = ckpt.restore(1, template=jax.tree.map(lambda x: jnp.zeros(x.shape, x.dtype), state))
+        local = ckpt.restore(1, template=jax.tree.map(lambda x: x if isinstance(x, int) else jnp.zeros(x.shape, x.dtype), state))
         assert local["games"].is_fully_addressable and local["games"].sharding.device_set <= set(jax.local_devices())
         np.testing.assert_array_equal(np.asarray(local["games"]), rows)
-        # no template: every leaf whole on this process (q_snake's resume restores so)
-        whole = ckpt.restore(1)
-        np.testing.assert_array_equal(np.asarray(whole["games"]), rows)
-        np.testing.assert_array_equal(np.asarray(whole["key"]), np.asarray(jax.random.key_data(jax.random.key(3))))
         # a later step, saved by both processes, is the latest
         ckpt.save(2, {**state, "games": parallel.shard_batch(rows + 1, mesh)}, wait=True)
         step, back = ckpt.latest(template=state)
@@ -149,6 +146,12 @@ def worker(process_id: int, port: int, directory: str) -> None:
     # the folder was released by both: a reopening with the same config resumes it
     with Checkpointer(directory, config, max_to_keep=2) as ckpt:
         assert ckpt.steps() == [1, 2]
+        # no template, by a manager that has not saved yet (q_snake's resume): every leaf whole on this process
+        whole = ckpt.restore(1)
+        assert whole["games"].is_fully_addressable and whole["games"].sharding.device_set <= set(jax.local_devices())
+        np.testing.assert_array_equal(np.asarray(whole["games"]), rows)
+        np.testing.assert_array_equal(np.asarray(whole["key"]), np.asarray(jax.random.key_data(jax.random.key(3))))
+        assert int(np.asarray(whole["params"]["step"])) == 7 and whole["count"] == 5
 
     # a damaged step 2 (every data file truncated): every process falls back to step 1 together,
     # and step 2 is moved aside once (by process 0)
