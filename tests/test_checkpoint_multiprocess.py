@@ -8,7 +8,8 @@ pytree with a leaf split over all 4 devices (each process holds half of it)
 and replicated leaves, restore it onto the same shardings and also whole
 (no template), fall back together past a damaged step (moved aside once, by
 process 0), and then a `Checkpointer` with another config must raise
-`ConfigMismatch` on BOTH processes (not only on process 0, which holds the
+`ConfigMismatch`, and one on a folder another run holds `ResultsDirLocked`,
+on BOTH processes (not only on process 0, which holds the
 lock and reads ``config.json``). Each process prints ``WORKER <id> OK`` when
 every check passed. Subprocess timeouts: a hang fails the test instead of
 blocking CI.
@@ -100,7 +101,7 @@ def worker(process_id: int, port: int, directory: str) -> None:
 
     from jaxgames import parallel
     from jaxgames.checkpoint import Checkpointer, CheckpointWarning
-    from jaxgames.experiment import ConfigMismatch
+    from jaxgames.experiment import ConfigMismatch, DirectoryLock, ResultsDirLocked
 
     assert jax.process_count() == 2 and jax.process_index() == process_id
     assert len(jax.devices()) == 2 * DEVICES_PER_PROCESS and len(jax.local_devices()) == DEVICES_PER_PROCESS
@@ -180,7 +181,19 @@ def worker(process_id: int, port: int, directory: str) -> None:
         assert "learning_rate" in str(err), str(err)
     else:
         raise AssertionError(f"process {process_id}: another config must raise ConfigMismatch")
-    # ... and the refusal left nothing locked or half-open: the right config still opens it
+    # a folder locked by another run (here a lock process 0 takes itself) is refused on BOTH processes
+    other_run = DirectoryLock(pathlib.Path(directory))
+    if process_id == 0:
+        other_run.acquire()
+    try:
+        Checkpointer(directory, config)
+    except ResultsDirLocked:
+        pass
+    else:
+        raise AssertionError(f"process {process_id}: a locked folder must raise ResultsDirLocked")
+    other_run.release()
+    multihost_utils.sync_global_devices("test: other run released")
+    # ... and the refusals left nothing locked or half-open: the right config still opens it
     with Checkpointer(directory, config, max_to_keep=2) as ckpt:
         assert ckpt.steps() == [1, 2]
     print(f"WORKER {process_id} OK", flush=True)
