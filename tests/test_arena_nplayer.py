@@ -143,3 +143,46 @@ def test_four_seat_round_robin_lineups_and_ratings():
     assert len(t.lineups) == 3 and t.elo.shape == (5, 2)
     # Walking into a wall loses to random play far more often than not.
     assert t.bradley_terry[1] > t.bradley_terry[0] and t.wins[1, 0] > t.wins[0, 1]
+
+
+def _same_result(a, b):
+    for field in ("agent_of_seat", "returns", "placement", "length", "finished", "truncated", "timed_out"):
+        np.testing.assert_array_equal(getattr(a, field), getattr(b, field), err_msg=field)
+    assert a.stats.keys() == b.stats.keys()
+    for k in a.stats:
+        np.testing.assert_array_equal(a.stats[k], b.stats[k], err_msg=k)
+
+
+def test_chunked_matches_equal_one_batch_bitwise():
+    """Every game keeps its own key streams: chunks of any size (the last padded) give the same games."""
+    from jaxgames.agents import RandomAgent
+    from jaxgames.agents.battlesnake import RandomSafeAgent
+
+    dab = jaxgames.make("dots_and_boxes", num_rows=2, num_cols=2)
+    one = arena.play(dab, (RandomAgent(), RandomAgent()), 13, jax.random.key(4), seating="permute")
+    for chunk in (5, 13, 40):
+        _same_result(one, arena.play(dab, (RandomAgent(), RandomAgent()), 13, jax.random.key(4), seating="permute",
+                                     chunk_size=chunk))
+    snake = jaxgames.make("battlesnake", board_size=7, num_snakes=4)  # chance events (food) and 4 seats
+    agents = (RandomSafeAgent(), RandomAgent())
+    one = arena.play(snake, agents, 6, jax.random.key(5), lineup=(0, 1, 1, 1), max_steps=60)
+    _same_result(one, arena.play(snake, agents, 6, jax.random.key(5), lineup=(0, 1, 1, 1), max_steps=60, chunk_size=4))
+    assert len(set(one.length.tolist())) > 1  # the games differ (so a shared stream would have shown)
+
+
+def test_chunk_size_bad_input():
+    from jaxgames.agents import RandomAgent
+
+    env = jaxgames.make("dots_and_boxes", num_rows=1, num_cols=1)
+    for bad in (0, -1, 2.0, True):
+        with pytest.raises(ValueError, match="chunk_size must be a positive int"):
+            arena.play(env, (RandomAgent(), RandomAgent()), 4, jax.random.key(0), chunk_size=bad)
+
+    class First(HostAgent):
+        name = "host_first"
+
+        def act(self, env, state, rng, player):
+            return int(np.argmax(state.legal_action_mask))
+
+    with pytest.raises(ValueError, match="chunk_size needs every agent to be a JaxAgent"):
+        arena.play(env, (First(), RandomAgent()), 4, jax.random.key(0), chunk_size=2)

@@ -243,8 +243,11 @@ def _final_stats(env: Env):
     return jax.jit(functools.partial(_tiebreak_and_stats, env))
 
 
-def _agent_actions(env, agents, holders, states, seat_of_slot, agent_of_seat, live, key):
-    """Joint actions ``[G]`` or ``[G, N]`` of every agent for one step, inside the compiled match."""
+def _agent_actions(env, agents, holders, states, seat_of_slot, agent_of_seat, live, key, split_games):
+    """Joint actions ``[G]`` or ``[G, N]`` of every agent for one step, inside the compiled match.
+
+    ``split_games(key) -> [G]`` keys: one per game of this batch (see `_compiled_match`).
+    """
     G = states.current_player.shape[0]
     keys = jax.random.split(key, len(agents))
     if env.simultaneous:
@@ -254,7 +257,7 @@ def _agent_actions(env, agents, holders, states, seat_of_slot, agent_of_seat, li
             pol = agent.batched_policy(env)
             for j, slot in enumerate(holders[k]):
                 seats = seat_of_slot[:, slot]
-                act = pol(states, jax.random.split(jax.random.fold_in(keys[k], j), G), seats)
+                act = pol(states, split_games(jax.random.fold_in(keys[k], j)), seats)
                 actions = actions.at[rows, seats].set(act.astype(jnp.int32))
         return actions
     mover = jnp.clip(states.current_player, 0, env.num_players - 1)
@@ -263,7 +266,7 @@ def _agent_actions(env, agents, holders, states, seat_of_slot, agent_of_seat, li
     for k, agent in enumerate(agents):
         pol = agent.batched_policy(env)
         mine = live & (owner == k)
-        k_keys = jax.random.split(keys[k], G)
+        k_keys = split_games(keys[k])
         act = jax.lax.cond(
             jnp.any(mine),
             lambda: pol(states, k_keys, mover).astype(jnp.int32),
@@ -274,22 +277,36 @@ def _agent_actions(env, agents, holders, states, seat_of_slot, agent_of_seat, li
 
 
 @functools.lru_cache(maxsize=32)
-def _compiled_match(env: Env, agents: tuple, lineup: tuple, num_games: int, max_steps: int, sharding=None):
+def _compiled_match(env: Env, agents: tuple, lineup: tuple, num_games: int, max_steps: int, sharding=None,
+                    total_games: int | None = None):
     """The whole match of JAX agents as one jitted ``while_loop`` (cached on its static inputs).
 
     ``sharding``: a batch `NamedSharding` (`jaxgames.parallel.batch_sharding`)
     the game states are constrained to, so the games are split over its
     devices; None: no constraint (one device).
+
+    ``total_games``: the match is games ``start .. start + num_games - 1`` of
+    ``total_games`` (a chunk; ``start`` is the compiled function's 4th
+    argument): every per-game key is row ``start + g`` of a split into
+    ``total_games``, so a game's random streams do not depend on the chunk
+    it is played in. None: ``num_games`` (one chunk).
     """
+    total = num_games if total_games is None else total_games
+
+    def split_games(k, start):
+        if total == num_games:
+            return jax.random.split(k, num_games)
+        return jax.lax.dynamic_slice_in_dim(jax.random.split(k, total), start, num_games)
+
     constrain = (lambda t: t) if sharding is None else (lambda t: jax.lax.with_sharding_constraint(t, sharding))
     holders = tuple(tuple(s for s, a in enumerate(lineup) if a == k) for k in range(len(agents)))
     lineup_arr = jnp.asarray(lineup, jnp.int32)
 
-    def run(key, seat_of_slot, params):
+    def run(key, seat_of_slot, params, start=0):
         G, N = num_games, env.num_players
         agent_of_seat = jnp.zeros((G, N), jnp.int32).at[jnp.arange(G)[:, None], seat_of_slot].set(lineup_arr[None, :])
         key, init_key = jax.random.split(key)
-        states = constrain(jax.vmap(env.init, in_axes=(0, None))(jax.random.split(init_key, G), params))
+        states = constrain(jax.vmap(env.init, in_axes=(0, None))(split_games(init_key, start), params))
 
         def cond(carry):
             states, _, t, _ = carry
@@ -299,8 +316,9 @@ def _compiled_match(env: Env, agents: tuple, lineup: tuple, num_games: int, max_
             states, returns, t, key = carry
             key, act_key, step_key = jax.random.split(key, 3)
             live = ~(states.terminated | states.truncated)
-            actions = _agent_actions(env, agents, holders, states, seat_of_slot, agent_of_seat, live, act_key)
-            states = jax.vmap(env.step, in_axes=(0, 0, 0, None))(states, actions, jax.random.split(step_key, G), params)
+            actions = _agent_actions(env, agents, holders, states, seat_of_slot, agent_of_seat, live, act_key,
+                                     lambda k: split_games(k, start))
+            states = jax.vmap(env.step, in_axes=(0, 0, 0, None))(states, actions, split_games(step_key, start), params)
             states = constrain(states)
             return states, returns + states.rewards, t + 1, key
 
@@ -325,8 +343,9 @@ def play(
     move_time_limit: float | None = None,
     params=None,
     mesh=None,
+    chunk_size: int | None = None,
 ) -> ArenaResult:
-    """Plays ``num_games`` games of ``env`` between ``agents`` in one batch.
+    """Plays ``num_games`` games of ``env`` between ``agents`` in one batch (or in chunks).
 
     Args:
         env: any `jaxgames.core.Env`: turn-taking or simultaneous, 1 to 8 seats.
@@ -349,6 +368,11 @@ def play(
             the last game, which are dropped). Every game draws from its own
             subkeys (``split(key, G)[g]`` does not depend on ``G``), so the
             result equals the one-device result bitwise. JAX agents only.
+        chunk_size: play at most this many games per compiled call (bounds
+            device memory for a match larger than it holds). Every game keeps
+            its own random streams (`_compiled_match`), so the result equals
+            the unchunked one bitwise; with a mesh the chunk is rounded up to
+            a multiple of the device count. JAX agents only. None: one batch.
 
     Returns:
         An `ArenaResult`.
@@ -357,7 +381,8 @@ def play(
         TypeError: ``env`` not an Env, an agent not an Agent.
         ValueError: no agents, a bad lineup (wrong length or agent index),
             a non-positive ``num_games``/``max_steps``/``move_time_limit``, an
-            unknown seating, a ``mesh`` with a host agent.
+            unknown seating, a ``mesh`` or ``chunk_size`` with a host agent,
+            a ``chunk_size`` that is not a positive int.
     """
     agents, lineup, num_games, max_steps = _check(env, agents, lineup, num_games, max_steps, move_time_limit, seating)
     params = env.default_params if params is None else params
@@ -365,20 +390,19 @@ def play(
     seat_of_slot = seating_plan(num_games, env.num_players, seating, seat_key)
     names = tuple(a.name for a in agents)
     N = env.num_players
-    if mesh is not None:
-        if not all(isinstance(a, JaxAgent) for a in agents):
-            raise ValueError("arena.play with a mesh needs every agent to be a JaxAgent (host agents run on the host)")
-        from jaxgames import parallel
-
-        seats, _ = parallel.pad_batch(np.asarray(seat_of_slot), parallel.num_shards(mesh))
-        match = _compiled_match(env, agents, lineup, seats.shape[0], max_steps, parallel.batch_sharding(mesh))
-        out = match(play_key, parallel.shard_batch(seats, mesh), parallel.replicate(params, mesh))
-        terminated, truncated, length, returns, agent_of_seat, tiebreak, stats = parallel.unpad(
-            parallel.gather(out), num_games
+    if chunk_size is not None and (isinstance(chunk_size, bool) or not isinstance(chunk_size, (int, np.integer)) or chunk_size < 1):
+        raise ValueError(f"chunk_size must be a positive int or None; got {chunk_size!r}")
+    all_jax = all(isinstance(a, JaxAgent) for a in agents)
+    if (mesh is not None or chunk_size is not None) and not all_jax:
+        what = "a mesh" if mesh is not None else "chunk_size"
+        raise ValueError(f"arena.play with {what} needs every agent to be a JaxAgent (host agents run on the host)")
+    if mesh is not None or (chunk_size is not None and chunk_size < num_games):
+        terminated, truncated, length, returns, agent_of_seat, tiebreak, stats = _chunked_match(
+            env, agents, lineup, np.asarray(seat_of_slot), max_steps, params, play_key, mesh, chunk_size
         )
         slowest = np.zeros((num_games, N))
         overran = np.zeros(num_games, bool)
-    elif all(isinstance(a, JaxAgent) for a in agents):
+    elif all_jax:
         match = _compiled_match(env, agents, lineup, num_games, max_steps)
         out = jax.device_get(match(play_key, jnp.asarray(seat_of_slot), params))
         terminated, truncated, length, returns, agent_of_seat, tiebreak, stats = out
@@ -406,6 +430,29 @@ def play(
         max_move_seconds=slowest,
         stats={k: np.asarray(v) for k, v in stats.items()},
     )
+
+
+def _chunked_match(env, agents, lineup, seat_of_slot, max_steps, params, play_key, mesh, chunk_size):
+    """The compiled match in chunks of ``chunk_size`` games (the last padded), optionally over a mesh; host numpy outputs."""
+    from jaxgames import parallel
+
+    num_games = seat_of_slot.shape[0]
+    shards = 1 if mesh is None else parallel.num_shards(mesh)
+    size = num_games if chunk_size is None else min(int(chunk_size), num_games)
+    size = -(-size // shards) * shards
+    seats, _ = parallel.pad_batch(seat_of_slot, size)  # the last game repeated: every chunk has one shape
+    total = seats.shape[0]
+    sharding = None if mesh is None else parallel.batch_sharding(mesh)
+    match = _compiled_match(env, agents, lineup, size, max_steps, sharding, None if total == size else total)
+    if mesh is not None:
+        params = parallel.replicate(params, mesh)
+    outs = []
+    for start in range(0, total, size):
+        rows = seats[start:start + size]
+        rows = jnp.asarray(rows) if mesh is None else parallel.shard_batch(rows, mesh)
+        outs.append(parallel.gather(match(play_key, rows, params, np.int32(start))))
+    out = jax.tree.map(lambda *xs: np.concatenate(xs, axis=0), *outs)
+    return parallel.unpad(out, num_games)
 
 
 def _host_match(env, agents, lineup, seat_of_slot, G, max_steps, move_time_limit, params, key):
