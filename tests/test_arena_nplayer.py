@@ -186,3 +186,15 @@ def test_chunk_size_bad_input():
 
     with pytest.raises(ValueError, match="chunk_size needs every agent to be a JaxAgent"):
         arena.play(env, (First(), RandomAgent()), 4, jax.random.key(0), chunk_size=2)
+
+
+def test_round_robin_in_chunks_equals_one_batch():
+    from jaxgames.agents import RandomAgent
+    from jaxgames.agents.dots_and_boxes import GreedyAgent
+
+    env = jaxgames.make("dots_and_boxes", num_rows=2, num_cols=2)
+    agents = (RandomAgent(), GreedyAgent())
+    whole = elo.round_robin(env, agents, 9, jax.random.key(6), bootstrap_samples=10)
+    chunked = elo.round_robin(env, agents, 9, jax.random.key(6), bootstrap_samples=10, chunk_size=4)
+    np.testing.assert_array_equal(whole.wins, chunked.wins)
+    np.testing.assert_array_equal(whole.elo, chunked.elo)

@@ -517,6 +517,7 @@ def play_match(
     max_steps: int = 1000,
     move_time_limit: float | None = None,
     mesh=None,
+    chunk_size: int | None = None,
 ) -> MatchResult:
     """Plays ``num_games`` games of A against B in a two-player game, alternating seats.
 
@@ -525,7 +526,7 @@ def play_match(
         agent_a, agent_b: `jaxgames.agents.Agent` instances (may be the same object).
         num_games: games to play, ``G``; A holds seat 0 (moves first) in even games.
         key: PRNG key.
-        max_steps, move_time_limit, mesh: see `play`.
+        max_steps, move_time_limit, mesh, chunk_size: see `play`.
 
     Returns:
         A `MatchResult` from A's side.
@@ -536,7 +537,8 @@ def play_match(
     """
     if isinstance(env, Env) and env.num_players != 2:
         raise ValueError(f"play_match is for two-player games; {env!r} has {env.num_players} players (use arena.play)")
-    res = play(env, (agent_a, agent_b), num_games, key, max_steps=max_steps, move_time_limit=move_time_limit, mesh=mesh)
+    res = play(env, (agent_a, agent_b), num_games, key, max_steps=max_steps, move_time_limit=move_time_limit, mesh=mesh,
+               chunk_size=chunk_size)
     seat_a = np.argmax(res.agent_of_seat == 0, axis=1)
     rows = np.arange(res.num_games)
     pa, pb = res.placement[rows, seat_a], res.placement[rows, 1 - seat_a]

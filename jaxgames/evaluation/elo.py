@@ -353,6 +353,8 @@ def round_robin(
     lineups: Sequence[Sequence[int]] | None = None,
     bootstrap_samples: int = 200,
     progress=None,
+    mesh=None,
+    chunk_size: int | None = None,
 ) -> Tournament:
     """Plays every lineup ``num_rounds`` times (seed 001 section 6.3) and rates the agents.
 
@@ -372,6 +374,8 @@ def round_robin(
         lineups: override the lineups (agent index per seat).
         bootstrap_samples: resamples for the confidence intervals.
         progress: optional callable ``progress(lineup)`` called before each lineup.
+        mesh, chunk_size: each lineup's games split over a device mesh and/or
+            played in chunks (`arena.play`; the same result bitwise, JAX agents only).
 
     Returns:
         A `Tournament`.
@@ -398,7 +402,7 @@ def round_robin(
             progress(lineup)
         res = arena_lib.play(
             env, agents, num_rounds, keys[li], lineup=lineup, seating=seating,
-            max_steps=max_steps, move_time_limit=move_time_limit,
+            max_steps=max_steps, move_time_limit=move_time_limit, mesh=mesh, chunk_size=chunk_size,
         )
         results.append(res)
         pairs = pairwise_outcomes(res)
