@@ -217,9 +217,10 @@ def check_arena():
     mesh = parallel.make_mesh()
     env = jaxgames.make("dots_and_boxes", num_rows=2, num_cols=2, utility_margin=True)
     agents = [RandomAgent(), FirstLegalAgent()]
-    _assert_trees_equal(
-        arena.play(env, agents, 13, jax.random.key(0)), arena.play(env, agents, 13, jax.random.key(0), mesh=mesh)
-    )
+    whole = arena.play(env, agents, 13, jax.random.key(0))
+    _assert_trees_equal(whole, arena.play(env, agents, 13, jax.random.key(0), mesh=mesh))
+    # chunks on the mesh (5 rounds up to 8 per chunk: two chunks, the second padded)
+    _assert_trees_equal(whole, arena.play(env, agents, 13, jax.random.key(0), mesh=mesh, chunk_size=5))
     # A simultaneous game, random actions and random seating, 8 games on 2 devices.
     env = jaxgames.make("rock_paper_scissors")
     kw = dict(seating="permute")
