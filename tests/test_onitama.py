@@ -154,21 +154,25 @@ def test_capture_and_card_exchange(kernels):
     np.testing.assert_array_equal(np.asarray(n.rewards), [0, 0])
 
 
-@pytest.mark.parametrize("space", ["canonical", "seed"])
-def test_way_of_the_stone(space, kernels):
-    env = CANON if space == "canonical" else SEED
-    s = env.from_text(
-        """
+# Red to move can take Blue's master with Mantis (the Way of the Stone in one); used twice below.
+STONE_POSITION = dict(
+    text="""
         b...b
         .....
         .B...
         ..r..
         r.R.r
         """,
-        hands=(("Mantis", "Horse"), ("Crane", "Boar")),
-        side="Eel",
-        player=0,
-    )
+    hands=(("Mantis", "Horse"), ("Crane", "Boar")),
+    side="Eel",
+    player=0,
+)
+
+
+@pytest.mark.parametrize("space", ["canonical", "seed"])
+def test_way_of_the_stone(space, kernels):
+    env = CANON if space == "canonical" else SEED
+    s = env.from_text(**STONE_POSITION)
     # Red student on (3, 2) = its student 1 in reading order; Mantis (slot 0, id 9 < Horse 10) up-left hits (2, 1).
     a = canonical_action(0, sq(3, 2), sq(2, 1)) if space == "canonical" else seed_action(0, 0, 0)
     assert a in legal_set(env, s)
@@ -704,18 +708,7 @@ def test_svg_pictures_of_a_state_and_a_game(kernels):
     from jaxgames.games.onitama import render
 
     ns = "{http://www.w3.org/2000/svg}"
-    s = SEED.from_text(
-        """
-        b...b
-        .....
-        .B...
-        ..r..
-        r.R.r
-        """,
-        hands=(("Mantis", "Horse"), ("Crane", "Boar")),
-        side="Eel",
-        player=0,
-    )
+    s = SEED.from_text(**STONE_POSITION)
     won = kernels["seed"]["step"](s, jnp.int32(seed_action(0, 0, 0)))
     assert render.status(won) == "turn 1: red wins (Way of the Stone)"
     root = ET.fromstring(render.state_svg(s))
