@@ -1,0 +1,283 @@
+"""The seed's DDPG networks for Onitama: eight actor variants and the shared critic (Flax linen).
+
+Source: seed 001, section 5 (5.2 the ``Actor_Preprocess`` / ``Critic_Preprocess``
+blocks and the critic, 5.3 the linear and branched variants, 5.4 the
+``_multiply`` forms, 5.5 ``dual`` and ``actions_only``); the inputs are the
+seed's observation of section 4.1 (ten 5x5 board planes and the 10-entry card
+vector, ``jaxgames.make("onitama", action_space="seed")``, 260 floats) and the
+outputs its 40 actions of section 4.2.
+
+Every module takes observations ``[..., 260]`` (any number of leading batch
+axes, none included: the learner and the agent write their code for one
+example and vmap it) and returns float32 arrays with the same leading axes.
+
+**Actor variants** (`VARIANTS`). ``P`` is the preprocess block (below),
+``A`` the *actions layer* (``Dense(40)`` then softmax: a probability vector)
+and ``V`` the *validity layer* (``Dense(40)`` then sigmoid: the predicted
+legal-move mask, trained towards the true mask by the validity loss).
+``normalise(u) = u / sum(u)`` (the seed's re-normalisation, section 5.4).
+
+======================================  ==================================================  ============
+variant                                 structure (``policy`` is what the agent plays)     seed
+======================================  ==================================================  ============
+``val_after_actions``                   ``a = A(P(s))``, ``v = V(a)``, policy ``a``        5.3, fig 5.5a
+``actions_after_val``                   ``v = V(P(s))``, ``a = A(v)``, policy ``a``        5.3, fig 5.5b
+``val_branch_actions``                  ``a = A(P(s))``, ``v = V(P(s))``, policy ``a``     5.3, fig 5.6
+``val_after_actions_multiply``          as ``val_after_actions``, policy ``normalise(a*v)``  5.4, fig 5.7
+``actions_after_val_multiply``          as ``actions_after_val``, policy ``normalise(a*v)``  5.4, fig 5.8
+``val_branch_actions_multiply``         as ``val_branch_actions``, policy ``normalise(a*v)`` 5.4, fig 5.9
+``dual``                                ``a = A(P_a(s))``, ``v = V(P_v(s))`` with two      5.5, fig 5.10
+                                        preprocess blocks (no shared weights), policy
+                                        ``normalise(a*v)``
+``actions_only``                        ``a = A(P(s))``, policy ``a``, no validity layer   5.5, fig 5.11
+======================================  ==================================================  ============
+
+"Then" in ``val_after_actions`` / ``actions_after_val`` means the second
+layer reads the first layer's *output* (the softmax probabilities, resp. the
+sigmoid mask), as the seed's figures 5.5a-b draw one layer feeding the next.
+
+**Preprocess block** (section 5.2, `Preprocess`): the board planes (moved to
+channels-last, ``[5, 5, 10]``) go through ``len(conv_features)`` 3x3
+convolutions with SAME padding, each followed by a normalisation, ReLU and a
+2x2 max-pool of stride 2 (VALID), so two layers reach ``1 x 1 x
+conv_features[-1]`` (the seed's ``(128, 1, 1)`` for ``conv_features=(64,
+128)``; the seed gives only the last width), flattened; the card vector goes
+through ``Dense(card_features)`` + ReLU (seed: 10); the critic's block also
+takes the 40-entry action vector through ``Dense(40)`` + ReLU; everything is
+concatenated (the seed's 138 or 178 entries) and goes through
+``Dense(hidden[i])`` + ReLU layers (seed: two, ending at 256). The seed names
+no activation: ReLU here.
+
+**Deviations, and seed mistakes:**
+
+* *Normalisation.* The seed batch-normalises each convolution. Here the
+  default is ``norm="layer"`` (LayerNorm over each example's channels), and
+  ``"none"`` is offered: BatchNorm's running statistics would make the
+  actor's output during training depend on the other examples of the batch
+  and add a mutable collection to every call, where the house style writes
+  the policy for one example. This is a choice, not a claim that the
+  result is the same.
+* *Critic action width.* Section 5.2 says the action enters the critic as a
+  "(4,1) vector"; it is the 40-entry action vector (section 4.2), and the
+  seed's own total of 178 = 128 + 10 + 40 confirms it.
+* ``dual``: the seed plans to freeze the validity network once the valid
+  rate reaches e.g. 95%; it reports no run that did, and no threshold was
+  used in section 6.1, so nothing is frozen here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import NamedTuple, Optional
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+
+from jaxgames.games.onitama.env import NUM_SEED_ACTIONS, SEED_OBSERVATION_SIZE, split_seed_observation
+
+VARIANTS: tuple[str, ...] = (
+    "val_after_actions",
+    "actions_after_val",
+    "val_branch_actions",
+    "val_after_actions_multiply",
+    "actions_after_val_multiply",
+    "val_branch_actions_multiply",
+    "dual",
+    "actions_only",
+)
+"""The seed's eight actor variants (section 5; the order of its figures 6.1-6.8 differs)."""
+
+NORMS = ("layer", "none")
+"""Normalisations after each convolution (module docstring: why not BatchNorm)."""
+
+NUM_ACTIONS = NUM_SEED_ACTIONS
+"""40: the seed's action space (section 4.2)."""
+
+
+def has_validity(variant: str) -> bool:
+    """True for every variant with a validity layer (all but ``actions_only``)."""
+    return variant != "actions_only"
+
+
+def is_multiply(variant: str) -> bool:
+    """True for the variants whose policy is the renormalised product ``a * v`` (section 5.4, 5.5)."""
+    return variant.endswith("_multiply") or variant == "dual"
+
+
+def normalise(u: jax.Array) -> jax.Array:
+    """``u / sum(u)`` over the last axis (the seed's re-normalisation); zeros stay zeros.
+
+    Args:
+        u: float32 ``[..., 40]``, non-negative.
+
+    Returns:
+        float32 ``[..., 40]`` summing to 1 (or all zeros where ``u`` is all zeros,
+        e.g. a product that underflowed; the agent then falls back to the
+        legal mask, `jaxgames.agents.ddpg`).
+    """
+    total = jnp.sum(u, axis=-1, keepdims=True)
+    return u / jnp.maximum(total, jnp.finfo(u.dtype).tiny)
+
+
+def check_widths(conv_features: Sequence[int], card_features: int, hidden: Sequence[int], norm: str) -> None:
+    """Raises at the Python boundary for network settings that cannot build a network.
+
+    Raises:
+        ValueError: ``conv_features`` not 1 or 2 positive ints (a third 2x2
+            pool would shrink the 1x1 map to nothing), ``hidden`` empty or
+            not positive, ``card_features`` < 1, ``norm`` not in `NORMS`.
+        TypeError: a width that is not an int.
+    """
+    for name, widths in (("conv_features", conv_features), ("hidden", hidden)):
+        if not isinstance(widths, (tuple, list)):
+            raise TypeError(f"{name} must be a tuple of ints; got {widths!r}")
+        for w in widths:
+            if isinstance(w, bool) or not isinstance(w, int):
+                raise TypeError(f"{name} entries must be ints; got {w!r}")
+            if w < 1:
+                raise ValueError(f"{name} entries must be >= 1; got {tuple(widths)!r}")
+    if not 1 <= len(conv_features) <= 2:
+        raise ValueError(f"conv_features needs 1 or 2 layers (5x5 -> 2x2 -> 1x1 after the pools); got {tuple(conv_features)!r}")
+    if len(hidden) < 1:
+        raise ValueError("hidden needs at least one layer")
+    if isinstance(card_features, bool) or not isinstance(card_features, int):
+        raise TypeError(f"card_features must be an int; got {card_features!r}")
+    if card_features < 1:
+        raise ValueError(f"card_features must be >= 1; got {card_features}")
+    if norm not in NORMS:
+        raise ValueError(f"norm must be one of {NORMS}; got {norm!r}")
+
+
+class Preprocess(nn.Module):
+    """The seed's ``Actor_Preprocess`` / ``Critic_Preprocess`` block (section 5.2, figures 5.2-5.3).
+
+    Attributes:
+        conv_features: widths of the 3x3 convolutions (1 or 2; seed: last 128).
+        card_features: width of the card layer (seed: 10).
+        hidden: widths of the dense layers after the concatenation (seed: two, the last 256).
+        norm: ``"layer"`` or ``"none"`` after each convolution (module docstring).
+
+    Call: ``(observation [..., 260], action [..., 40] or None) -> float32 [..., hidden[-1]]``.
+    """
+
+    conv_features: Sequence[int] = (64, 128)
+    card_features: int = 10
+    hidden: Sequence[int] = (256, 256)
+    norm: str = "layer"
+
+    @nn.compact
+    def __call__(self, observation: jax.Array, action: Optional[jax.Array] = None) -> jax.Array:
+        lead = observation.shape[:-1]
+        obs = observation.reshape((-1, SEED_OBSERVATION_SIZE)).astype(jnp.float32)
+        board, card = split_seed_observation(obs)  # [N, 10, 5, 5], [N, 10]
+        x = jnp.moveaxis(board, 1, -1)  # [N, 5, 5, 10] channels last
+        for width in self.conv_features:
+            x = nn.Conv(width, (3, 3), padding="SAME")(x)
+            if self.norm == "layer":
+                x = nn.LayerNorm()(x)
+            x = nn.relu(x)
+            x = nn.max_pool(x, (2, 2), strides=(2, 2), padding="VALID")
+        parts = [x.reshape((x.shape[0], -1)), nn.relu(nn.Dense(self.card_features)(card))]
+        if action is not None:
+            act = action.reshape((-1, NUM_ACTIONS)).astype(jnp.float32)
+            parts.append(nn.relu(nn.Dense(NUM_ACTIONS)(act)))
+        h = jnp.concatenate(parts, axis=-1)
+        for width in self.hidden:
+            h = nn.relu(nn.Dense(width)(h))
+        return h.reshape(lead + (h.shape[-1],))
+
+
+class ActorOutput(NamedTuple):
+    """What an actor returns (leading axes as the observation's).
+
+    Attributes:
+        policy: float32 ``[..., 40]``, sums to 1 (or all zeros, see
+            `normalise`): the distribution the agent plays (the DDPG action).
+        actions: float32 ``[..., 40]``: the actions layer's softmax.
+        validity: float32 ``[..., 40]`` in (0, 1): the validity layer's
+            sigmoid (the predicted legal mask); None for ``actions_only``.
+    """
+
+    policy: jax.Array
+    actions: jax.Array
+    validity: Optional[jax.Array]
+
+
+class Actor(nn.Module):
+    """One of the seed's actor variants (module docstring table; seed sections 5.3-5.5).
+
+    Attributes:
+        variant: one of `VARIANTS`.
+        conv_features, card_features, hidden, norm: of the preprocess block(s) (`Preprocess`).
+
+    Call: ``observation [..., 260] -> ActorOutput``.
+    """
+
+    variant: str = "val_branch_actions"
+    conv_features: Sequence[int] = (64, 128)
+    card_features: int = 10
+    hidden: Sequence[int] = (256, 256)
+    norm: str = "layer"
+
+    def _block(self, name: str) -> Preprocess:
+        return Preprocess(self.conv_features, self.card_features, self.hidden, self.norm, name=name)
+
+    @nn.compact
+    def __call__(self, observation: jax.Array) -> ActorOutput:
+        if self.variant not in VARIANTS:
+            raise ValueError(f"variant must be one of {VARIANTS}; got {self.variant!r}")
+        actions_layer = nn.Dense(NUM_ACTIONS, name="actions")
+        validity_layer = nn.Dense(NUM_ACTIONS, name="validity")
+        base = self.variant.removesuffix("_multiply")
+        if base == "dual":
+            a = nn.softmax(actions_layer(self._block("preprocess_actions")(observation)))
+            v = nn.sigmoid(validity_layer(self._block("preprocess_validity")(observation)))
+        else:
+            x = self._block("preprocess")(observation)
+            if base == "actions_only":
+                a = nn.softmax(actions_layer(x))
+                return ActorOutput(policy=a, actions=a, validity=None)
+            if base == "val_after_actions":
+                a = nn.softmax(actions_layer(x))
+                v = nn.sigmoid(validity_layer(a))
+            elif base == "actions_after_val":
+                v = nn.sigmoid(validity_layer(x))
+                a = nn.softmax(actions_layer(v))
+            else:  # val_branch_actions
+                a = nn.softmax(actions_layer(x))
+                v = nn.sigmoid(validity_layer(x))
+        policy = normalise(a * v) if is_multiply(self.variant) else a
+        return ActorOutput(policy=policy, actions=a, validity=v)
+
+
+class Critic(nn.Module):
+    """The seed's critic (section 5.2, figures 5.3-5.4): ``Critic_Preprocess`` then one linear unit, Q(s, a).
+
+    The same architecture for every actor variant (the seed varies only the actor).
+
+    Attributes:
+        conv_features, card_features, hidden, norm: of its preprocess block (`Preprocess`).
+
+    Call: ``(observation [..., 260], action [..., 40]) -> float32 [...]``.
+    """
+
+    conv_features: Sequence[int] = (64, 128)
+    card_features: int = 10
+    hidden: Sequence[int] = (256, 256)
+    norm: str = "layer"
+
+    @nn.compact
+    def __call__(self, observation: jax.Array, action: jax.Array) -> jax.Array:
+        h = Preprocess(self.conv_features, self.card_features, self.hidden, self.norm, name="preprocess")(observation, action)
+        return nn.Dense(1, name="q")(h)[..., 0]
+
+
+def init_actor(key: jax.Array, actor: Actor) -> dict:
+    """The parameters ``{"params": ...}`` of ``actor`` for one example (no batch axis needed)."""
+    return actor.init(key, jnp.zeros((SEED_OBSERVATION_SIZE,), jnp.float32))
+
+
+def init_critic(key: jax.Array, critic: Critic) -> dict:
+    """The parameters ``{"params": ...}`` of ``critic`` for one example."""
+    return critic.init(key, jnp.zeros((SEED_OBSERVATION_SIZE,), jnp.float32), jnp.zeros((NUM_ACTIONS,), jnp.float32))
