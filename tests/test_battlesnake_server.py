@@ -3,7 +3,8 @@
 Request bodies are written by hand in the documented API format
 (docs.battlesnake.com/api); expected moves are derived by hand from the
 official rules (``standard.go``). Malformed and hostile requests are written
-as raw bytes on a socket.
+as raw bytes on a socket. The tests of the shared ``server`` fixture run on
+both of uvicorn's HTTP protocols (httptools, the default, and h11).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ import pytest
 from jaxgames.agents.base import HostAgent
 from jaxgames.agents.battlesnake import HeuristicAgent, QAgent, RandomSafeAgent
 from jaxgames.games.battlesnake import rules
-from jaxgames.games.battlesnake.server import BattlesnakeServer
+from jaxgames.games.battlesnake.server import BattlesnakeServer, http_protocol, server_from_args
 from tests.test_battlesnake_api import REQUEST, _request, _snake
 
 
@@ -34,8 +35,8 @@ MAX_BODY = 64 * 1024
 TIMEOUT = 0.5  # the test server's header and body timeouts, s
 
 
-@pytest.fixture(scope="module")
-def server():
+@pytest.fixture(scope="module", params=["httptools", "h11"])
+def server(request):
     with BattlesnakeServer(
         RandomSafeAgent(),
         host="127.0.0.1",
@@ -46,7 +47,9 @@ def server():
         max_body_bytes=MAX_BODY,
         header_timeout=TIMEOUT,
         body_timeout=TIMEOUT,
+        http=request.param,
     ) as srv:
+        assert srv.http == request.param
         yield srv
 
 
@@ -223,8 +226,6 @@ def test_host_agents_and_library_agents_are_served():
 
 
 def test_command_line_serves_the_named_agent():
-    from jaxgames.games.battlesnake.server import server_from_args
-
     srv, line = server_from_args(["--port", "0", "--agent", "heuristic", "--warmup-sizes", "11"])
     assert "heuristic" in line and srv.address[0] == "127.0.0.1"
     with srv:
@@ -528,3 +529,62 @@ def test_command_line_shuts_down_cleanly_on_sigint_and_sigterm():
             if proc.poll() is None:
                 proc.kill()
                 proc.wait()
+
+
+# --- The HTTP protocol: httptools when installed, h11 otherwise. ---
+
+
+def test_http_protocol_is_httptools_when_installed_and_can_be_named():
+    assert http_protocol("auto") == "httptools" and http_protocol("httptools") == "httptools"
+    assert http_protocol("h11") == "h11"
+    with pytest.raises(ValueError, match="http must be one of"):
+        http_protocol("h2")
+    with pytest.raises(ValueError, match="http must be one of"):
+        BattlesnakeServer(port=0, warmup_sizes=(), http="zttp")
+    srv = BattlesnakeServer(port=0, warmup_sizes=())
+    try:
+        assert srv.http == "httptools"
+    finally:
+        srv.stop()
+
+
+def test_without_httptools_the_server_falls_back_to_h11_and_says_so(monkeypatch, caplog):
+    monkeypatch.setitem(sys.modules, "httptools", None)  # `import httptools` now raises ImportError
+    with caplog.at_level("WARNING", logger="jaxgames.games.battlesnake.server"):
+        assert http_protocol("auto") == "h11"
+    assert "pip install httptools" in caplog.text
+    with pytest.raises(ImportError, match="pip install httptools"):
+        http_protocol("httptools")
+    with pytest.raises(ImportError, match="pip install httptools"):
+        BattlesnakeServer(port=0, warmup_sizes=(), http="httptools")
+    with BattlesnakeServer(port=0, warmup_sizes=(11,), observation="none") as srv:
+        assert srv.http == "h11"
+        status, answer = _call(srv, "POST", "/move", POCKET)
+        assert status == 200 and answer["move"] in ("up", "down", "left")
+
+
+def test_command_line_names_and_takes_the_protocol():
+    srv, line = server_from_args(["--port", "0", "--warmup-sizes", ""])
+    srv.stop()
+    assert "httptools" in line and srv.http == "httptools"
+    srv, line = server_from_args(["--port", "0", "--warmup-sizes", "", "--http", "h11"])
+    srv.stop()
+    assert "h11" in line and srv.http == "h11"
+    with pytest.raises(SystemExit):
+        server_from_args(["--http", "h2"])
+
+
+def test_405_names_the_allowed_methods_and_head_gets_no_body(server):
+    conn = _connection(server)
+    conn.request("DELETE", "/move")
+    resp = conn.getresponse()
+    assert resp.status == 405 and resp.getheader("allow") == "POST"
+    assert json.loads(resp.read())["error"] == "Method Not Allowed: DELETE /move"
+    conn.request("HEAD", "/")
+    resp = conn.getresponse()
+    assert resp.status == 200 and resp.getheader("content-type") == "application/json" and resp.read() == b""
+    conn.request("PUT", "/")
+    resp = conn.getresponse()
+    assert resp.status == 405 and resp.getheader("allow") == "GET, HEAD"
+    resp.read()
+    conn.close()

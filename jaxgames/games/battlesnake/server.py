@@ -3,12 +3,15 @@
 Endpoints (docs.battlesnake.com/api): ``GET /`` (snake info), ``POST /start``,
 ``POST /move`` (answers ``{"move": ..., "shout": ...}``), ``POST /end``.
 
-HTTP is served by uvicorn (its pure-Python ``h11`` protocol) with a Starlette
-application: the optional ``server`` extra, ``pip install -e ".[server]"``.
+HTTP is served by uvicorn, with the C parser of ``httptools`` when it is
+installed (else uvicorn's pure-Python ``h11``; `http_protocol`), running a
+plain ASGI application (`asgi_app`): the optional ``server`` extra,
+``pip install -e ".[server]"``.
 What the server guarantees, whatever a client sends:
 
 * a malformed request is answered ``400`` with ``{"error": reason}``: a bad
-  ``Content-Length`` (``abc``, ``-5``) or request line (h11, plain text),
+  ``Content-Length`` (``abc``, ``-5``) or request line (the protocol's
+  own plain-text answer),
   bad JSON, JSON nested too deeply, a missing or mistyped field
   (``hazards: null``), a number out of range (``turn: 2**40``), a board the
   rules reject (`api.parse_request`); never a ``500`` on input;
@@ -221,13 +224,17 @@ class BattlesnakeServer:
             move if the agent is late (module docstring).
         shutdown_timeout: seconds that requests in flight get on SIGINT,
             SIGTERM or `stop`; then they are cancelled.
+        http: uvicorn's HTTP protocol, one of `HTTP_PROTOCOLS` (``"auto"``:
+            httptools if installed, else h11; see `http_protocol`). The one
+            used is `http`.
 
     Raises:
         TypeError: ``agent`` is not a `JaxAgent` or `HostAgent`.
         ValueError: bad ``num_snakes``, warm-up size, observation kind or
             limit (all limits must be positive).
         OSError: the address cannot be bound.
-        ImportError: uvicorn or starlette missing (the ``server`` extra).
+        ImportError: uvicorn missing (the ``server`` extra), or httptools
+            missing with ``http="httptools"``.
     """
 
     def __init__(
@@ -250,6 +257,7 @@ class BattlesnakeServer:
         workers: int = 2,
         answer_margin_ms: int = 100,
         shutdown_timeout: float = 5.0,
+        http: str = "auto",
     ):
         if agent is None:
             from jaxgames.agents.battlesnake import RandomSafeAgent
@@ -291,7 +299,9 @@ class BattlesnakeServer:
         self._lock = threading.Lock()
         self._per_size = {}
         self._turns = 0
-        self._uvicorn = _make_uvicorn(self, limits)  # first: a missing extra fails before the warm-up
+        self.http = http_protocol(http)
+        """The uvicorn HTTP protocol serving: ``"httptools"`` or ``"h11"``."""
+        self._uvicorn = _make_uvicorn(self, limits, self.http)  # first: a missing extra fails before the warm-up
         for size in warmup_sizes:
             self.move(warmup_request(size))
         self._executor = concurrent.futures.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="battlesnake-agent")
@@ -493,106 +503,215 @@ def _ms(t0: float) -> float:
     return round(1000 * (time.perf_counter() - t0), 3)
 
 
-def _make_uvicorn(server: BattlesnakeServer, limits: dict):
-    """The uvicorn server of a `BattlesnakeServer`: its Starlette app on the h11 protocol with a header deadline."""
+HTTP_PROTOCOLS = ("auto", "httptools", "h11")
+"""Values of ``BattlesnakeServer(http=...)``: uvicorn's HTTP/1.1 protocol (``auto``: httptools if importable, else h11)."""
+
+
+def http_protocol(http: str = "auto") -> str:
+    """The uvicorn HTTP protocol that ``http`` names on this machine: ``"httptools"`` or ``"h11"``.
+
+    ``httptools`` (the C parser llhttp, Node.js's) costs less CPU per request
+    than ``h11`` (pure Python); ``auto`` takes it when the package is
+    importable and otherwise falls back to ``h11`` with a warning in the log
+    (``pip install httptools``, part of the ``server`` extra).
+
+    Raises:
+        ValueError: ``http`` not one of `HTTP_PROTOCOLS`.
+        ImportError: ``http="httptools"`` and the package is missing.
+    """
+    if http not in HTTP_PROTOCOLS:
+        raise ValueError(f"http must be one of {HTTP_PROTOCOLS}; got {http!r}")
+    if http == "h11":
+        return "h11"
     try:
-        import h11
-        import uvicorn
-        from starlette.applications import Starlette
-        from starlette.exceptions import HTTPException
-        from starlette.requests import Request
-        from starlette.responses import JSONResponse
-        from starlette.routing import Route
-        from uvicorn.protocols.http.h11_impl import H11Protocol
+        import httptools  # noqa: F401
     except ImportError as e:
-        raise ImportError(f"the Battlesnake server needs the 'server' extra (uvicorn, starlette): pip install -e '.[server]' ({e})") from e
+        if http == "httptools":
+            raise ImportError(f"http='httptools' needs the httptools package: pip install httptools ({e})") from e
+        _log.warning("httptools is not installed: serving HTTP with uvicorn's slower pure-Python h11 protocol (pip install httptools)")
+        return "h11"
+    return "httptools"
 
-    close = {"connection": "close"}
 
-    async def info(request: Request):
-        return JSONResponse(server.info)
+_POST_PATHS = ("/start", "/move", "/end")
 
-    async def post(request: Request):
-        declared = request.headers.get("content-length")
-        if declared is not None and not declared.isdigit():  # h11 answers these 400 before we see them
-            return JSONResponse({"error": f"bad Content-Length {declared[:40]!r}"}, 400, close)
-        if declared is not None and int(declared) > server.max_body_bytes:
-            return JSONResponse({"error": f"body of {declared} bytes is over the limit of {server.max_body_bytes}"}, 413, close)
+
+def _json_response(status: int, content: dict, *, close: bool = False, allow: bytes | None = None):
+    """The two ASGI messages of a JSON response (``application/json``, UTF-8, compact, as Starlette's JSONResponse)."""
+    body = json.dumps(content, ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode()
+    headers = [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(body))]
+    if close:
+        headers.append((b"connection", b"close"))
+    if allow is not None:
+        headers.append((b"allow", allow))
+    return {"type": "http.response.start", "status": status, "headers": headers}, {"type": "http.response.body", "body": body}
+
+
+def asgi_app(server: BattlesnakeServer):
+    """The ASGI application of a `BattlesnakeServer`: ``GET /`` and ``POST /start``, ``/move``, ``/end``.
+
+    A plain ASGI callable (no framework: four fixed routes need no router):
+    a body is read up to ``server.max_body_bytes`` (``413`` beyond, declared
+    or streamed) within ``server.body_timeout`` seconds (``408``), then
+    answered by `BattlesnakeServer.answer`; another path is ``404``, another
+    method ``405`` (with ``Allow``); every answer is JSON (``{"error":
+    reason}`` for errors) and an error before the body is read closes the
+    connection.
+    """
+    timeout_at = getattr(asyncio, "timeout_at", None)  # Python 3.11+: one timer for the whole body
+
+    async def receive_by(receive, deadline):
+        if timeout_at is not None:
+            async with timeout_at(deadline):
+                return await receive()
+        return await asyncio.wait_for(receive(), max(0.0, deadline - asyncio.get_running_loop().time()))
+
+    async def read_body(scope, receive):
+        """The request body, or the ``(status, error)`` that answers it instead."""
+        for name, value in scope["headers"]:
+            if name == b"content-length":  # the protocols answer most bad ones 400 before we see them
+                if not value.isdigit():
+                    return 400, f"bad Content-Length {value[:40].decode('latin-1')!r}"
+                if int(value) > server.max_body_bytes:
+                    return 413, f"body of {int(value)} bytes is over the limit of {server.max_body_bytes}"
+                break
         body = bytearray()
-        deadline = time.monotonic() + server.body_timeout
+        deadline = asyncio.get_running_loop().time() + server.body_timeout
         while True:
             try:
-                message = await asyncio.wait_for(request.receive(), max(0.0, deadline - time.monotonic()))
-            except asyncio.TimeoutError:
-                return JSONResponse({"error": f"body not received within {server.body_timeout:g} s"}, 408, close)
+                message = await receive_by(receive, deadline)
+            except (asyncio.TimeoutError, TimeoutError):
+                return 408, f"body not received within {server.body_timeout:g} s"
             if message["type"] == "http.disconnect":
-                return JSONResponse({"error": "client disconnected"}, 400, close)
+                return 400, "client disconnected"
             body += message.get("body", b"")
             if len(body) > server.max_body_bytes:
-                return JSONResponse({"error": f"body is over the limit of {server.max_body_bytes} bytes"}, 413, close)
+                return 413, f"body is over the limit of {server.max_body_bytes} bytes"
             if not message.get("more_body", False):
-                break
-        status, answer = await server.answer(request.url.path, bytes(body))
-        return JSONResponse(answer, status)
+                return bytes(body)
 
-    async def http_error(request: Request, exc: HTTPException):
-        return JSONResponse({"error": f"{exc.detail}: {request.method} {request.url.path}"}, exc.status_code)
+    async def app(scope, receive, send):
+        if scope["type"] != "http":  # lifespan is off and websockets are not served
+            return
+        path, method = scope["path"], scope["method"]
+        if path in _POST_PATHS:
+            if method != "POST":
+                messages = _json_response(405, {"error": f"Method Not Allowed: {method} {path}"}, allow=b"POST")
+            else:
+                body = await read_body(scope, receive)
+                if isinstance(body, tuple):
+                    messages = _json_response(body[0], {"error": body[1]}, close=True)
+                else:
+                    messages = _json_response(*await server.answer(path, body))
+        elif path == "/":
+            if method in ("GET", "HEAD"):
+                messages = _json_response(200, server.info)
+            else:
+                messages = _json_response(405, {"error": f"Method Not Allowed: {method} {path}"}, allow=b"GET, HEAD")
+        else:
+            messages = _json_response(404, {"error": f"Not Found: {method} {path}"})
+        for message in messages:
+            await send(message)
 
-    app = Starlette(
-        routes=[Route("/", info, methods=["GET"]), *(Route(p, post, methods=["POST"]) for p in ("/start", "/move", "/end"))],
-        exception_handlers={HTTPException: http_error},
-    )
+    return app
 
-    header_timeout = limits["header_timeout"]
 
-    class Protocol(H11Protocol):
-        """uvicorn's h11 protocol, plus a deadline for the request line and headers.
+class _HeaderDeadline:
+    """A deadline for a request's line and headers, mixed into a uvicorn HTTP protocol; sets TCP_NODELAY.
 
-        The deadline is armed when the connection opens and after every
-        response; data arriving does not push it back (uvicorn's keep-alive
-        timer does), so a client trickling a byte a second is cut off. When it
-        passes while the connection still waits for a request's headers, the
-        connection is closed (after a ``408`` if part of a request came).
-        """
+    The deadline is armed when the connection opens and after every
+    response; data arriving does not push it back (uvicorn's keep-alive
+    timer does), so a client trickling a byte a second is cut off. When it
+    passes while the connection still waits for a request's headers, the
+    connection is closed (after a ``408`` if part of a request came).
+    Subclasses say whether they wait for headers (`_waiting_for_headers`).
+    """
 
-        _header_timer = None
+    header_timeout = 5.0
+    _header_timer = None
 
-        def connection_made(self, transport):
-            super().connection_made(transport)
-            # asyncio sets TCP_NODELAY only on sockets made with proto=IPPROTO_TCP; ours may not be.
-            sock = transport.get_extra_info("socket")
-            if sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6):
-                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            self._arm_header_timer()
+    def connection_made(self, transport):
+        super().connection_made(transport)
+        # asyncio sets TCP_NODELAY only on sockets made with proto=IPPROTO_TCP; ours may not be.
+        sock = transport.get_extra_info("socket")
+        if sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6):
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self._arm_header_timer()
 
-        def on_response_complete(self):
-            super().on_response_complete()
-            self._arm_header_timer()
+    def on_response_complete(self):
+        super().on_response_complete()
+        self._arm_header_timer()
 
-        def connection_lost(self, exc):
-            if self._header_timer is not None:
-                self._header_timer.cancel()
-            super().connection_lost(exc)
+    def connection_lost(self, exc):
+        if self._header_timer is not None:
+            self._header_timer.cancel()
+        super().connection_lost(exc)
 
-        def _arm_header_timer(self):
-            if self._header_timer is not None:
-                self._header_timer.cancel()
-            self._header_timer = self.loop.call_later(header_timeout, self._header_deadline)
+    def _arm_header_timer(self):
+        if self._header_timer is not None:
+            self._header_timer.cancel()
+        self._header_timer = self.loop.call_later(self.header_timeout, self._header_deadline)
 
-        def _header_deadline(self):
-            self._header_timer = None
-            if self.transport.is_closing() or self.conn.their_state is not h11.IDLE:
-                return  # a request is being read or answered: the body deadline and the app take over
-            if self.conn.trailing_data[0]:
-                self.transport.write(b"HTTP/1.1 408 Request Timeout\r\nconnection: close\r\ncontent-length: 0\r\n\r\n")
-            self.transport.close()
+    def _header_deadline(self):
+        self._header_timer = None
+        waiting, partial = self._waiting_for_headers()
+        if self.transport.is_closing() or not waiting:
+            return  # a request is being read or answered: the body deadline and the app take over
+        if partial:
+            self.transport.write(b"HTTP/1.1 408 Request Timeout\r\nconnection: close\r\ncontent-length: 0\r\n\r\n")
+        self.transport.close()
 
+    def _waiting_for_headers(self) -> tuple[bool, bool]:
+        """``(no request is being read or answered, part of the next request's head has come)``."""
+        raise NotImplementedError
+
+
+def _protocol_class(http: str, header_timeout: float) -> type:
+    """uvicorn's protocol class for ``http`` (``"httptools"`` or ``"h11"``) with `_HeaderDeadline`."""
+    if http == "httptools":
+        from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+        class Protocol(_HeaderDeadline, HttpToolsProtocol):
+            _head_begun = False  # on_message_begin came, on_headers_complete not yet
+
+            def on_message_begin(self):
+                self._head_begun = True
+                super().on_message_begin()
+
+            def on_headers_complete(self):
+                self._head_begun = False
+                super().on_headers_complete()
+
+            def _waiting_for_headers(self):
+                idle = (self.cycle is None or self.cycle.response_complete) and not self.pipeline
+                return idle, self._head_begun
+
+    else:
+        import h11
+        from uvicorn.protocols.http.h11_impl import H11Protocol
+
+        class Protocol(_HeaderDeadline, H11Protocol):
+            def _waiting_for_headers(self):
+                return self.conn.their_state is h11.IDLE, bool(self.conn.trailing_data[0])
+
+    Protocol.header_timeout = header_timeout
+    return Protocol
+
+
+def _make_uvicorn(server: BattlesnakeServer, limits: dict, http: str):
+    """The uvicorn server of a `BattlesnakeServer`: `asgi_app` on the ``http`` protocol with a header deadline."""
+    try:
+        import uvicorn
+    except ImportError as e:
+        raise ImportError(f"the Battlesnake server needs the 'server' extra (uvicorn, httptools): pip install -e '.[server]' ({e})") from e
     config = uvicorn.Config(
-        app,
-        http=Protocol,
+        asgi_app(server),
+        http=_protocol_class(http, limits["header_timeout"]),
         ws="none",
         lifespan="off",
         loop="asyncio",
+        interface="asgi3",
+        proxy_headers=False,  # no proxy in front: the client's address is not read
         log_config=None,
         log_level="warning",
         access_log=False,
@@ -613,7 +732,8 @@ def server_from_args(argv=None) -> tuple[BattlesnakeServer, str]:
     ``--agent`` (a name of `jaxgames.agents.battlesnake.AGENTS`, default
     ``random_safe``), ``--seed``, ``--warmup-sizes`` (comma-separated board
     sizes compiled at start-up, default ``7,11,19``), ``--workers`` (threads
-    running the agent, default 2), ``--limit-concurrency`` (128).
+    running the agent, default 2), ``--limit-concurrency`` (128), ``--http``
+    (uvicorn's protocol, `HTTP_PROTOCOLS`, default ``auto``).
 
     Raises:
         SystemExit: bad options (argparse's usage message).
@@ -629,6 +749,7 @@ def server_from_args(argv=None) -> tuple[BattlesnakeServer, str]:
     p.add_argument("--warmup-sizes", default="7,11,19", help="board sizes compiled at start-up, comma-separated")
     p.add_argument("--workers", type=int, default=2, help="threads running the agent's decisions")
     p.add_argument("--limit-concurrency", type=int, default=128, help="most connections or requests at once (503 beyond)")
+    p.add_argument("--http", choices=HTTP_PROTOCOLS, default="auto", help="uvicorn's HTTP protocol (auto: httptools if installed)")
     a = p.parse_args(argv)
     try:
         sizes = tuple(int(v) for v in a.warmup_sizes.split(",") if v.strip())
@@ -643,9 +764,10 @@ def server_from_args(argv=None) -> tuple[BattlesnakeServer, str]:
         observation="none",
         workers=a.workers,
         limit_concurrency=a.limit_concurrency,
+        http=a.http,
     )
     host, port = srv.address
-    return srv, f"Battlesnake server ({a.agent}) on http://{host}:{port}"
+    return srv, f"Battlesnake server ({a.agent}, {srv.http}) on http://{host}:{port}"
 
 
 def main(argv=None) -> None:
