@@ -19,8 +19,15 @@ a ``4xx``/``5xx``); ``fallback`` counts moves the server answered by its
 fallback because the agent was late (``game.timeout`` 500 ms less 100 ms).
 At the end the server gets SIGINT and must exit with status 0.
 
+A/B of uvicorn's HTTP protocols (``http=h11,httptools``): one server per
+protocol, all started before the first measurement, measured in interleaved
+rounds (``repeats``; the order of the protocols alternates from round to
+round) so that load from other jobs falls on both; the summary gives each
+protocol's median over the rounds and its paired ratio to the first protocol.
+
     python benchmarks/server.py                                   # 5000 requests, 16 clients, random_safe
     python benchmarks/server.py requests=1000 agent=heuristic workers=1
+    python benchmarks/server.py modes=keep_alive http=h11,httptools repeats=5
 
 Targets (issue 10): zero errors; one kept-alive client's p50 within 2 ms of the
 bare decision; p99 under 50 ms at 16 concurrent clients with the random-safe
@@ -47,7 +54,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from jaxgames.agents.battlesnake import AGENTS, RandomSafeAgent
 from jaxgames.experiment import parse_config
 from jaxgames.games.battlesnake import Battlesnake, api
-from jaxgames.games.battlesnake.server import BattlesnakeServer
+from jaxgames.games.battlesnake.server import HTTP_PROTOCOLS, BattlesnakeServer
 
 MODES = ("keep_alive", "new_connection")
 
@@ -62,6 +69,9 @@ class Config:
         clients: concurrent clients of the loaded scenarios (also measured: 1).
         modes: ``keep_alive`` and/or ``new_connection``.
         workers: the server's agent threads (``--workers``).
+        http: uvicorn protocols to serve with (``--http``: ``auto``,
+            ``httptools``, ``h11``), one server each, compared in the same run.
+        repeats: rounds of every scenario on every server, interleaved.
         board_size, num_snakes: the games the requests come from.
         boards: distinct request bodies (turns of real games), sent in turn.
         bare_repeats: calls of the bare decision for the anchor.
@@ -74,6 +84,8 @@ class Config:
     clients: int = 16
     modes: tuple[str, ...] = MODES
     workers: int = 2
+    http: tuple[str, ...] = ("auto",)
+    repeats: int = 1
     board_size: int = 11
     num_snakes: int = 4
     boards: int = 64
@@ -87,7 +99,12 @@ class Config:
         for m in self.modes:
             if m not in MODES:
                 raise ValueError(f"unknown mode {m!r}; choose from {MODES}")
-        for name in ("requests", "clients", "workers", "boards", "bare_repeats"):
+        for h in self.http:
+            if h not in HTTP_PROTOCOLS:
+                raise ValueError(f"unknown http protocol {h!r}; choose from {HTTP_PROTOCOLS}")
+        if not self.http or len(set(self.http)) != len(self.http):
+            raise ValueError(f"http must name protocols without repeats; got {self.http}")
+        for name in ("requests", "clients", "workers", "repeats", "boards", "bare_repeats"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1; got {getattr(self, name)}")
 
@@ -153,8 +170,22 @@ async def _read_response(reader: asyncio.StreamReader) -> tuple[int, bytes]:
     return status, await reader.readexactly(length)
 
 
-async def load(port: int, bodies: list[bytes], *, requests: int, clients: int, keep_alive: bool) -> dict:
-    """Sends ``requests`` ``/move`` requests over ``clients`` concurrent clients; latency in ms, errors, req/s."""
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of process ``pid`` so far, from ``/proc`` (NaN where there is none)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return float("nan")
+
+
+async def load(port: int, bodies: list[bytes], *, requests: int, clients: int, keep_alive: bool, pid: int | None = None) -> dict:
+    """Sends ``requests`` ``/move`` requests over ``clients`` concurrent clients; latency in ms, errors, req/s.
+
+    With the server's ``pid``, also its CPU time per request (ms, all its
+    threads, ``/proc``): unlike latency, barely moved by other jobs' load.
+    """
     heads = [
         (
             f"POST /move HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\n"
@@ -192,9 +223,11 @@ async def load(port: int, bodies: list[bytes], *, requests: int, clients: int, k
         if writer is not None:
             writer.close()
 
+    cpu0 = cpu_seconds(pid) if pid is not None else float("nan")
     t0 = time.perf_counter()
     await asyncio.gather(*(client() for _ in range(clients)))
     seconds = time.perf_counter() - t0
+    server_cpu = cpu_seconds(pid) - cpu0 if pid is not None else float("nan")
     lat = 1000 * np.asarray(latencies) if latencies else np.full(1, np.nan)
     return {
         "requests": requests,
@@ -208,20 +241,81 @@ async def load(port: int, bodies: list[bytes], *, requests: int, clients: int, k
         "p99_ms": float(np.percentile(lat, 99)),
         "max_ms": float(np.max(lat)),
         "requests_per_s": requests / seconds,
+        "server_cpu_ms": 1000 * server_cpu / requests,
     }
 
 
-def start_server(cfg: Config) -> tuple[subprocess.Popen, int]:
-    """The command-line server on 127.0.0.1, any free port; returns once it serves."""
+def start_server(cfg: Config, http: str = "auto") -> tuple[subprocess.Popen, int, str]:
+    """The command-line server on 127.0.0.1, any free port, serving with ``http``; returns once it serves.
+
+    Returns:
+        ``(process, port, protocol)``, the protocol as the server names it
+        (``auto`` resolved to ``httptools`` or ``h11``).
+    """
     cmd = [sys.executable, "-m", "jaxgames.games.battlesnake.server", "--host", "127.0.0.1", "--port", "0",
-           "--agent", cfg.agent, "--warmup-sizes", str(cfg.board_size), "--workers", str(cfg.workers)]
+           "--agent", cfg.agent, "--warmup-sizes", str(cfg.board_size), "--workers", str(cfg.workers), "--http", http]
     root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
     proc = subprocess.Popen(cmd, cwd=root, stdout=subprocess.PIPE, text=True)
     line = proc.stdout.readline()
     if "http://127.0.0.1:" not in line:
         proc.kill()
         raise RuntimeError(f"the server did not start: {line!r}")
-    return proc, int(line.rsplit(":", 1)[1])
+    protocol = line.split("(", 1)[1].split(")", 1)[0].split(", ")[-1]  # "Battlesnake server (agent, protocol) on ..."
+    return proc, int(line.rsplit(":", 1)[1]), protocol
+
+
+def stop_server(proc: subprocess.Popen) -> int | str:
+    """SIGINT, then the exit status (``"killed after 30 s"`` if it did not exit)."""
+    proc.send_signal(signal.SIGINT)
+    try:
+        return proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        return "killed after 30 s"
+
+
+def measure(cfg: Config, bodies: list[bytes], ports: dict[str, int], pids: dict[str, int] | None = None) -> list[dict]:
+    """Every scenario on every server (``label -> port``, ``label -> pid``), ``cfg.repeats`` interleaved rounds; one row each."""
+    pids = pids or {}
+    for port in ports.values():
+        asyncio.run(load(port, bodies, requests=min(200, cfg.requests), clients=2, keep_alive=True))  # warm-up
+    labels = list(ports)
+    rows = []
+    for repeat in range(cfg.repeats):
+        for label in labels if repeat % 2 == 0 else labels[::-1]:
+            for mode in cfg.modes:
+                for clients in sorted({1, cfg.clients}):
+                    r = asyncio.run(load(ports[label], bodies, requests=cfg.requests, clients=clients,
+                                         keep_alive=mode == "keep_alive", pid=pids.get(label)))
+                    rows.append({"http": label, "repeat": repeat, "mode": mode, **r})
+    return rows
+
+
+def summarize(rows: list[dict]) -> list[dict]:
+    """Per (mode, clients, protocol): medians over the rounds, and the paired ratios to the first protocol.
+
+    A ratio is taken within a round (same scenario, minutes apart at most)
+    and its median over the rounds reported: ``p99 / p99 of the first
+    protocol`` below 1 means faster.
+    """
+    labels = list(dict.fromkeys(r["http"] for r in rows))
+    out = []
+    for mode, clients in dict.fromkeys((r["mode"], r["clients"]) for r in rows):
+        mine = [r for r in rows if r["mode"] == mode and r["clients"] == clients]
+        first = {r["repeat"]: r for r in mine if r["http"] == labels[0]}
+        for label in labels:
+            own = [r for r in mine if r["http"] == label]
+            med = lambda k: float(np.median([r[k] for r in own]))  # noqa: E731
+            ratio = lambda k: float(np.median([r[k] / first[r["repeat"]][k] for r in own]))  # noqa: E731
+            out.append({
+                "mode": mode, "clients": clients, "http": label, "rounds": len(own),
+                "errors": int(sum(r["errors"] for r in own)), "fallbacks": int(sum(r["fallbacks"] for r in own)),
+                "p50_ms": med("p50_ms"), "p99_ms": med("p99_ms"), "p99_ms_max": float(max(r["p99_ms"] for r in own)),
+                "requests_per_s": med("requests_per_s"), "server_cpu_ms": med("server_cpu_ms"),
+                "p50_ratio": ratio("p50_ms"), "p99_ratio": ratio("p99_ms"), "requests_per_s_ratio": ratio("requests_per_s"),
+                "server_cpu_ratio": ratio("server_cpu_ms"),
+            })
+    return out
 
 
 def main(argv=None) -> None:
@@ -230,37 +324,45 @@ def main(argv=None) -> None:
     with open(os.path.join(cfg.out_dir, "config.json"), "w") as f:
         json.dump(dataclasses.asdict(cfg), f, indent=2)
     bodies = game_requests(cfg)
-    proc, port = start_server(cfg)
+    procs, ports, exit_codes = {}, {}, {}
     try:
+        for http in cfg.http:
+            proc, port, protocol = start_server(cfg, http)
+            label = protocol if http == "auto" and protocol not in cfg.http else http
+            procs[label], ports[label] = proc, port
         bare = bare_decision(cfg, bodies)
-        asyncio.run(load(port, bodies, requests=min(200, cfg.requests), clients=2, keep_alive=True))  # warm-up
-        rows = []
-        for mode in cfg.modes:
-            for clients in sorted({1, cfg.clients}):
-                r = asyncio.run(load(port, bodies, requests=cfg.requests, clients=clients, keep_alive=mode == "keep_alive"))
-                rows.append({"mode": mode, **r})
+        rows = measure(cfg, bodies, ports, {label: proc.pid for label, proc in procs.items()})
     finally:
-        proc.send_signal(signal.SIGINT)
-        try:
-            exit_code = proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            exit_code = "killed after 30 s"
+        for label, proc in procs.items():
+            exit_codes[label] = stop_server(proc)
+    summary = summarize(rows)
     print(f"agent {cfg.agent}, {cfg.num_snakes} snakes on {cfg.board_size}x{cfg.board_size}, server workers {cfg.workers}, "
-          f"{os.cpu_count()} CPUs, jax {jax.__version__} ({jax.default_backend()})")
+          f"{os.cpu_count()} CPUs, jax {jax.__version__} ({jax.default_backend()}), load average {os.getloadavg()[0]:.2f}")
     print(f"bare decision (server.move in-process): p50 {bare['move_p50']:.2f} ms, p99 {bare['move_p99']:.2f} ms; "
           f"policy alone: p50 {bare['policy_p50']:.2f} ms, p99 {bare['policy_p99']:.2f} ms")
-    print(f"| {'connections':14} | {'clients':>7} | {'requests':>8} | {'errors':>6} | {'fallbacks':>9} | {'p50 ms':>7} | "
-          f"{'p99 ms':>7} | {'max ms':>7} | {'req/s':>7} | {'p50 - bare ms':>13} |")
-    print("|" + "|".join("-" * (w + 2) for w in (14, 7, 8, 6, 9, 7, 7, 7, 7, 13)) + "|")
+    print(f"| {'http':9} | {'round':>5} | {'connections':14} | {'clients':>7} | {'requests':>8} | {'errors':>6} | {'fallbacks':>9} | "
+          f"{'p50 ms':>7} | {'p99 ms':>7} | {'max ms':>7} | {'req/s':>7} | {'p50 - bare ms':>13} | {'server CPU ms/req':>17} |")
+    print("|" + "|".join("-" * (w + 2) for w in (9, 5, 14, 7, 8, 6, 9, 7, 7, 7, 7, 13, 17)) + "|")
     for r in rows:
-        print(f"| {r['mode']:14} | {r['clients']:7d} | {r['requests']:8d} | {r['errors']:6d} | {r['fallbacks']:9d} | "
-              f"{r['p50_ms']:7.2f} | {r['p99_ms']:7.2f} | {r['max_ms']:7.1f} | {r['requests_per_s']:7.0f} | "
-              f"{r['p50_ms'] - bare['move_p50']:13.2f} |")
-    print(f"server exit status after SIGINT: {exit_code}")
+        print(f"| {r['http']:9} | {r['repeat']:5d} | {r['mode']:14} | {r['clients']:7d} | {r['requests']:8d} | {r['errors']:6d} | "
+              f"{r['fallbacks']:9d} | {r['p50_ms']:7.2f} | {r['p99_ms']:7.2f} | {r['max_ms']:7.1f} | {r['requests_per_s']:7.0f} | "
+              f"{r['p50_ms'] - bare['move_p50']:13.2f} | {r['server_cpu_ms']:17.3f} |")
+    if cfg.repeats > 1 or len(ports) > 1:
+        first = summary[0]["http"]
+        print(f"\nmedians over {cfg.repeats} round(s); ratios paired by round, to {first}:")
+        print(f"| {'connections':14} | {'clients':>7} | {'http':9} | {'errors':>6} | {'p50 ms':>7} | {'p99 ms':>7} | "
+              f"{'worst p99':>9} | {'req/s':>7} | {'CPU ms/req':>10} | {'p50 ratio':>9} | {'p99 ratio':>9} | {'req/s ratio':>11} | "
+              f"{'CPU ratio':>9} |")
+        print("|" + "|".join("-" * (w + 2) for w in (14, 7, 9, 6, 7, 7, 9, 7, 10, 9, 9, 11, 9)) + "|")
+        for r in summary:
+            print(f"| {r['mode']:14} | {r['clients']:7d} | {r['http']:9} | {r['errors']:6d} | {r['p50_ms']:7.2f} | "
+                  f"{r['p99_ms']:7.2f} | {r['p99_ms_max']:9.2f} | {r['requests_per_s']:7.0f} | {r['server_cpu_ms']:10.3f} | "
+                  f"{r['p50_ratio']:9.3f} | {r['p99_ratio']:9.3f} | {r['requests_per_s_ratio']:11.3f} | {r['server_cpu_ratio']:9.3f} |")
+    print("server exit status after SIGINT: " + ", ".join(f"{k} {v}" for k, v in exit_codes.items()))
     tmp = os.path.join(cfg.out_dir, "results.json.tmp")
     with open(tmp, "w") as f:
-        json.dump({"config": dataclasses.asdict(cfg), "bare": bare, "rows": rows, "server_exit_status": exit_code}, f, indent=2)
+        json.dump({"config": dataclasses.asdict(cfg), "bare": bare, "rows": rows, "summary": summary,
+                   "server_exit_status": exit_codes}, f, indent=2)
     os.replace(tmp, os.path.join(cfg.out_dir, "results.json"))
 
 
