@@ -184,7 +184,8 @@ async def load(port: int, bodies: list[bytes], *, requests: int, clients: int, k
     """Sends ``requests`` ``/move`` requests over ``clients`` concurrent clients; latency in ms, errors, req/s.
 
     With the server's ``pid``, also its CPU time per request (ms, all its
-    threads, ``/proc``): unlike latency, barely moved by other jobs' load.
+    threads, ``/proc``): unlike latency, barely moved by other jobs' load;
+    and the client's (this process's) CPU time per request.
     """
     heads = [
         (
@@ -224,9 +225,11 @@ async def load(port: int, bodies: list[bytes], *, requests: int, clients: int, k
             writer.close()
 
     cpu0 = cpu_seconds(pid) if pid is not None else float("nan")
+    client0 = time.process_time()
     t0 = time.perf_counter()
     await asyncio.gather(*(client() for _ in range(clients)))
     seconds = time.perf_counter() - t0
+    client_cpu = time.process_time() - client0
     server_cpu = cpu_seconds(pid) - cpu0 if pid is not None else float("nan")
     lat = 1000 * np.asarray(latencies) if latencies else np.full(1, np.nan)
     return {
@@ -242,6 +245,7 @@ async def load(port: int, bodies: list[bytes], *, requests: int, clients: int, k
         "max_ms": float(np.max(lat)),
         "requests_per_s": requests / seconds,
         "server_cpu_ms": 1000 * server_cpu / requests,
+        "client_cpu_ms": 1000 * client_cpu / requests,
     }
 
 
@@ -311,7 +315,7 @@ def summarize(rows: list[dict]) -> list[dict]:
                 "mode": mode, "clients": clients, "http": label, "rounds": len(own),
                 "errors": int(sum(r["errors"] for r in own)), "fallbacks": int(sum(r["fallbacks"] for r in own)),
                 "p50_ms": med("p50_ms"), "p99_ms": med("p99_ms"), "p99_ms_max": float(max(r["p99_ms"] for r in own)),
-                "requests_per_s": med("requests_per_s"), "server_cpu_ms": med("server_cpu_ms"),
+                "requests_per_s": med("requests_per_s"), "server_cpu_ms": med("server_cpu_ms"), "client_cpu_ms": med("client_cpu_ms"),
                 "p50_ratio": ratio("p50_ms"), "p99_ratio": ratio("p99_ms"), "requests_per_s_ratio": ratio("requests_per_s"),
                 "server_cpu_ratio": ratio("server_cpu_ms"),
             })
