@@ -1,0 +1,167 @@
+"""An arena agent playing a trained DDPG actor of the seed's study, and its weight files.
+
+Source: seed 001, sections 5.1 (the "hand of god" mask) and 6.3 (the
+tournament of the trained variants); the learner is `jaxgames.learners.ddpg`.
+
+**How `DDPGAgent` picks a move** (one state, the seat ``player`` to move):
+
+1. The observation of the seat (`Onitama.observe`, the seed's 260 inputs)
+   goes through the actor; its ``policy`` is a probability vector over the
+   seed's 40 actions (`jaxgames.networks.ddpg.ActorOutput`).
+2. ``mask_illegal=True`` (default; the seed's hand of god, section 5.1): the
+   policy is restricted to the legal actions (``state.legal_action_mask``)
+   and renormalised. ``greedy=True`` (default) plays its argmax (ties, and a
+   policy that is 0 on every legal action, go to the lowest legal index);
+   ``greedy=False`` samples it (`jaxgames.learners.ddpg.hand_of_god`, the
+   training behaviour; uniform over the legal actions where all are 0). An
+   illegal move is never played.
+3. ``mask_illegal=False``: the raw policy's argmax (or a draw from the raw
+   policy), legal or not. An invalid argmax is then played as it is, and our
+   env's rule applies (`jaxgames.core`: an illegal action ends the game, the
+   offender gets -1 and the opponent +1): the agent *loses* that game. This is
+   how to measure what the seed's valid rate costs in real games.
+
+The seed does not say whether its tournament agents played greedily or
+sampled; greedy is our default (a deterministic player for the Elo table).
+
+**Weight files** (`save_weights`, `load_weights`, `load_agent`): a folder
+with ``actor.msgpack`` (the actor's ``{"params": ...}``, `flax.serialization`)
+and ``actor.json`` (the variant, the network widths, and whatever the
+trainer adds: command, iterations, curriculum depth reached), written
+atomically.
+"""
+
+from __future__ import annotations
+
+import json
+import pathlib
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxgames.agents.base import JaxAgent
+from jaxgames.learners.ddpg import hand_of_god
+from jaxgames.networks.ddpg import VARIANTS, Actor, check_widths, init_actor
+
+WEIGHTS_FILE = "actor.msgpack"
+METADATA_FILE = "actor.json"
+_NETWORK_KEYS = ("variant", "conv_features", "card_features", "hidden", "norm")
+
+
+def _check_env(env) -> None:
+    if getattr(env, "name", None) != "onitama" or getattr(env, "action_space", None) != "seed":
+        raise ValueError(f"a DDPG actor plays onitama with action_space='seed' (40 actions, 260 inputs); got {env!r}")
+
+
+class DDPGAgent(JaxAgent):
+    """Plays a trained actor of the seed's DDPG study (module docstring: exactly how).
+
+    Args:
+        variant: one of `jaxgames.networks.ddpg.VARIANTS`.
+        params: the actor's variables ``{"params": ...}`` (one run, no seed axis).
+        conv_features, card_features, hidden, norm: the widths it was trained with.
+        mask_illegal: restrict to the legal actions (the hand of god); False plays the raw policy.
+        greedy: argmax (True) or a draw from the policy (False).
+        name: label (default the variant).
+
+    Raises:
+        ValueError, TypeError: an unknown variant, bad widths, or ``params``
+            whose shapes do not match the network (checked here, before tracing).
+        ValueError: at trace time, an env other than Onitama with the seed's action space.
+    """
+
+    def __init__(self, variant: str, params: dict, *, conv_features=(16, 32), card_features: int = 10,
+                 hidden=(64, 64), norm: str = "layer", mask_illegal: bool = True, greedy: bool = True,
+                 name: str | None = None):
+        if variant not in VARIANTS:
+            raise ValueError(f"unknown variant {variant!r}; choose from {VARIANTS}")
+        conv_features, hidden = tuple(conv_features), tuple(hidden)
+        check_widths(conv_features, card_features, hidden, norm)
+        self.actor = Actor(variant, conv_features, card_features, hidden, norm)
+        expected = jax.eval_shape(lambda: init_actor(jax.random.key(0), self.actor))
+        got = jax.tree.map(lambda x: jax.ShapeDtypeStruct(np.shape(x), jnp.float32), params)
+        want = jax.tree.map(lambda x: jax.ShapeDtypeStruct(x.shape, jnp.float32), expected)
+        if jax.tree.structure(got) != jax.tree.structure(want) or jax.tree.leaves(got) != jax.tree.leaves(want):
+            raise ValueError(f"params do not fit a {variant!r} actor with conv_features={conv_features}, "
+                             f"card_features={card_features}, hidden={hidden}")
+        self.variant = variant
+        self.params = jax.tree.map(lambda x: jnp.asarray(x, jnp.float32), params)
+        self.network = {"variant": variant, "conv_features": list(conv_features), "card_features": int(card_features),
+                        "hidden": list(hidden), "norm": norm}
+        self.mask_illegal = bool(mask_illegal)
+        self.greedy = bool(greedy)
+        self.name = variant if name is None else name
+
+    def action_probabilities(self, env, state, player: jax.Array) -> jax.Array:
+        """float32 ``[40]``: the actor's raw policy for seat ``player`` of one state (before any mask)."""
+        _check_env(env)
+        return self.actor.apply(self.params, env.observe(state, player)).policy
+
+    def policy(self, env, state, key: jax.Array, player: jax.Array) -> jax.Array:
+        """int32 ``[]``: the move of seat ``player`` in one unbatched state (module docstring)."""
+        probs = self.action_probabilities(env, state, player)
+        if self.mask_illegal:
+            legal = state.legal_action_mask
+            if self.greedy:
+                return jnp.argmax(jnp.where(legal, probs, -1.0)).astype(jnp.int32)
+            return hand_of_god(key, probs, legal)
+        if self.greedy:
+            return jnp.argmax(probs).astype(jnp.int32)
+        return hand_of_god(key, probs, jnp.ones_like(probs, jnp.bool_))
+
+
+def save_weights(directory, variant: str, params: dict, network: dict, metadata: dict | None = None) -> pathlib.Path:
+    """Writes one actor to ``directory`` (created): ``actor.msgpack`` and ``actor.json``, atomically.
+
+    Args:
+        directory: the folder.
+        variant: the actor variant.
+        params: its ``{"params": ...}`` (host or device arrays, no seed axis).
+        network: ``conv_features``, ``card_features``, ``hidden``, ``norm``.
+        metadata: anything else to record (command, iterations, depth reached).
+
+    Raises:
+        ValueError: ``network`` lacks a width, or the params do not fit it (`DDPGAgent`).
+    """
+    from flax import serialization
+
+    from jaxgames.experiment import atomic_write_bytes
+
+    missing = [k for k in _NETWORK_KEYS[1:] if k not in network]
+    if missing:
+        raise ValueError(f"network needs {missing}; got keys {sorted(network)}")
+    agent = DDPGAgent(variant, params, **{k: network[k] for k in _NETWORK_KEYS[1:]})  # checks the shapes
+    directory = pathlib.Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    host = jax.tree.map(np.asarray, agent.params)
+    atomic_write_bytes(directory / WEIGHTS_FILE, serialization.msgpack_serialize(host))
+    meta = {**(metadata or {}), **agent.network}
+    atomic_write_bytes(directory / METADATA_FILE, (json.dumps(meta, indent=2, default=str) + "\n").encode())
+    return directory
+
+
+def load_weights(directory) -> tuple[dict, dict]:
+    """``(params, metadata)`` of an actor folder written by `save_weights`.
+
+    Raises:
+        FileNotFoundError: a file is missing.
+        ValueError: the metadata lacks the network's settings.
+    """
+    from flax import serialization
+
+    directory = pathlib.Path(directory)
+    meta = json.loads((directory / METADATA_FILE).read_text())
+    missing = [k for k in _NETWORK_KEYS if k not in meta]
+    if missing:
+        raise ValueError(f"{directory / METADATA_FILE} lacks {missing}")
+    params = serialization.msgpack_restore((directory / WEIGHTS_FILE).read_bytes())
+    return params, meta
+
+
+def load_agent(directory, **kwargs) -> DDPGAgent:
+    """A `DDPGAgent` from an actor folder; ``kwargs`` (``mask_illegal``, ``greedy``, ``name``) are passed on."""
+    params, meta = load_weights(directory)
+    return DDPGAgent(meta["variant"], params, conv_features=tuple(meta["conv_features"]),
+                     card_features=int(meta["card_features"]), hidden=tuple(meta["hidden"]), norm=meta["norm"],
+                     **kwargs)

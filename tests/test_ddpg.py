@@ -1,0 +1,326 @@
+"""The seed's DDPG study (seed 001 sections 4-7): networks, losses, curriculum, learner, resume, agent.
+
+Expected values are derived by hand here (loss values and gradients from the
+formulas, the curriculum's advance points from the rule "60 of the last 100
+games since the last advance"), or from an independent plain-Python
+reference (`_reference_depths`), never copied from the code under test. Every
+network and run is tiny so the file runs in well under a minute on 2 cores.
+"""
+
+from __future__ import annotations
+
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import jaxgames
+from jaxgames.agents.ddpg import DDPGAgent, load_agent, save_weights
+from jaxgames.agents.onitama import RandomAgent
+from jaxgames.evaluation import play_match
+from jaxgames.experiment import ConfigMismatch
+from jaxgames.games.onitama import SEED_CARDS
+from jaxgames.learners import ddpg as L
+from jaxgames.networks.ddpg import VARIANTS, Actor, Critic, init_actor, init_critic
+
+ENV = jaxgames.make("onitama", action_space="seed", deck=SEED_CARDS)
+TINY = dict(conv_features=(4,), card_features=4, hidden=(8,), norm="layer")
+OBS = np.asarray(jax.vmap(ENV.init)(jax.random.split(jax.random.key(3), 3)).observation)  # [3, 260]
+
+
+# ----------------------------------------------------------------------------- networks
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_actor_variant_shapes_and_layers(variant):
+    actor = Actor(variant, **TINY)
+    params = jax.eval_shape(lambda: init_actor(jax.random.key(0), actor))["params"]
+    out = jax.eval_shape(lambda p, x: actor.apply({"params": p}, x), params, jax.ShapeDtypeStruct((2, 3, 260), jnp.float32))
+    assert out.policy.shape == (2, 3, 40) and out.actions.shape == (2, 3, 40)
+    single = jax.eval_shape(lambda p, x: actor.apply({"params": p}, x), params, jax.ShapeDtypeStruct((260,), jnp.float32))
+    assert single.policy.shape == (40,)
+    blocks = sorted(k for k in params if k.startswith("preprocess"))
+    if variant == "actions_only":
+        assert out.validity is None and "validity" not in params
+    else:
+        assert out.validity.shape == (2, 3, 40) and "validity" in params
+    assert blocks == (["preprocess_actions", "preprocess_validity"] if variant == "dual" else ["preprocess"])
+    # which layer feeds which (seed figures 5.5-5.6): the second layer of a linear variant reads 40 inputs
+    if variant.startswith("val_after_actions"):
+        assert params["validity"]["kernel"].shape == (40, 40) and params["actions"]["kernel"].shape == (8, 40)
+    if variant.startswith("actions_after_val"):
+        assert params["actions"]["kernel"].shape == (40, 40) and params["validity"]["kernel"].shape == (8, 40)
+    if variant.startswith("val_branch_actions"):
+        assert params["actions"]["kernel"].shape == params["validity"]["kernel"].shape == (8, 40)
+
+
+def test_actor_values_multiply_and_plain():
+    for variant in ("val_branch_actions", "val_branch_actions_multiply", "dual", "actions_only"):
+        actor = Actor(variant, **TINY)
+        out = jax.jit(actor.apply)(init_actor(jax.random.key(1), actor), OBS)
+        policy, actions = np.asarray(out.policy, np.float64), np.asarray(out.actions, np.float64)
+        np.testing.assert_allclose(policy.sum(-1), 1.0, rtol=1e-5)
+        np.testing.assert_allclose(actions.sum(-1), 1.0, rtol=1e-5)
+        if variant in ("val_branch_actions", "actions_only"):
+            np.testing.assert_allclose(policy, actions)
+        else:  # the renormalised product of section 5.4, recomputed here
+            v = np.asarray(out.validity, np.float64)
+            assert np.all((v > 0) & (v < 1))
+            product = actions * v
+            np.testing.assert_allclose(policy, product / product.sum(-1, keepdims=True), rtol=1e-5)
+
+
+def test_critic_shape_and_vmap():
+    critic = Critic(**TINY)
+    params = init_critic(jax.random.key(0), critic)
+    q = critic.apply(params, OBS, jnp.full((3, 40), 1 / 40))
+    assert q.shape == (3,) and q.dtype == jnp.float32
+    # one example vmapped equals the batched call
+    qv = jax.vmap(lambda o: critic.apply(params, o, jnp.full((40,), 1 / 40)))(OBS)
+    np.testing.assert_allclose(qv, q, rtol=1e-5, atol=1e-6)
+    # the action enters: a different action changes Q (40 inputs, not the seed's misprinted 4)
+    assert params["params"]["preprocess"]["Dense_1"]["kernel"].shape[0] == 40
+
+
+# ----------------------------------------------------------------------------- losses by hand
+def test_validity_losses_by_hand():
+    legal = jnp.arange(40) < 20
+    half = jnp.full((40,), 0.5)
+    assert float(L.validity_loss(half, legal, "mse")) == pytest.approx(0.25)
+    assert float(L.validity_loss(half, legal, "bce")) == pytest.approx(math.log(2.0), rel=1e-6)
+    v = jnp.where(legal, 0.9, 0.2)  # legal entries predicted 0.9, illegal 0.2
+    assert float(L.validity_loss(v, legal, "mse")) == pytest.approx((20 * 0.01 + 20 * 0.04) / 40, rel=1e-5)
+    assert float(L.validity_loss(v, legal, "bce")) == pytest.approx(-(math.log(0.9) + math.log(0.8)) / 2, rel=1e-5)
+    # gradients with respect to the prediction (the seed's section 7.2, corrected): MSE 2 (v - m) / N,
+    # BCE (v - m) / (v (1 - v) N), N = 40 outputs
+    g_mse = jax.grad(lambda x: L.validity_loss(x, legal, "mse"))(v)
+    g_bce = jax.grad(lambda x: L.validity_loss(x, legal, "bce"))(v)
+    assert float(g_mse[0]) == pytest.approx(2 * (0.9 - 1) / 40, rel=1e-4)
+    assert float(g_mse[-1]) == pytest.approx(2 * 0.2 / 40, rel=1e-4)
+    assert float(g_bce[0]) == pytest.approx((0.9 - 1) / (0.9 * 0.1 * 40), rel=1e-4)
+    assert float(g_bce[-1]) == pytest.approx(0.2 / (0.2 * 0.8 * 40), rel=1e-4)
+    # through the sigmoid, at a saturated wrong output z = -10 for a legal move: BCE's logit gradient
+    # stays (v - 1) / N, MSE's 2 (v - 1) v (1 - v) / N vanishes
+    z = jnp.where(legal, -10.0, 0.0)
+    s = 1 / (1 + math.exp(10.0))
+    gz_bce = jax.grad(lambda x: L.validity_loss(jax.nn.sigmoid(x), legal, "bce"))(z)
+    gz_mse = jax.grad(lambda x: L.validity_loss(jax.nn.sigmoid(x), legal, "mse"))(z)
+    assert float(gz_bce[0]) == pytest.approx((s - 1) / 40, rel=1e-4)
+    assert float(gz_mse[0]) == pytest.approx(2 * (s - 1) * s * (1 - s) / 40, rel=1e-4)
+    with pytest.raises(ValueError, match="kind"):
+        L.validity_loss(v, legal, "hinge")
+
+
+# ----------------------------------------------------------------------------- curriculum
+def _reference_depths(wins, *, advance=60, window=100, start=1, max_depth=3):
+    """Plain Python: the depth after each game under seed 5.6 (window emptied on each advance)."""
+    depth, recent, out = start, [], []
+    for w in wins:
+        recent = (recent + [bool(w)])[-window:]
+        if sum(recent) >= advance and depth < max_depth:
+            depth, recent = depth + 1, []
+        out.append(depth)
+    return out
+
+
+def _depths(wins, **kw):
+    cur = L.init_curriculum(1, 100)
+
+    def body(c, w):
+        c = L.curriculum_step(c, jnp.bool_(True), w, advance_wins=60, max_depth=3)
+        return c, c.depth
+    return np.asarray(jax.jit(lambda ws: jax.lax.scan(body, cur, ws)[1])(jnp.asarray(wins, bool)))
+
+
+def test_curriculum_closed_form():
+    # 60 straight wins: the 60th game (index 59) advances
+    d = _depths([1] * 60 + [0] * 5)
+    assert list(d[:59]) == [1] * 59 and list(d[59:]) == [2] * 6
+    # 40 losses then wins: at game 100 the window holds exactly 60 wins
+    d = _depths([0] * 40 + [1] * 60)
+    assert d[98] == 1 and d[99] == 2
+    # 41 losses then wins: game 100's window has 59 wins; game 101's (games 2-101) has 60
+    d = _depths([0] * 41 + [1] * 61)
+    assert d[99] == 1 and d[100] == 2
+    # alternating: 50 of every 100, never advances
+    assert set(_depths([1, 0] * 150).tolist()) == {1}
+    # after an advance the window is empty: 59 more wins are not enough, the 60th is
+    d = _depths([1] * 60 + [1] * 59 + [1])
+    assert d[118] == 2 and d[119] == 3
+    # capped at max_depth
+    assert _depths([1] * 400)[-1] == 3
+
+
+def test_curriculum_random_sequences_match_reference_under_vmap():
+    rng = np.random.default_rng(0)
+    seqs = (rng.random((6, 400)) < rng.uniform(0.45, 0.75, (6, 1))).astype(bool)
+
+    def one(ws):
+        def body(c, w):
+            c = L.curriculum_step(c, jnp.bool_(True), w, advance_wins=60, max_depth=3)
+            return c, c.depth
+        return jax.lax.scan(body, L.init_curriculum(1, 100), ws)[1]
+
+    got = np.asarray(jax.jit(jax.vmap(one))(jnp.asarray(seqs)))
+    for row, seq in zip(got, seqs):
+        assert row.tolist() == _reference_depths(seq.tolist())
+    assert got.max() > 1  # the sequences did exercise an advance
+
+
+def test_curriculum_ignores_rows_without_a_game():
+    cur = L.init_curriculum(1, 100)
+    for _ in range(80):
+        cur = L.curriculum_step(cur, jnp.bool_(False), jnp.bool_(True), advance_wins=60, max_depth=3)
+    assert int(cur.depth) == 1 and int(cur.games) == 0 and not bool(cur.results.any())
+
+
+# ----------------------------------------------------------------------------- hand of god
+def test_hand_of_god_never_illegal_and_uniform_fallback():
+    legal = jnp.zeros(40, bool).at[jnp.array([3, 7, 11, 30])].set(True)
+    policy = jnp.zeros(40).at[0].set(0.9).at[7].set(0.1)  # most mass on an illegal move
+    keys = jax.random.split(jax.random.key(0), 2000)
+    draws = np.asarray(jax.jit(jax.vmap(lambda k: L.hand_of_god(k, policy, legal)))(keys))
+    assert set(draws.tolist()) == {7}  # the only legal action with mass
+    zero = jnp.zeros(40).at[0].set(1.0)  # no mass on any legal move: uniform over the 4
+    draws = np.asarray(jax.vmap(lambda k: L.hand_of_god(k, zero, legal))(keys))
+    counts = np.bincount(draws, minlength=40)
+    assert set(np.flatnonzero(counts)) == {3, 7, 11, 30}
+    assert counts[[3, 7, 11, 30]].min() > 400  # 500 expected each; 400 is > 5 standard deviations below
+
+
+# ----------------------------------------------------------------------------- bad settings
+@pytest.mark.parametrize(
+    "kw, err, match",
+    [
+        (dict(variants=("val_branch",)), ValueError, "unknown variant"),
+        (dict(variants=("dual", "dual")), ValueError, "repeats"),
+        (dict(variants=()), ValueError, "non-empty"),
+        (dict(batch_size=64, learning_starts=32), ValueError, "learning_starts"),
+        (dict(min_depth=2, max_depth=1), ValueError, "min_depth"),
+        (dict(max_depth=4), ValueError, "max_depth"),
+        (dict(validity_loss="l1"), ValueError, "validity_loss"),
+        (dict(critic_action="argmax"), ValueError, "critic_action"),
+        (dict(norm="batch"), ValueError, "norm"),
+        (dict(conv_features=(4, 4, 4)), ValueError, "conv_features"),
+        (dict(advance_wins=101), ValueError, "advance_wins"),
+        (dict(tau=0.0), ValueError, "tau"),
+        (dict(num_envs="8"), TypeError, "num_envs"),
+        (dict(deck=("Dragon", "Elephant", "Goose", "Rooster", "Unicorn")), ValueError, "Unicorn"),
+    ],
+)
+def test_bad_config(kw, err, match):
+    with pytest.raises(err, match=match):
+        L.DDPGConfig(**kw)
+
+
+def test_learner_needs_a_config():
+    with pytest.raises(TypeError, match="DDPGConfig"):
+        L.DDPGLearner({"num_envs": 4})
+
+
+# ----------------------------------------------------------------------------- the learner, tiny
+CFG = L.DDPGConfig(variants=("val_branch_actions_multiply", "actions_only"), num_seeds=2, num_envs=3,
+                   num_iterations=6, buffer_size=32, batch_size=4, learning_starts=6, min_depth=1, max_depth=2,
+                   advance_wins=2, window=4, **TINY)
+
+
+@pytest.fixture(scope="module")
+def full_run(tmp_path_factory):
+    """The uninterrupted 6-iteration run, in chunks of 3, with checkpoints."""
+    folder = tmp_path_factory.mktemp("ddpg_full")
+    state, metrics = L.train(CFG, jax.random.key(7), chunk=3, checkpoint_dir=folder / "ckpt")
+    return state, metrics
+
+
+def test_run_records_are_sane(full_run):
+    state, m = full_run
+    R, E = CFG.num_runs, CFG.num_envs
+    assert m.valid_rate.shape == (6, R) and m.ended.shape == (6, R, E)
+    assert np.all(m.moves[0] == 0)  # the first iteration deals the games; nobody has moved yet
+    assert np.all(m.moves[1:] <= E) and m.moves[1:].sum() > 0
+    vr = m.valid_rate[1:]
+    assert np.all((vr[np.isfinite(vr)] >= 0) & (vr[np.isfinite(vr)] <= 1))
+    assert set(np.unique(m.outcome).tolist()) <= {-1, 0, 1}
+    assert np.all(m.outcome[~m.ended] == 0)
+    # updates start once learning_starts (6) transitions are stored: rows written E = 3 per iteration
+    assert np.all(np.isnan(m.actor_loss[:1])) and np.all(np.isfinite(m.actor_loss[2:]))
+    assert np.all(m.validity_loss[2:, CFG.num_seeds:] == 0)  # actions_only has no validity loss
+    assert np.all((m.depth >= 1) & (m.depth <= 2))
+    assert int(state.iteration) == 6 and int(state.buffer_count) == 18
+    # the run's two seeds of a variant differ (independent keys)
+    a = jax.tree.leaves(state.actor[0])[0]
+    assert not np.allclose(a[0], a[1])
+
+
+def test_resume_equals_uninterrupted(full_run, tmp_path):
+    full_state, full_metrics = full_run
+    folder = tmp_path / "ckpt"
+    first = L.DDPGConfig(**{**CFG.__dict__, "num_iterations": 3})
+    L.train(first, jax.random.key(7), chunk=3, checkpoint_dir=folder)  # "stopped" after 3 iterations
+    state, metrics = L.train(CFG, jax.random.key(12345), chunk=3, checkpoint_dir=folder)  # resumes (key unused)
+    for a, b in zip(jax.tree.leaves(jax.tree.map(np.asarray, full_state.actor)), jax.tree.leaves(state.actor)):
+        np.testing.assert_array_equal(a, np.asarray(b))
+    np.testing.assert_array_equal(np.asarray(jax.random.key_data(full_state.key)), np.asarray(jax.random.key_data(state.key)))
+    np.testing.assert_array_equal(full_metrics.outcome[3:], metrics.outcome)
+    np.testing.assert_array_equal(full_metrics.critic_loss[3:], metrics.critic_loss)
+    # a folder of another configuration is refused
+    with pytest.raises(ConfigMismatch):
+        L.train(L.DDPGConfig(**{**CFG.__dict__, "gamma": 0.9}), jax.random.key(7), chunk=3, checkpoint_dir=folder)
+
+
+# ----------------------------------------------------------------------------- the agent
+def _agent_from_bias(j: int, **kw) -> DDPGAgent:
+    """An actions_only actor whose policy puts (almost) all mass on action ``j`` whatever the input."""
+    actor = Actor("actions_only", **TINY)
+    params = jax.tree.map(np.zeros_like, jax.device_get(init_actor(jax.random.key(0), actor)))
+    params["params"]["actions"]["bias"] = np.where(np.arange(40) == j, 30.0, 0.0).astype(np.float32)
+    return DDPGAgent("actions_only", params, **TINY, **kw)
+
+
+def test_agent_masks_or_loses_by_the_core_rule():
+    state = ENV.init(jax.random.key(0))
+    legal = np.asarray(state.legal_action_mask)
+    j = int(np.flatnonzero(~legal)[0])  # an illegal action of the opening position
+    masked = _agent_from_bias(j)
+    raw = _agent_from_bias(j, mask_illegal=False)
+    mover = state.current_player
+    a = int(masked.policy(ENV, state, jax.random.key(1), mover))
+    assert legal[a] and a == int(np.flatnonzero(legal)[0])  # all legal entries tie: lowest legal index
+    b = int(raw.policy(ENV, state, jax.random.key(1), mover))
+    assert b == j
+    after = ENV.step(state, b)  # jaxgames.core: an illegal action ends the game, the offender gets -1
+    assert bool(after.terminated) and float(after.rewards[int(mover)]) == -1.0
+    with pytest.raises(ValueError, match="action_space='seed'"):
+        masked.policy(jaxgames.make("onitama"), jaxgames.make("onitama").init(jax.random.key(0)), jax.random.key(1), 0)
+
+
+def test_agent_bad_params_and_save_load(full_run, tmp_path):
+    state, _ = full_run
+    params = L.actor_params(CFG, state, "val_branch_actions_multiply", seed=1)
+    with pytest.raises(ValueError, match="do not fit"):
+        DDPGAgent("dual", params, **TINY)
+    with pytest.raises(ValueError, match="was not trained"):
+        L.actor_params(CFG, state, "dual")
+    save_weights(tmp_path / "a", "val_branch_actions_multiply", params, TINY, {"iterations": 6})
+    agent = load_agent(tmp_path / "a")
+    direct = DDPGAgent("val_branch_actions_multiply", params, **TINY)
+    s = ENV.init(jax.random.key(5))
+    np.testing.assert_array_equal(np.asarray(agent.action_probabilities(ENV, s, s.current_player)),
+                                  np.asarray(direct.action_probabilities(ENV, s, s.current_player)))
+
+
+def test_trained_agent_in_the_arena(full_run):
+    state, _ = full_run
+    agent = DDPGAgent("actions_only", L.actor_params(CFG, state, "actions_only"), **TINY)
+    result = play_match(ENV, agent, RandomAgent(), 4, jax.random.key(0), max_steps=210)  # 200-turn draws
+    assert result.outcome.shape == (4,) and set(np.unique(result.outcome).tolist()) <= {-1, 0, 1}
+    assert np.all(result.length >= 1)
+    # an action illegal in every opening (200 deals of the five cards): played raw, it loses at once
+    openings = np.asarray(jax.vmap(ENV.init)(jax.random.split(jax.random.key(9), 200)).legal_action_mask)
+    j = int(np.flatnonzero(~openings.any(axis=0))[0])
+    raw = _agent_from_bias(j, mask_illegal=False)
+    lost = play_match(ENV, raw, RandomAgent(), 4, jax.random.key(1), max_steps=60)
+    assert np.all(lost.outcome == -1) and np.all(lost.length <= 2)
+    assert np.all(lost.returns[:, 0] == -1.0)
+    masked = play_match(ENV, _agent_from_bias(j), RandomAgent(), 4, jax.random.key(1), max_steps=60)
+    assert np.all(masked.length > 2) or np.any(masked.outcome != -1)  # the same actor, masked, plays on
