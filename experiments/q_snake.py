@@ -76,7 +76,7 @@ class Config:
     small for a CPU run): board_size, num_snakes, head_multiplier,
     body_multiplier, max_turns, num_turns,
     features, num_games, power, walk_generations, walk_health_loss, sampler,
-    gap_growth, targets, loss, optimizer, learning_rate, batch_size,
+    gap_growth, targets, bootstrap, loss, optimizer, learning_rate, batch_size,
     train_steps, reflect, pit_team_games, pit_solo_games, pit_max_turns,
     pit_policy, pit_alpha, eval_every, eval_games, reference_generation.
 
@@ -109,6 +109,7 @@ class Config:
     sampler: str = "exponential"
     gap_growth: float = 2.0
     targets: str = "taken"
+    bootstrap: str = "recorded"
     loss: str = "bce"
     optimizer: str = "adam"
     learning_rate: float = 1e-3

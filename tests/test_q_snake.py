@@ -391,3 +391,33 @@ def test_agents_registry_is_lazy():
         "assert 'jaxgames.agents.q_snake' not in sys.modules and 'jaxgames.networks.q_snake' not in sys.modules"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
+
+
+def test_candidate_bootstrap_refines_the_candidates_q_on_the_recorded_positions():
+    """``bootstrap="candidate"``: eq. 7 runs on the candidate's Q-values of the recorded boards, Psi from the record."""
+    config = qs.QSnakeConfig(**{**TINY.to_json(), "features": TINY.features, "bootstrap": "candidate"})
+    learner = qs.QSnakeLearner(config)
+    state = learner.init(jax.random.key(3))
+    # a candidate that differs from the best (which plays the self-play)
+    state = state.replace(params=jax.tree.map(lambda x: x * 1.5 + 0.05, state.params))
+    data, _, _ = learner._collect_jit(state)
+    rec = data.record
+    T, B, S = rec.acting.shape
+    # the candidate's Q-values computed independently (one batched network call) from the recorded boards
+    views = jax.vmap(jax.vmap(lambda board: rotated_views(board, config.head_multiplier, config.body_multiplier)))(rec.boards)
+    q_cand = np.asarray(learner.net.apply(state.candidate, views.reshape((-1,) + views.shape[3:]), train=False)).reshape(T, B, S, 3)
+    assert not np.allclose(q_cand, rec.q, atol=1e-3)  # the two networks really differ
+    flags = (rec.acting, rec.died, rec.won, rec.chain_end)
+    targets = jax.jit(qs.chain_targets)
+    differs = []
+    for b in range(B):
+        for s in range(S):
+            args = [np.asarray(x)[:, b, s] for x in (rec.action, rec.psi, *flags)]
+            _, expect, _, _ = targets(q_cand[:, b, s], *args)
+            np.testing.assert_allclose(np.asarray(data.vector)[:, b, s], expect, atol=2e-5)
+            # the seed's reading (the recorded, best network's values) would give other targets
+            _, seed_reading, _, _ = targets(np.asarray(rec.q)[:, b, s], *args)
+            differs.append(not np.allclose(seed_reading, expect, atol=1e-3))
+    assert any(differs)
+    with pytest.raises(ValueError, match="bootstrap"):
+        qs.QSnakeConfig(bootstrap="best")
