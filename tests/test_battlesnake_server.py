@@ -588,3 +588,14 @@ def test_405_names_the_allowed_methods_and_head_gets_no_body(server):
     assert resp.status == 405 and resp.getheader("allow") == "GET, HEAD"
     resp.read()
     conn.close()
+
+
+def test_body_deadline_without_asyncio_timeout_at(monkeypatch):
+    # Python 3.10 has no asyncio.timeout_at: the app then waits for each body message with wait_for.
+    import asyncio
+
+    monkeypatch.delattr(asyncio, "timeout_at")
+    with BattlesnakeServer(port=0, warmup_sizes=(), body_timeout=TIMEOUT) as srv:
+        t0 = time.perf_counter()
+        response = _raw(srv.port, b"POST /move HTTP/1.1\r\nHost: t\r\nContent-Length: 100\r\n\r\n{")
+        assert _status(response) == 408 and TIMEOUT - 0.05 < time.perf_counter() - t0 < TIMEOUT + 1.5

@@ -558,7 +558,7 @@ def asgi_app(server: BattlesnakeServer):
     reason}`` for errors) and an error before the body is read closes the
     connection.
     """
-    timeout_at = getattr(asyncio, "timeout_at", None)  # Python 3.11+: one timer for the whole body
+    timeout_at = getattr(asyncio, "timeout_at", None)  # Python 3.11+: a timer per receive, not a task as wait_for
 
     async def receive_by(receive, deadline):
         if timeout_at is not None:
