@@ -764,7 +764,8 @@ def train(
         key: PRNG key (used only when nothing is restored).
         chunk: iterations per compiled call and per checkpoint (the last chunk may be shorter).
         checkpoint_dir: folder of the checkpoints, or None.
-        on_chunk: called as ``on_chunk(iterations_done, state, chunk_metrics)`` after each chunk (after its checkpoint).
+        on_chunk: called as ``on_chunk(iterations_done, state, chunk_metrics)`` after each chunk, before
+            its checkpoint is saved (so a stored record exists for every checkpointed chunk).
         overwrite: replace a checkpoint folder of another configuration.
 
     Returns:
@@ -787,11 +788,11 @@ def train(
             n = min(chunk, config.num_iterations - done)
             state, metrics = learner.run(state, n)
             done += n
+            pieces.append(jax.device_get(metrics))
+            if on_chunk is not None:  # before the checkpoint: every checkpointed chunk has its records
+                on_chunk(done, state, metrics)
             if ckpt is not None:
                 ckpt.save(done, state)
-            pieces.append(jax.device_get(metrics))
-            if on_chunk is not None:
-                on_chunk(done, state, metrics)
 
     if checkpoint_dir is None:
         state = learner.init(key)
