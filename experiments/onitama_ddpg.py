@@ -236,6 +236,8 @@ def plot(cfg: D.DDPGConfig, curves: list, episodes: list):
         ax.grid(alpha=0.3)
     axes[0, 1].set_ylim(0, 1)
     axes[1, 0].set_ylim(0, 1)
+    axes[1, 1].set_yticks(range(cfg.min_depth, cfg.max_depth + 1))
+    axes[1, 1].set_ylim(cfg.min_depth - 0.5, cfg.max_depth + 0.5)
     axes[0, 1].legend(fontsize=7)
     fig.suptitle(f"DDPG validity study (seed 001 section 6.1): {cfg.num_envs} games per run, "
                  f"validity loss {cfg.validity_loss}")

@@ -282,11 +282,16 @@ def test_agent_masks_or_loses_by_the_core_rule():
     masked = _agent_from_bias(j)
     raw = _agent_from_bias(j, mask_illegal=False)
     mover = state.current_player
-    a = int(jax.jit(lambda s, k: masked.policy(ENV, s, k, s.current_player))(state, jax.random.key(1)))
+
+    @jax.jit
+    def both(s, k):  # one compile for the two agents and the step
+        a, b = masked.policy(ENV, s, k, s.current_player), raw.policy(ENV, s, k, s.current_player)
+        return a, b, ENV.step(s, b)  # jaxgames.core: an illegal action ends the game, the offender gets -1
+
+    a, b, after = both(state, jax.random.key(1))
+    a, b = int(a), int(b)
     assert legal[a] and a == int(np.flatnonzero(legal)[0])  # all legal entries tie: lowest legal index
-    b = int(jax.jit(lambda s, k: raw.policy(ENV, s, k, s.current_player))(state, jax.random.key(1)))
     assert b == j
-    after = jax.jit(ENV.step)(state, b)  # jaxgames.core: an illegal action ends the game, the offender gets -1
     assert bool(after.terminated) and float(after.rewards[int(mover)]) == -1.0
     canonical = jaxgames.make("onitama")
     with pytest.raises(ValueError, match="action_space='seed'"):

@@ -781,9 +781,13 @@ def train(
     state = None
     done = 0
     pieces: list[Metrics] = []
+    device = jax.local_devices()[0]
 
     def loop(ckpt):
         nonlocal state, done
+        # a fresh state and one restored by Orbax both committed to one device: jit's cache tells
+        # committed and uncommitted inputs apart, and would otherwise compile the loop again on a resume
+        state = jax.device_put(state, device)
         while done < config.num_iterations:
             n = min(chunk, config.num_iterations - done)
             state, metrics = learner.run(state, n)
