@@ -33,7 +33,8 @@ of ones (so ``SAME`` padding shows the border), a 3x3 convolution, then
 arXiv:1902.10565 section 3.2). On a 5x5 board two 3x3 convolutions already
 see every square; the pooling bias makes the whole board one block away.
 Value head: a 1x1 convolution, flattened (the board has one fixed size, so
-*where* things are may matter), a hidden layer and tanh: the final outcome
+*where* things are may matter), beside the trunk's global mean and max, a
+hidden layer and tanh: the final outcome
 (+1 win, -1 loss, 0 draw) from the mover's side (seed 001 section 4.3's
 rewards; `VALUE_TARGETS`).
 
