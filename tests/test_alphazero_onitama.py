@@ -127,12 +127,9 @@ def test_search_finds_the_one_move_win():
     assert np.all(q[:, WIN_ACTION] == 1.0)  # the win's reward, from the mover's side
     w = np.asarray(out.action_weights)
     assert np.all(w[:, np.setdiff1d(np.arange(1250), legal)] == 0)  # illegal actions masked at the root
-    # The agent (untrained network, deterministic Gumbel search) finds it too: its 16 candidates hold all
-    # 7 legal moves, and sequential halving with 16 simulations visits each before it halves.
-    params = nets.init_params(TINY_NET, jax.random.key(0))
-    agent = AlphaZeroAgent(params, network=TINY_NET, num_simulations=16)
-    acts, _ = agent.act_batch(env, stack(state), jax.random.key(1), np.zeros(1, np.int32), np.ones(1, bool))
-    assert acts.tolist() == [WIN_ACTION]
+    # The agent searches the arena's own env (canonical actions, outcome rewards): the env searched above.
+    agent = AlphaZeroAgent(nets.init_params(TINY_NET, jax.random.key(0)), network=TINY_NET, num_simulations=16)
+    assert agent._search_env(env) is env
 
 
 # ----------------------------------------------------------------------------- mirror
