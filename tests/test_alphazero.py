@@ -367,3 +367,18 @@ def test_init_params_first_called_under_another_trace():
     outside = nets.init_params(config, jax.random.key(3))  # a cached tracer would raise UnexpectedTracerError
     for a, b in zip(jax.tree.leaves(inside), jax.tree.leaves(outside)):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+
+
+def test_checkpoint_identity_of_a_dots_and_boxes_run_is_unchanged_by_the_game_adapters():
+    """A folder written before the game adapters (no ``game``, ``max_turns``, ``selfplay_steps``) stays resumable."""
+    before = {  # the keys of run_identity at commit 818feee, by hand
+        "board_sizes", "size_weights", "num_envs", "num_simulations", "max_num_considered_actions", "gumbel_scale",
+        "policy_target", "value_target", "buffer_capacity", "batch_size", "updates_per_iteration", "learning_rate",
+        "weight_decay", "max_grad_norm", "value_loss_weight", "augment", "network.channels", "network.num_blocks",
+        "network.value_channels", "network.value_hidden", "seed",
+    }
+    identity = az.run_identity(TINY, 3)
+    assert set(identity) == before
+    assert identity["board_sizes"] == [[1, 1], [1, 2]] and identity["value_target"] == "margin"
+    assert az.AlphaZeroConfig.from_json(TINY.to_json()) == TINY
+    assert az.AlphaZeroConfig() == az.AlphaZeroConfig(board_sizes=((2, 2), (3, 3)), network=NetworkConfig(), value_target="margin")

@@ -1,20 +1,25 @@
-"""The AlphaZero agent for Dots-and-Boxes: network-guided search on any board size.
+"""The AlphaZero agent: network-guided search for Dots-and-Boxes (any board size) and Onitama.
 
-Built on `jaxgames.networks.dots_and_boxes` (one parameter set for every
-board) and `jaxgames.search.mcts.network_search` (mctx). Trained by
+Built on a network module, `jaxgames.networks.dots_and_boxes` (one parameter
+set for every board) or `jaxgames.networks.onitama` (the canonical 1250
+actions), chosen by the type of the ``network`` config, and
+`jaxgames.search.mcts.network_search` (mctx). Trained by
 `jaxgames.learners.alphazero`; the package ships weights in
-``jaxgames/weights/alphazero_dab/`` (``params.msgpack``, ``metadata.json``
-with the network widths, the value target, the command and budget that
-trained them, and ``trained``: False for a placeholder).
+``jaxgames/weights/alphazero_dab/`` and ``jaxgames/weights/alphazero_onitama/``
+(``params.msgpack``, ``metadata.json`` with the game, the network widths, the
+value target, the command and budget that trained them, and ``trained``:
+False for a placeholder).
 
     >>> from jaxgames.agents.alphazero import AlphaZeroAgent
-    >>> agent = AlphaZeroAgent.from_weights()              # shipped weights, 64 simulations
+    >>> agent = AlphaZeroAgent.from_weights()              # shipped Dots-and-Boxes weights, 64 simulations
     >>> agent = AlphaZeroAgent.from_weights(time_budget=0.15)  # as many simulations as fit in 150 ms
+    >>> agent = AlphaZeroAgent.from_weights(game="onitama", num_simulations=32)
 """
 
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import json
 import os
 import pathlib
@@ -29,12 +34,42 @@ from flax import serialization
 
 from jaxgames.agents.base import JaxAgent, masked_uniform_choice
 from jaxgames.games.dots_and_boxes.env import DotsAndBoxes
-from jaxgames.networks import dots_and_boxes as nets
 from jaxgames.networks.dots_and_boxes import NetworkConfig
 from jaxgames.search import mcts
 
 WEIGHTS_DIR = pathlib.Path(__file__).resolve().parent.parent / "weights" / "alphazero_dab"
-"""Where the shipped weights live (``params.msgpack`` + ``metadata.json``)."""
+"""Where the shipped Dots-and-Boxes weights live (``params.msgpack`` + ``metadata.json``)."""
+
+WEIGHTS_DIRS = {"dots_and_boxes": WEIGHTS_DIR, "onitama": WEIGHTS_DIR.parent / "alphazero_onitama"}
+"""The shipped weights of each game."""
+
+NETWORK_MODULES = {"dots_and_boxes": "jaxgames.networks.dots_and_boxes", "onitama": "jaxgames.networks.onitama"}
+"""The network module of each game (same interface: ``NetworkConfig``, ``check_params``, ``make_evaluate``, ...)."""
+
+DEFAULT_VALUE_TARGETS = {"dots_and_boxes": "margin", "onitama": "outcome"}
+
+
+def network_module(game: str):
+    """The network module of ``game`` (imported on first use).
+
+    Raises:
+        ValueError: a game without an AlphaZero network.
+    """
+    if game not in NETWORK_MODULES:
+        raise ValueError(f"no AlphaZero network for game {game!r}; choose from {tuple(NETWORK_MODULES)}")
+    return importlib.import_module(NETWORK_MODULES[game])
+
+
+def game_of(network) -> str:
+    """The game whose ``NetworkConfig`` ``network`` is.
+
+    Raises:
+        TypeError: not a ``NetworkConfig`` of a network module.
+    """
+    for game in NETWORK_MODULES:
+        if isinstance(network, network_module(game).NetworkConfig):
+            return game
+    raise TypeError(f"network must be the NetworkConfig of one of {tuple(NETWORK_MODULES.values())}; got {network!r}")
 
 PARAMS_FILE = "params.msgpack"
 METADATA_FILE = "metadata.json"
@@ -47,14 +82,14 @@ SIMULATION_LADDER = (4, 8, 16, 32, 64, 128, 256, 512, 1024)
 
 
 # ----------------------------------------------------------------------------- weights files
-def save_weights(directory, params, *, network: NetworkConfig, value_target: str, trained: bool, **info) -> pathlib.Path:
+def save_weights(directory, params, *, network, value_target: str, trained: bool, **info) -> pathlib.Path:
     """Writes ``params.msgpack`` and ``metadata.json`` into ``directory`` (each atomically).
 
     Args:
         directory: target folder (created).
-        params: `PolicyValueNet` parameters (checked against ``network``).
-        network: their `NetworkConfig`.
-        value_target: what the value head predicts (`nets.VALUE_TARGETS`).
+        params: ``PolicyValueNet`` parameters (checked against ``network``).
+        network: their ``NetworkConfig`` (Dots-and-Boxes or Onitama: the game is recorded).
+        value_target: what the value head predicts (the network module's ``VALUE_TARGETS``).
         trained: False marks placeholder (untrained) weights; agents loading
             them warn and carry ``-untrained`` in their name.
         **info: JSON-able facts recorded beside them (command, budget, iterations, ...).
@@ -65,43 +100,54 @@ def save_weights(directory, params, *, network: NetworkConfig, value_target: str
     Raises:
         ValueError: parameters that do not fit ``network``, an unknown value target.
     """
-    nets.check_params(params, network)
-    nets.check_value_target(value_target)
+    game = game_of(network)
+    module = network_module(game)
+    module.check_params(params, network)
+    module.check_value_target(value_target)
     directory = pathlib.Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
-    meta = dict(network=dataclasses.asdict(network), value_target=value_target, trained=bool(trained), **info)
+    meta = dict(game=game, network=dataclasses.asdict(network), value_target=value_target, trained=bool(trained), **info)
     _atomic_write(directory / PARAMS_FILE, serialization.to_bytes(jax.device_get(params)))
     _atomic_write(directory / METADATA_FILE, (json.dumps(meta, indent=2, default=str) + "\n").encode())
     return directory
 
 
-def load_weights(directory=None) -> tuple[dict, dict]:
-    """Reads weights written by `save_weights` (default: the shipped ones).
+def load_weights(directory=None, *, game: str = "dots_and_boxes") -> tuple[dict, dict]:
+    """Reads weights written by `save_weights` (default: the shipped ones of ``game``).
+
+    Args:
+        directory: a folder of `save_weights`, or None for ``WEIGHTS_DIRS[game]``.
+        game: the game of the shipped weights (``directory=None`` only; a
+            folder names its own game in its metadata, Dots-and-Boxes when absent).
 
     Returns:
-        ``(params, metadata)``.
+        ``(params, metadata)``; ``metadata["game"]`` is always set.
 
     Raises:
         FileNotFoundError: a missing file (names it).
-        ValueError: metadata without a valid network, or parameters of another shape
-            (names the file and the first mismatching leaf).
+        ValueError: an unknown game, metadata without a valid network, or
+            parameters of another shape (names the file and the first mismatching leaf).
     """
-    directory = pathlib.Path(WEIGHTS_DIR if directory is None else directory)
+    if directory is None:
+        network_module(game)  # an unknown game: ValueError naming it
+    directory = pathlib.Path(WEIGHTS_DIRS[game] if directory is None else directory)
     meta_path, params_path = directory / METADATA_FILE, directory / PARAMS_FILE
     for p in (meta_path, params_path):
         if not p.is_file():
             raise FileNotFoundError(f"no weights file {p}")
     meta = json.loads(meta_path.read_text())
+    meta.setdefault("game", "dots_and_boxes")  # files written before Onitama had no game
+    module = network_module(meta["game"])
     try:
-        network = NetworkConfig(**meta["network"])
+        network = module.NetworkConfig(**meta["network"])
     except (KeyError, TypeError) as e:
         raise ValueError(f"{meta_path}: 'network' must hold the NetworkConfig widths; got {meta.get('network')!r} ({e})") from None
-    nets.check_value_target(meta.get("value_target"))
+    module.check_value_target(meta.get("value_target"))
     try:
         raw = serialization.msgpack_restore(params_path.read_bytes())
     except Exception as e:  # noqa: BLE001 - msgpack raises several types for a damaged file
         raise ValueError(f"weights {params_path} cannot be read: {type(e).__name__}: {e}") from None
-    nets.check_params(raw, network, what=f"weights {params_path}")  # raw is the params' own nested dict
+    module.check_params(raw, network, what=f"weights {params_path}")  # raw is the params' own nested dict
     return jax.tree.map(jnp.asarray, raw), meta
 
 
@@ -122,20 +168,26 @@ def _atomic_write(path: pathlib.Path, data: bytes) -> None:
 
 # ----------------------------------------------------------------------------- the agent
 class AlphaZeroAgent(JaxAgent):
-    """Plays the move of a network-guided search (or of the raw network policy) on any board.
+    """Plays the move of a network-guided search (or of the raw network policy): Dots-and-Boxes on any board, or Onitama.
+
+    The game is the one of ``network`` (`game_of`). Onitama is played in
+    the canonical action space (``jaxgames.make("onitama")``); the search
+    runs on the arena's own env (its rewards are the outcome the value head
+    predicts; its ``max_turns`` is the draw rule the search sees).
 
     The search is Gumbel MuZero, deterministic by default (``gumbel_scale=0``: sequential
     halving over the ``max_num_considered_actions`` most likely moves) or
     PUCT (``algorithm="muzero"``, the most visited move), on a copy of the
     arena's `DotsAndBoxes` whose rewards are in the units of the value
-    target (`nets.make_evaluate`). With ``search=False`` the agent plays the
+    target (the network module's ``make_evaluate``). With ``search=False`` the agent plays the
     argmax of the network's policy over the legal moves (ties at random):
     the "raw network" of the reports.
 
     Args:
-        params: `PolicyValueNet` parameters.
-        network: their `NetworkConfig`.
-        value_target: what the value head predicts (``"margin"`` or ``"outcome"``).
+        params: ``PolicyValueNet`` parameters.
+        network: their ``NetworkConfig`` (`jaxgames.networks.dots_and_boxes` or `jaxgames.networks.onitama`).
+        value_target: what the value head predicts (``"margin"`` or ``"outcome"``; None: the game's
+            default, ``"margin"`` for Dots-and-Boxes, ``"outcome"``, the only one, for Onitama).
         num_simulations: simulations per move (default 64). Ignored when
             ``time_budget`` is given.
         time_budget: seconds per move: the simulation count is the largest of
@@ -153,14 +205,15 @@ class AlphaZeroAgent(JaxAgent):
         ValueError: ``num_simulations < 1``, ``time_budget <= 0``, an unknown
             algorithm or value target, a negative ``gumbel_scale``, parameters
             that do not fit ``network``.
+        TypeError: ``network`` is no network module's ``NetworkConfig``.
     """
 
     def __init__(
         self,
         params,
         *,
-        network: NetworkConfig = NetworkConfig(),
-        value_target: str = "margin",
+        network=NetworkConfig(),
+        value_target: str | None = None,
         num_simulations: int = 64,
         time_budget: float | None = None,
         algorithm: str = "gumbel",
@@ -176,8 +229,11 @@ class AlphaZeroAgent(JaxAgent):
             raise ValueError(f"time_budget must be positive seconds or None; got {time_budget!r}")
         if isinstance(gumbel_scale, bool) or not isinstance(gumbel_scale, (int, float)) or gumbel_scale < 0:
             raise ValueError(f"gumbel_scale must be a number >= 0; got {gumbel_scale!r}")
-        nets.check_value_target(value_target)
-        nets.check_params(params, network)
+        self.game = game_of(network)
+        module = network_module(self.game)
+        value_target = DEFAULT_VALUE_TARGETS[self.game] if value_target is None else value_target
+        module.check_value_target(value_target)
+        module.check_params(params, network)
         self.params = params
         self.network, self.value_target = network, value_target
         self.num_simulations, self.time_budget = int(num_simulations), time_budget
@@ -186,29 +242,34 @@ class AlphaZeroAgent(JaxAgent):
         self._budget_sims: dict = {}
 
     @classmethod
-    def from_weights(cls, directory=None, **kwargs) -> "AlphaZeroAgent":
-        """The agent with weights from `load_weights` (default: the shipped ones).
+    def from_weights(cls, directory=None, *, game: str = "dots_and_boxes", **kwargs) -> "AlphaZeroAgent":
+        """The agent with weights from `load_weights` (default: the shipped ones of ``game``).
 
         Placeholder weights (``trained: false`` in their metadata) load with a
         warning, and the agent's default name becomes ``alphazero-untrained``.
         """
-        params, meta = load_weights(directory)
+        params, meta = load_weights(directory, game=game)
         if not meta.get("trained", False):
-            warnings.warn(f"{directory or WEIGHTS_DIR}: these weights are an untrained placeholder", stacklevel=2)
+            warnings.warn(f"{directory or WEIGHTS_DIRS[game]}: these weights are an untrained placeholder", stacklevel=2)
             kwargs.setdefault("name", "alphazero-untrained")
-        return cls(params, network=NetworkConfig(**meta["network"]), value_target=meta["value_target"], **kwargs)
+        network = network_module(meta["game"]).NetworkConfig(**meta["network"])
+        return cls(params, network=network, value_target=meta["value_target"], **kwargs)
 
     # ------------------------------------------------------------------ policy
-    def _search_env(self, env) -> DotsAndBoxes:
-        if getattr(env, "name", None) != "dots_and_boxes":
-            raise ValueError(f"AlphaZeroAgent plays dots_and_boxes; got {env!r}")
+    def _search_env(self, env):
+        if getattr(env, "name", None) != self.game:
+            raise ValueError(f"this AlphaZeroAgent plays {self.game}; got {env!r}")
+        if self.game == "onitama":
+            if env.action_space != "canonical":
+                raise ValueError(f"AlphaZeroAgent plays Onitama in the canonical action space; got {env!r}")
+            return env
         return DotsAndBoxes(env.num_rows, env.num_cols, utility_margin=self.value_target == "margin")
 
     def simulations(self, env) -> int:
         """The simulations per move on ``env``'s board (calibrated once per size under a time budget)."""
         if self.time_budget is None:
             return self.num_simulations
-        size = (env.num_rows, env.num_cols)
+        size = (env.num_rows, env.num_cols) if self.game == "dots_and_boxes" else env
         if size not in self._budget_sims:
             self._budget_sims[size] = simulations_for_budget(self._with_simulations, env, self.time_budget)
         return self._budget_sims[size]
@@ -232,7 +293,7 @@ class AlphaZeroAgent(JaxAgent):
         batch with one key); the raw policy breaks ties with each game's key.
 
         Raises:
-            ValueError: ``env`` is not Dots-and-Boxes.
+            ValueError: ``env`` is not the network's game (or Onitama not in the canonical space).
         """
         fn = self._policy_fn(env)
         return lambda states, keys, players: fn(self.params, states, keys, players)
@@ -254,7 +315,7 @@ class AlphaZeroAgent(JaxAgent):
         """``(params, states, keys, players) -> actions``, built from the settings only (not jitted)."""
         search_env = self._search_env(env)
         network, value_target, search, num_simulations, algorithm, considered, gumbel_scale = self._settings(env)
-        evaluate = nets.make_evaluate(network, value_target)
+        evaluate = network_module(self.game).make_evaluate(network, value_target)
 
         def run(params, states, keys, players):
             del players  # two-player sequential: the seat to act for is the player to move
@@ -290,7 +351,10 @@ def seconds_per_move(agent: JaxAgent, env, *, repeats: int = 5, key=None) -> flo
 
     key = jax.random.key(0) if key is None else key
     fn = agent._compiled(env)
-    states = random_positions(env.num_rows, env.num_cols, key, repeats)
+    if env.name == "dots_and_boxes":
+        states = random_positions(env.num_rows, env.num_cols, key, repeats)
+    else:  # opening positions of several deals (the most pieces: the most legal moves)
+        states = jax.vmap(env.init)(jax.random.split(key, repeats))
     one = lambda i: jax.tree.map(lambda x: x[i:i + 1], states)  # noqa: E731
     keys = jax.random.split(key, 1)
     jax.block_until_ready(fn(one(0), keys, jnp.zeros((1,), jnp.int32)))  # compile

@@ -1,4 +1,16 @@
-"""AlphaZero for Dots-and-Boxes: batched Gumbel self-play on several board sizes, one size-agnostic network.
+"""AlphaZero-lite for two-player board games: batched Gumbel self-play, replay on device, symmetry augmentation.
+
+Written first for Dots-and-Boxes (several board sizes, one size-agnostic
+network) and generalised through a small *game adapter* (`GameAdapter`, one
+per ``config.game``): the environment of each training board, the network
+module, the observation and legal mask of a stored position, and the
+board's symmetries as transforms. Two adapters: `DotsAndBoxesAdapter`
+(``game="dots_and_boxes"``, the default; everything below describes it) and
+`OnitamaAdapter` (``game="onitama"``: one 5x5 board, the canonical 1250
+actions, the outcome as the value target, the left-right mirror with mirrored
+cards as augmentation, ``selfplay_steps`` moves per iteration; games that
+have not ended at the end of the scan go on in the next iteration, their
+positions before the cut get no target and are dropped).
 
 Source: seed 004 (AlphaZero: MCTS guided by a policy-value network, self-play,
 a squared-error value loss against game outcomes and a cross-entropy policy
@@ -74,6 +86,13 @@ from jaxgames.wrappers import auto_reset_step
 POLICY_TARGETS = ("gumbel", "visits")
 """Policy targets: Gumbel MuZero's improved policy, or the root visit distribution."""
 
+GAMES = ("dots_and_boxes", "onitama")
+"""The games the learner has an adapter for (`GameAdapter`)."""
+
+ADDED_FIELDS = {"game": "dots_and_boxes", "max_turns": 200, "selfplay_steps": 0}
+"""Config fields added with the game adapters, and their defaults: `run_identity` leaves them out at
+these values, so checkpoint folders of Dots-and-Boxes runs made before them stay valid."""
+
 
 # ----------------------------------------------------------------------------- config
 def _positive_int(name: str, value) -> int:
@@ -93,15 +112,19 @@ class AlphaZeroConfig:
     """Settings of the learner (all fix shapes or the algorithm: a new config is a new compile).
 
     Attributes:
-        board_sizes: ``(num_rows, num_cols)`` of each training board, e.g. ``((2, 2), (3, 3), (4, 4))``.
+        board_sizes: ``(num_rows, num_cols)`` of each training board, e.g. ``((2, 2), (3, 3), (4, 4))``
+            (None: the game's default, ``((2, 2), (3, 3))`` for Dots-and-Boxes, ``((5, 5),)``, the only
+            board, for Onitama).
         size_weights: loss weight of each size (None: equal).
-        network: the `NetworkConfig` (widths).
+        network: the network module's ``NetworkConfig`` (widths; None: its defaults):
+            `jaxgames.networks.dots_and_boxes.NetworkConfig` or `jaxgames.networks.onitama.NetworkConfig`.
         num_envs: games played in parallel per size and iteration (``B``).
         num_simulations: Gumbel MuZero simulations per self-play move.
         max_num_considered_actions: Gumbel's root candidates.
         gumbel_scale: scale of the Gumbel noise in self-play (exploration).
         policy_target: one of `POLICY_TARGETS`.
-        value_target: one of `jaxgames.networks.dots_and_boxes.VALUE_TARGETS`.
+        value_target: one of the network module's ``VALUE_TARGETS`` (None: ``"margin"`` for
+            Dots-and-Boxes, ``"outcome"`` for Onitama).
         buffer_capacity: positions kept per size (ring buffer).
         batch_size: positions per size per update.
         updates_per_iteration: Optax steps per iteration.
@@ -110,21 +133,25 @@ class AlphaZeroConfig:
         max_grad_norm: global gradient-norm clip.
         value_loss_weight: weight of the value loss beside the policy loss.
         augment: map every sampled position through a random board symmetry.
+        game: one of `GAMES`.
+        max_turns: Onitama: turns before a self-play game is a draw (seed 001: 200).
+        selfplay_steps: moves per game slot per iteration (0: the game's own: ``num_edges``
+            for Dots-and-Boxes, a whole game; 64 for Onitama).
 
     Raises:
         ValueError, TypeError: a bad size, a non-positive count or rate, an
             unknown target (each message names the field and the value).
     """
 
-    board_sizes: tuple = ((2, 2), (3, 3))
+    board_sizes: tuple | None = None
     size_weights: tuple | None = None
-    network: NetworkConfig = NetworkConfig()
+    network: Any = None
     num_envs: int = 64
     num_simulations: int = 16
     max_num_considered_actions: int = 16
     gumbel_scale: float = 1.0
     policy_target: str = "gumbel"
-    value_target: str = "margin"
+    value_target: str | None = None
     buffer_capacity: int = 1 << 16
     batch_size: int = 128
     updates_per_iteration: int = 8
@@ -133,15 +160,24 @@ class AlphaZeroConfig:
     max_grad_norm: float = 1.0
     value_loss_weight: float = 1.0
     augment: bool = True
+    game: str = "dots_and_boxes"
+    max_turns: int = 200
+    selfplay_steps: int = 0
 
     def __post_init__(self):
+        if self.game not in GAMES:
+            raise ValueError(f"game must be one of {GAMES}; got {self.game!r}")
+        adapter_cls = ADAPTERS[self.game]
+        for name, value in adapter_cls.defaults().items():
+            if getattr(self, name) is None:
+                object.__setattr__(self, name, value)
         sizes = tuple(tuple(s) for s in self.board_sizes)
         if not sizes:
             raise ValueError("board_sizes must name at least one board")
         for s in sizes:
             if len(s) != 2:
                 raise ValueError(f"each board size is (num_rows, num_cols); got {s!r}")
-            rules.validate_size(*s)
+            adapter_cls.check_board(s)
         if len(set(sizes)) != len(sizes):
             raise ValueError(f"board_sizes has duplicates: {sizes}")
         object.__setattr__(self, "board_sizes", tuple((int(r), int(c)) for r, c in sizes))
@@ -150,8 +186,8 @@ class AlphaZeroConfig:
             if len(w) != len(sizes) or any(not x > 0 for x in w):
                 raise ValueError(f"size_weights must be {len(sizes)} positive numbers; got {self.size_weights!r}")
             object.__setattr__(self, "size_weights", w)
-        if not isinstance(self.network, NetworkConfig):
-            raise TypeError(f"network must be a NetworkConfig; got {type(self.network).__name__}")
+        if not isinstance(self.network, adapter_cls.nets.NetworkConfig):
+            raise TypeError(f"network must be a {adapter_cls.nets.__name__}.NetworkConfig; got {type(self.network).__name__}")
         for name in ("num_envs", "num_simulations", "max_num_considered_actions", "buffer_capacity", "batch_size", "updates_per_iteration"):
             _positive_int(name, getattr(self, name))
         for name in ("learning_rate", "max_grad_norm"):
@@ -162,9 +198,12 @@ class AlphaZeroConfig:
                 raise ValueError(f"{name} must be a non-negative number; got {v!r}")
         if self.policy_target not in POLICY_TARGETS:
             raise ValueError(f"policy_target must be one of {POLICY_TARGETS}; got {self.policy_target!r}")
-        nets.check_value_target(self.value_target)
+        adapter_cls.nets.check_value_target(self.value_target)
         if not isinstance(self.augment, bool):
             raise TypeError(f"augment must be a bool; got {self.augment!r}")
+        _positive_int("max_turns", self.max_turns)
+        if isinstance(self.selfplay_steps, bool) or not isinstance(self.selfplay_steps, (int, np.integer)) or self.selfplay_steps < 0:
+            raise ValueError(f"selfplay_steps must be an int >= 0; got {self.selfplay_steps!r}")
 
     def to_json(self) -> dict:
         """A JSON-able dict of the settings (`from_json` inverts it)."""
@@ -179,13 +218,187 @@ class AlphaZeroConfig:
         d = dict(d)
         d["board_sizes"] = tuple(tuple(s) for s in d["board_sizes"])
         d["size_weights"] = None if d.get("size_weights") is None else tuple(d["size_weights"])
-        d["network"] = NetworkConfig(**d["network"])
+        d["network"] = ADAPTERS[d.get("game", "dots_and_boxes")].nets.NetworkConfig(**d["network"])
         return cls(**d)
 
 
-def selfplay_env(config: AlphaZeroConfig, size: tuple[int, int]) -> DotsAndBoxes:
+# ----------------------------------------------------------------------------- game adapters
+class GameAdapter:
+    """What the learner needs of a game, for one config (`game_adapter`). Subclasses per game.
+
+    A *board* is an entry of ``config.board_sizes`` (one compiled self-play per
+    board). Self-play stores each position as the state's compact ``board``
+    field (a rules pytree with the player to move as ``.player``), so the
+    replay buffer holds small integer arrays; the network input and the legal
+    mask are recomputed from it at training time (`observe`, `legal_mask`).
+
+    Class attributes:
+        nets: the network module (``NetworkConfig``, ``PolicyValueNet``,
+            ``init_params``, ``check_params``, ``check_value_target``,
+            ``value_scale``, ``make_evaluate``).
+    """
+
+    nets: Any = None
+
+    def __init__(self, config: "AlphaZeroConfig"):
+        self.config = config
+
+    @classmethod
+    def defaults(cls) -> dict:
+        """Values of the config fields left None (``board_sizes``, ``network``, ``value_target``)."""
+        raise NotImplementedError
+
+    @classmethod
+    def check_board(cls, board: tuple) -> None:
+        """Raises ValueError for a board the game cannot train on."""
+        raise NotImplementedError
+
+    def tag(self, board) -> str:
+        """The board's prefix in metric names (``"3x3"``)."""
+        return f"{board[0]}x{board[1]}"
+
+    def env(self, board):
+        """The environment self-play and search run on (rewards in the units of the value target)."""
+        raise NotImplementedError
+
+    def selfplay_steps(self, board) -> int:
+        """Moves per game slot and iteration (``config.selfplay_steps``, or the game's own when 0)."""
+        return self.config.selfplay_steps or self._default_steps(board)
+
+    def _default_steps(self, board) -> int:
+        raise NotImplementedError
+
+    def value_scale(self, board) -> float:
+        """Reward units per unit of network value."""
+        return float(self.nets.value_scale(self.config.value_target, getattr(self.env(board), "num_boxes", 1)))
+
+    def example_sample(self, board) -> "Sample":
+        """One zero `Sample` of the board (shapes and dtypes of the replay buffer's items)."""
+        env = self.env(board)
+        position = self.position(env.init(jax.random.key(0)))
+        return Sample(jax.tree.map(jnp.zeros_like, position), jnp.zeros(env.num_actions, jnp.float32), jnp.float32(0.0))
+
+    def position(self, states):
+        """The compact position stored for each state (its ``board`` field)."""
+        return states.board
+
+    def observe(self, board, positions) -> jax.Array:
+        """The network input of each position ``[N, ...]``, from its mover's view."""
+        env = self.env(board)
+        return jax.vmap(env.observe_board)(positions, positions.player)
+
+    def legal_mask(self, board, positions) -> jax.Array:
+        """bool ``[N, num_actions]``: the legal actions of each (non-terminal) position."""
+        raise NotImplementedError
+
+    def num_symmetries(self, board) -> int:
+        """How many transforms `augment` draws from (the identity is transform 0)."""
+        raise NotImplementedError
+
+    def augment(self, board, samples: "Sample", g: jax.Array) -> "Sample":
+        """``samples`` ``[N]`` mapped through transforms ``g`` (int32 ``[N]``): position and policy together."""
+        raise NotImplementedError
+
+
+class DotsAndBoxesAdapter(GameAdapter):
+    """Dots-and-Boxes on every size of ``board_sizes``: the 8 (square) or 4 symmetries of `symmetry`."""
+
+    nets = nets
+
+    @classmethod
+    def defaults(cls) -> dict:
+        return {"board_sizes": ((2, 2), (3, 3)), "network": NetworkConfig(), "value_target": "margin"}
+
+    @classmethod
+    def check_board(cls, board) -> None:
+        rules.validate_size(*board)
+
+    def env(self, board) -> DotsAndBoxes:
+        return DotsAndBoxes(board[0], board[1], utility_margin=self.config.value_target == "margin")
+
+    def _default_steps(self, board) -> int:
+        return self.env(board).num_actions  # a game lasts exactly num_edges moves: one game per slot
+
+    def example_sample(self, board) -> "Sample":
+        g = rules.geometry(*board)
+        return Sample(rules.empty_board(*board), jnp.zeros(g.num_edges, jnp.float32), jnp.float32(0.0))
+
+    def legal_mask(self, board, positions) -> jax.Array:
+        return ~positions.edges
+
+    def num_symmetries(self, board) -> int:
+        return len(symmetry.symmetries(*board).names)
+
+    def augment(self, board, samples, g):
+        return augment(board, samples, g)
+
+
+class OnitamaAdapter(GameAdapter):
+    """Onitama (canonical 1250 actions, outcome values): the identity and the left-right mirror with mirrored cards."""
+
+    @classmethod
+    def _nets(cls):
+        from jaxgames.networks import onitama as onitama_nets
+
+        return onitama_nets
+
+    @classmethod
+    def defaults(cls) -> dict:
+        return {"board_sizes": ((5, 5),), "network": cls.nets.NetworkConfig(), "value_target": "outcome"}
+
+    @classmethod
+    def check_board(cls, board) -> None:
+        if tuple(board) != (5, 5):
+            raise ValueError(f"onitama has one board, 5x5; got board size {tuple(board)!r}")
+
+    def tag(self, board) -> str:
+        return "onitama"
+
+    def env(self, board):
+        from jaxgames.games.onitama import Onitama
+
+        return Onitama(action_space="canonical", max_turns=int(self.config.max_turns))
+
+    def _default_steps(self, board) -> int:
+        return 64
+
+    def legal_mask(self, board, positions) -> jax.Array:
+        return jax.vmap(self.env(board).legal_mask)(positions)
+
+    def num_symmetries(self, board) -> int:
+        return 2
+
+    def augment(self, board, samples, g):
+        mirrored = jax.vmap(self.nets.mirror_board)(samples.board)
+        perm = jax.vmap(self.nets.mirror_actions)(samples.board)
+        flip = g == 1
+        board_out = jax.tree.map(lambda m, b: jnp.where(flip.reshape(flip.shape + (1,) * (b.ndim - 1)), m, b), mirrored, samples.board)
+        policy = jnp.where(flip[:, None], jnp.take_along_axis(samples.policy, perm, axis=1), samples.policy)
+        return Sample(board=board_out, policy=policy, value=samples.value)
+
+
+class _LazyNets:
+    """Class attribute that imports the Onitama network module on first use (no work at import time)."""
+
+    def __get__(self, obj, cls):
+        return cls._nets()
+
+
+OnitamaAdapter.nets = _LazyNets()
+
+ADAPTERS = {"dots_and_boxes": DotsAndBoxesAdapter, "onitama": OnitamaAdapter}
+"""The adapter class of each game of `GAMES`."""
+
+
+@functools.lru_cache(maxsize=16)
+def game_adapter(config: "AlphaZeroConfig") -> GameAdapter:
+    """The `GameAdapter` of ``config.game`` for ``config`` (one per config value)."""
+    return ADAPTERS[config.game](config)
+
+
+def selfplay_env(config: AlphaZeroConfig, size: tuple[int, int]):
     """The environment self-play and search run on: rewards in the units of ``config.value_target``."""
-    return DotsAndBoxes(size[0], size[1], utility_margin=config.value_target == "margin")
+    return game_adapter(config).env(size)
 
 
 # ----------------------------------------------------------------------------- replay buffer
@@ -259,19 +472,15 @@ class Sample(NamedTuple):
     """One training position (``[N, ...]`` batched).
 
     Attributes:
-        board: the position (`rules.Board`: edges, box sides and owners, scores, player to move).
-        policy: float32 ``[num_edges]``: the search's policy target (0 on drawn edges).
+        board: the position (the state's ``board``: for Dots-and-Boxes `rules.Board`, edges, box
+            sides and owners, scores, player to move; for Onitama `jaxgames.games.onitama.rules.Board`).
+        policy: float32 ``[num_actions]``: the search's policy target (0 on illegal actions).
         value: float32 ``[]``: the value target from the mover's side, in network units (``[-1, 1]``).
     """
 
     board: Board
     policy: jax.Array
     value: jax.Array
-
-
-def _example_sample(size: tuple[int, int]) -> Sample:
-    g = rules.geometry(*size)
-    return Sample(rules.empty_board(*size), jnp.zeros(g.num_edges, jnp.float32), jnp.float32(0.0))
 
 
 # ----------------------------------------------------------------------------- train state
@@ -284,7 +493,7 @@ class TrainState:
         opt_state: Optax state.
         best_params: the parameters that last won the evaluation against the previous best.
         buffers: one `ReplayBuffer` of `Sample` per board size.
-        env_states: one batched `DotsAndBoxesState` ``[num_envs]`` per board size.
+        env_states: one batched env state ``[num_envs]`` per board size (`DotsAndBoxesState`, `OnitamaState`).
         key: uint32 ``[2]``: raw PRNG key data (raw so Orbax saves it as a plain array).
         iteration: int32 ``[]``: iterations done.
         best_iteration: int32 ``[]``: the iteration whose parameters are ``best_params``.
@@ -319,14 +528,15 @@ def _jitted_init_state(config: AlphaZeroConfig):
 
 
 def _init_state(config: AlphaZeroConfig, key: jax.Array) -> TrainState:
+    game = game_adapter(config)
     net_key, env_key, key = jax.random.split(key, 3)
-    params = nets.init_params(config.network, net_key)
+    params = game.nets.init_params(config.network, net_key)
     env_states = []
     for i, size in enumerate(config.board_sizes):
-        env = selfplay_env(config, size)
+        env = game.env(size)
         keys = jax.random.split(jax.random.fold_in(env_key, i), config.num_envs)
         env_states.append(jax.vmap(env.init)(keys))
-    buffers = tuple(buffer_init(_example_sample(s), config.buffer_capacity) for s in config.board_sizes)
+    buffers = tuple(buffer_init(game.example_sample(s), config.buffer_capacity) for s in config.board_sizes)
     return TrainState(
         params=params,
         opt_state=make_optimizer(config).init(params),
@@ -345,15 +555,18 @@ def make_selfplay(config: AlphaZeroConfig, size: tuple[int, int]) -> Callable:
 
     Returns:
         ``selfplay(params, env_states, buffer, key) -> (env_states, buffer, stats)``:
-        plays ``num_edges`` moves in each of the ``num_envs`` games (one
+        plays `GameAdapter.selfplay_steps` moves (``num_edges`` for
+        Dots-and-Boxes) in each of the ``num_envs`` games (one
         ``lax.scan``, auto-reset), computes the targets, adds the positions
         whose game ended to ``buffer``; ``stats`` is a dict of float32
-        scalars (``positions``, ``games``, ``root_value``, ``first_player_margin``).
+        scalars (``positions``, ``games``, ``root_value``, ``first_player_margin``:
+        seat 0's mean final reward).
     """
-    env = selfplay_env(config, size)
-    T, B = env.num_actions, config.num_envs
-    evaluate = nets.make_evaluate(config.network, config.value_target)
-    scale = nets.value_scale(config.value_target, env.num_boxes)
+    game = game_adapter(config)
+    env = game.env(size)
+    T, B = game.selfplay_steps(size), config.num_envs
+    evaluate = game.nets.make_evaluate(config.network, config.value_target)
+    scale = game.value_scale(size)
     step_fn = jax.vmap(functools.partial(auto_reset_step, env))
 
     def selfplay(params, states, buffer, key):
@@ -370,7 +583,7 @@ def make_selfplay(config: AlphaZeroConfig, size: tuple[int, int]) -> Callable:
             target = target / jnp.maximum(jnp.sum(target, axis=-1, keepdims=True), 1e-12)
             nxt, outcome = step_fn(states, out.action, jax.random.split(step_key, B))
             done = outcome.terminated | outcome.truncated
-            return nxt, (states.board, target, outcome.rewards, done, summary.value)
+            return nxt, (game.position(states), target, outcome.rewards, done, summary.value)
 
         states, (boards, targets, rewards, done, root_value) = jax.lax.scan(one_move, states, jax.random.split(key, T))
 
@@ -417,9 +630,9 @@ def augment(size: tuple[int, int], samples: Sample, g: jax.Array) -> Sample:
 
 
 def sample_observations(config: AlphaZeroConfig, size: tuple[int, int], samples: Sample) -> jax.Array:
-    """float32 ``[N, R + 1, C + 1, 5]``: the network input of each sampled position (mover's view)."""
-    env = selfplay_env(config, size)
-    return jax.vmap(env.observe_board)(samples.board, samples.board.player)
+    """The network input of each sampled position (mover's view): float32 ``[N, R + 1, C + 1, 5]``
+    for Dots-and-Boxes, ``[N, 5, 5, 9]`` for Onitama."""
+    return game_adapter(config).observe(size, samples.board)
 
 
 def losses(config: AlphaZeroConfig, params, size: tuple[int, int], samples: Sample) -> dict:
@@ -430,9 +643,10 @@ def losses(config: AlphaZeroConfig, params, size: tuple[int, int], samples: Samp
     losses); ``policy_accuracy``: the share of positions where the network's
     argmax is the target's argmax.
     """
+    game = game_adapter(config)
     obs = sample_observations(config, size, samples)
-    logits, value = nets.PolicyValueNet(config.network).apply(params, obs)
-    legal = ~samples.board.edges
+    logits, value = game.nets.PolicyValueNet(config.network).apply(params, obs)
+    legal = game.legal_mask(size, samples.board)
     logits = jnp.where(legal, logits, jnp.finfo(jnp.float32).min)
     logp = jax.nn.log_softmax(logits, axis=-1)
     policy_loss = -jnp.mean(jnp.sum(jnp.where(legal, samples.policy * logp, 0.0), axis=-1))
@@ -461,13 +675,15 @@ def make_update_step(config: AlphaZeroConfig, *, batch_sharding=None) -> Callabl
         a minibatch of ``batch_size`` positions from every size's buffer,
         each mapped through a random symmetry (if ``augment``); metrics are
         float32 scalars (``loss``, ``policy_loss``, ``value_loss``,
-        ``policy_accuracy``, ``grad_norm``, and per size ``"{R}x{C}/..."``).
+        ``policy_accuracy``, ``grad_norm``, and per size ``"{R}x{C}/..."``,
+        `GameAdapter.tag`).
     """
+    game = game_adapter(config)
     optimizer = make_optimizer(config)
     sizes = config.board_sizes
     weights = np.asarray(config.size_weights or (1.0,) * len(sizes), np.float64)
     weights = weights / weights.sum()
-    num_syms = [len(symmetry.symmetries(*s).names) for s in sizes]
+    num_syms = [game.num_symmetries(s) for s in sizes]
 
     def loss_fn(params, batches, g_keys):
         total, metrics = 0.0, {}
@@ -475,11 +691,11 @@ def make_update_step(config: AlphaZeroConfig, *, batch_sharding=None) -> Callabl
         for i, (size, batch) in enumerate(zip(sizes, batches)):
             if config.augment:
                 g = jax.random.randint(g_keys[i], (config.batch_size,), 0, num_syms[i])
-                batch = augment(size, batch, g)
+                batch = game.augment(size, batch, g)
             m = losses(config, params, size, batch)
             total = total + weights[i] * (m["policy_loss"] + config.value_loss_weight * m["value_loss"])
             for k, v in m.items():
-                metrics[f"{size[0]}x{size[1]}/{k}"] = v
+                metrics[f"{game.tag(size)}/{k}"] = v
                 agg[k] = agg[k] + weights[i] * v
         metrics.update(agg)
         metrics["loss"] = total
@@ -569,7 +785,7 @@ def train_iteration(config: AlphaZeroConfig, state: TrainState, *, mesh=None) ->
     start = time.perf_counter()
     for i, size in enumerate(config.board_sizes):
         env_states[i], buffers[i], stats = fns.selfplay[i](state.params, env_states[i], buffers[i], play_keys[i])
-        tag = f"{size[0]}x{size[1]}"
+        tag = game_adapter(config).tag(size)
         for k, v in stats.items():
             metrics[f"{tag}/{k}"] = v
         metrics[f"{tag}/buffer_size"] = buffers[i].size
@@ -785,6 +1001,70 @@ class ProgressEvaluator:
         return out, promote
 
 
+class ArenaEvaluator:
+    """An evaluation for any game through the arena: the gate against the previous best, and fixed opponents.
+
+    Every call plays, through `jaxgames.evaluation.arena.play_match` (seats
+    alternating), the current parameters against the previous best (both
+    sampling their root move, Gumbel noise of scale 1, so the games differ)
+    and against each fixed opponent (the current parameters with a
+    deterministic search). The current parameters become the new best when
+    their score (wins + draws/2) against the best is at least ``gate_win_rate``.
+    The games' keys depend only on ``seed`` and the iteration (exact resume).
+
+    Args:
+        config: the learner's config (network, value target).
+        env: the arena's environment (e.g. ``Onitama()``, canonical actions).
+        opponents: fixed opponents by name (agents of `jaxgames.agents`).
+        num_games: games per opponent.
+        num_simulations: search simulations per move of the agents evaluated.
+        gate_win_rate: the promotion threshold in ``[0, 1]``.
+        seed: seed of the games.
+        max_steps: turns before the arena stops a game (default ``env.max_turns + 1``
+            where the env has a turn limit, else 1000).
+
+    Raises:
+        ValueError: a non-positive count, a threshold outside ``[0, 1]``.
+    """
+
+    def __init__(self, config: AlphaZeroConfig, env, opponents: dict, *, num_games: int = 32, num_simulations: int = 16,
+                 gate_win_rate: float = 0.55, seed: int = 0, max_steps: int | None = None):
+        self.config, self.env, self.opponents = config, env, dict(opponents)
+        self.num_games = _positive_int("num_games", num_games)
+        self.num_simulations = _positive_int("num_simulations", num_simulations)
+        if not 0.0 <= gate_win_rate <= 1.0:
+            raise ValueError(f"gate_win_rate must be in [0, 1]; got {gate_win_rate!r}")
+        self.gate_win_rate, self.seed = float(gate_win_rate), int(seed)
+        self.max_steps = int(max_steps or getattr(env, "max_turns", 999) + 1)
+
+    def agent(self, params, name: str, *, gumbel_scale: float = 0.0):
+        """The `AlphaZeroAgent` of ``params`` with this evaluation's simulations."""
+        from jaxgames.agents.alphazero import AlphaZeroAgent
+
+        return AlphaZeroAgent(params, network=self.config.network, value_target=self.config.value_target,
+                              num_simulations=self.num_simulations, name=name, gumbel_scale=gumbel_scale)
+
+    def __call__(self, state: TrainState) -> tuple[dict, bool]:
+        """``(metrics, promote)``: ``score_vs_{name}``, ``elo_vs_{name}``, ``win_rate_vs_{name}`` for ``best`` and each opponent."""
+        from jaxgames.evaluation import arena
+
+        key = jax.random.fold_in(jax.random.key(self.seed + 1), int(state.iteration))
+        opponents = {"best": self.agent(state.best_params, "best", gumbel_scale=1.0), **self.opponents}
+        sampled = self.agent(state.params, "current", gumbel_scale=1.0)
+        current = self.agent(state.params, "current")
+        out, promote = {}, False
+        for j, (name, opp) in enumerate(opponents.items()):
+            me = sampled if name == "best" else current
+            res = arena.play_match(self.env, me, opp, self.num_games, jax.random.fold_in(key, 10 + j), max_steps=self.max_steps)
+            score = (res.wins + 0.5 * (res.draws + res.timeouts)) / self.num_games
+            out[f"score_vs_{name}"] = score
+            out[f"win_rate_vs_{name}"] = res.wins / self.num_games
+            out[f"elo_vs_{name}"] = elo_difference(score, self.num_games)
+            if name == "best":
+                promote = score >= self.gate_win_rate
+        return out, promote
+
+
 # ----------------------------------------------------------------------------- driver
 class TrainResult(NamedTuple):
     """What `train` returns.
@@ -803,8 +1083,15 @@ class TrainResult(NamedTuple):
 
 
 def run_identity(config: AlphaZeroConfig, seed: int) -> dict:
-    """The flat settings a checkpoint folder is tied to (``network.channels``, ..., ``seed``)."""
+    """The flat settings a checkpoint folder is tied to (``network.channels``, ..., ``seed``).
+
+    The fields of `ADDED_FIELDS` are left out at their defaults, so a
+    Dots-and-Boxes folder written before they existed keeps its identity.
+    """
     d = config.to_json()
+    for name, default in ADDED_FIELDS.items():
+        if d.get(name) == default:
+            del d[name]
     network = d.pop("network")
     d.update({f"network.{k}": v for k, v in network.items()})
     d["seed"] = int(seed)
@@ -851,8 +1138,9 @@ def train(
         checkpoint_every: save every this many iterations (and at the last
             one, and when the budget stops the run).
         eval_every: call ``evaluator`` every this many iterations (0: never).
-        evaluator: ``evaluator(state) -> (metrics, promote)`` (default:
-            `ProgressEvaluator` on 3x3 when ``eval_every > 0``); ``promote``
+        evaluator: ``evaluator(state) -> (metrics, promote)`` (default for
+            Dots-and-Boxes: `ProgressEvaluator` on 3x3 when ``eval_every > 0``;
+            other games must pass one, e.g. `ArenaEvaluator`); ``promote``
             makes the current parameters the new ``best_params``.
         budget_seconds: stop (after checkpointing) once an iteration ends
             past this wall-clock budget; None: no budget.
@@ -868,7 +1156,8 @@ def train(
 
     Raises:
         ValueError: a negative ``num_iterations`` or ``eval_every``, a
-            non-positive ``checkpoint_every`` or budget.
+            non-positive ``checkpoint_every`` or budget, ``eval_every > 0``
+            without an evaluator for a game other than Dots-and-Boxes.
         jaxgames.experiment.ConfigMismatch: ``directory`` holds a run of another
             config or seed (e.g. another network shape; the message lists the
             differences; nothing is written).
@@ -882,6 +1171,8 @@ def train(
         raise ValueError(f"eval_every must be a non-negative int; got {eval_every!r}")
     if budget_seconds is not None:
         _positive_float("budget_seconds", budget_seconds)
+    if eval_every and evaluator is None and config.game != "dots_and_boxes":
+        raise ValueError(f"eval_every={eval_every} needs an evaluator for {config.game} (e.g. ArenaEvaluator)")
     started = time.perf_counter()
     ckpt = None
     if directory is not None:
@@ -903,7 +1194,7 @@ def train(
                 # The template (a fresh, unsharded state) makes every restored leaf whole on this
                 # process, also on several processes (`Checkpointer`), so the host copy works.
                 state = jax.tree.map(lambda x: jnp.asarray(np.asarray(x)), state)
-                nets.check_params(state.params, config.network, what=f"checkpoint {resumed_from} in {directory}")
+                game_adapter(config).nets.check_params(state.params, config.network, what=f"checkpoint {resumed_from} in {directory}")
                 history = [h for h in _read_history(ckpt.directory) if h.get("iteration", 0) <= resumed_from]
         bar = None
         if progress:
