@@ -20,8 +20,9 @@ host). Everything that does not depend on the architecture (the games, the
 hand-of-god sampling, the replay buffer, the curriculum) is one ``vmap`` over
 all ``R`` runs, written for one run. The exception is the opponent: the
 curriculum depth differs per run, and ``lax.switch`` under ``vmap`` becomes a
-``select`` that evaluates *every* depth's search for every game (depth 2
-costs 40 times depth 1, so all runs would pay depth 2 from the first game).
+``select`` that evaluates *every* depth's search for every game (a depth-2
+search expands 40 times the leaves of depth 1; measured on this CPU for 64
+games, 6.7 ms against 0.39 ms: all runs would pay depth 2 from the first game).
 The opponent's moves are therefore computed with ``lax.map`` over the runs
 (a loop inside the compiled program): within one run the depth is a scalar
 and ``lax.switch`` executes only the selected `MinimaxAgent` search,
