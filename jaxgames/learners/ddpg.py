@@ -771,7 +771,8 @@ def train(
 
     Returns:
         ``(state, metrics)``: the final state and the metrics of the chunks
-        run in this call, concatenated over iterations.
+        run in this call, concatenated over iterations (None if the
+        checkpoint had already reached ``num_iterations``).
 
     Raises:
         ValueError: ``chunk`` < 1; `jaxgames.experiment.ConfigMismatch` and
