@@ -429,40 +429,10 @@ def write_report(rd: ResultsDir, rows: list, tournament, config: Config) -> list
     """``report.csv``, ``report.png``, the tournament files; returns the Markdown lines of the report."""
     from jaxgames.evaluation import report
 
-    names = []
-    for r in rows:
-        names += [k for k in r if k not in names]
-    rd.write_csv("report.csv", rows, fieldnames=names)
-    lines = ["| measure | agent | rate | 95% interval | n | target | met |", "|---|---|---:|---|---:|---:|---|"]
-    shown = []
-    for r in rows:
-        n = r.get("trials", "")
-        ci = f"[{r['ci_low']:.3f}, {r['ci_high']:.3f}]" if "ci_low" in r else ""
-        target = r.get("target")
-        if target is None:
-            met = ""
-        elif "seconds" in r["measure"]:
-            met = "yes" if r["rate"] <= target else "no"
-        else:
-            met = "yes" if r["rate"] >= target else "no"
-        lines.append(f"| {r['measure']} | {r.get('agent', '')} | {r['rate']:.3f} | {ci} | {n} | {'' if target is None else target} | {met} |")
-        if "ci_low" in r:
-            shown.append(r)
-    if shown:
-        fig, axes = _figure(1, 1, (9, 0.5 + 0.45 * len(shown)))
-        ax = axes[0, 0]
-        y = np.arange(len(shown))[::-1]
-        rate = np.array([r["rate"] for r in shown])
-        lo = np.maximum(rate - np.array([r["ci_low"] for r in shown]), 0.0)
-        hi = np.maximum(np.array([r["ci_high"] for r in shown]) - rate, 0.0)
-        ax.errorbar(rate, y, xerr=[lo, hi], fmt="o", capsize=3)
-        for yi, r in zip(y, shown):
-            if r.get("target") is not None:
-                ax.plot([r["target"]] * 2, [yi - 0.35, yi + 0.35], color="C3", lw=2)
-        ax.set_yticks(y, [f"{r['measure']} [{r.get('agent', '')}]" for r in shown], fontsize=7)
-        ax.set_xlim(0, 1)
-        ax.set_xlabel("rate (95% Wilson interval; red: target)")
-        ax.grid(True, lw=0.3)
+    rd.write_csv("report.csv", rows)
+    lines = report.target_table(rows)
+    fig = report.target_figure(rows)
+    if fig is not None:
         rd.save_figure(fig, "report.png", dpi=110, bbox_inches="tight")
     if tournament is not None:
         with rd.staging() as tmp:

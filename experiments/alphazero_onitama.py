@@ -273,36 +273,13 @@ def write_curves(rd: ResultsDir, history: list) -> None:
 
 def write_report(rd: ResultsDir, rows: list) -> list[str]:
     """``report.csv``, ``report.png``; returns the Markdown lines of the report."""
-    names = []
-    for r in rows:
-        names += [k for k in r if k not in names]
-    rd.write_csv("report.csv", rows, fieldnames=names)
-    lines = ["| measure | agent | rate | 95% interval | n | W-D-L | target | met |", "|---|---|---:|---|---:|---|---:|---|"]
-    shown = [r for r in rows if "ci_low" in r]
-    for r in rows:
-        ci = f"[{r['ci_low']:.3f}, {r['ci_high']:.3f}]" if "ci_low" in r else ""
-        wdl = f"{r['successes']}-{r['draws']}-{r['losses']}" if "draws" in r else ""
-        target = r.get("target")
-        met = "" if target is None else ("yes" if r["ci_low"] >= target else ("not significant" if r["rate"] >= target else "no"))
-        lines.append(f"| {r['measure']} | {r.get('agent', '')} | {r['rate']:.3f} | {ci} | {r.get('trials', '')} | {wdl} | "
-                     f"{'' if target is None else target} | {met} |")
-    if shown:
-        fig, axes = _figure(1, 1, (8, 0.6 + 0.45 * len(shown)))
-        ax = axes[0, 0]
-        y = np.arange(len(shown))[::-1]
-        rate = np.array([r["rate"] for r in shown])
-        lo = np.maximum(rate - np.array([r["ci_low"] for r in shown]), 0.0)
-        hi = np.maximum(np.array([r["ci_high"] for r in shown]) - rate, 0.0)
-        ax.errorbar(rate, y, xerr=[lo, hi], fmt="o", capsize=3)
-        for yi, r in zip(y, shown):
-            if r.get("target") is not None:
-                ax.plot([r["target"]] * 2, [yi - 0.35, yi + 0.35], color="C3", lw=2)
-        ax.set_yticks(y, [f"{r['measure']} (n={r['trials']})" for r in shown], fontsize=8)
-        ax.set_xlim(0, 1)
-        ax.set_xlabel("win rate (95% Wilson interval; red: target)")
-        ax.grid(True, lw=0.3)
+    from jaxgames.evaluation import report
+
+    rd.write_csv("report.csv", rows)
+    lines = report.target_table(rows)
+    fig = report.target_figure(rows)
+    if fig is not None:
         rd.save_figure(fig, "report.png", dpi=110, bbox_inches="tight")
-    lines += ["", "Met = the whole 95% interval lies at or above the target; 'not significant' = the rate does, the interval does not."]
     rd.write_text("report.md", "\n".join(lines) + "\n")
     return lines
 

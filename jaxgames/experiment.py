@@ -498,7 +498,10 @@ class ResultsDir:
         return self.write_text(name, json.dumps(obj, indent=2, default=str) + "\n")
 
     def write_csv(self, name: str, rows: Sequence[Mapping], fieldnames: Sequence[str] | None = None) -> pathlib.Path:
-        """Writes dict rows as CSV with a header (``fieldnames``: default the first row's keys), atomically.
+        """Writes dict rows as CSV with a header, atomically.
+
+        ``fieldnames`` default: every key of the rows, in order of first
+        appearance (a row without a key leaves its cell empty).
 
         Raises:
             ValueError: no rows and no ``fieldnames``.
@@ -506,7 +509,7 @@ class ResultsDir:
         if fieldnames is None:
             if not rows:
                 raise ValueError(f"{name}: no rows and no fieldnames")
-            fieldnames = list(rows[0])
+            fieldnames = list(dict.fromkeys(k for row in rows for k in row))
         buf = io.StringIO()
         w = csv.DictWriter(buf, fieldnames=list(fieldnames))
         w.writeheader()

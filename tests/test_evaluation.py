@@ -153,3 +153,27 @@ def test_plots(tmp_path):
     assert plots.rating_bars({"Elo": [1010, 990]}, names, tmp_path / "r.png").exists()
     with pytest.raises(ValueError):
         plots.heatmap(np.zeros((2, 3)), names, tmp_path / "x.png")
+
+
+def test_target_rows_met_table_and_figure():
+    from jaxgames.evaluation import report
+
+    rows = [
+        {"measure": "wins vs A", "agent": "az", "rate": 0.70, "ci_low": 0.61, "ci_high": 0.78, "trials": 100, "target": 0.6},
+        {"measure": "wins vs B", "agent": "az", "rate": 0.62, "ci_low": 0.55, "ci_high": 0.69, "trials": 200, "target": 0.6},
+        {"measure": "wins vs C", "agent": "az", "rate": 0.50, "ci_low": 0.40, "ci_high": 0.60, "trials": 100, "target": 0.6},
+        {"measure": "5x5 seconds per move", "agent": "az", "rate": 0.026, "target": 0.2},
+        {"measure": "7x7 seconds per move", "agent": "az", "rate": 0.25, "target": 0.2},
+        {"measure": "wins vs D", "agent": "az", "rate": 0.30, "ci_low": 0.2, "ci_high": 0.4, "trials": 10},
+    ]
+    assert [report.target_met(r) for r in rows] == ["yes", "not significant", "no", "yes", "no", ""]
+    lines = report.target_table(rows)
+    assert lines[0] == "| measure | agent | rate | 95% interval | n | target | met |"
+    assert lines[2] == "| wins vs A | az | 0.700 | [0.610, 0.780] | 100 | 0.6 | yes |"
+    assert lines[5] == "| 5x5 seconds per move | az | 0.026 |  |  | 0.2 | yes |"
+    # W-D-L column when a row has draws
+    wdl = report.target_table([{**rows[0], "successes": 70, "draws": 5, "losses": 25}])
+    assert wdl[2] == "| wins vs A | az | 0.700 | [0.610, 0.780] | 100 | 70-5-25 | 0.6 | yes |"
+    fig = report.target_figure(rows)
+    assert len(fig.axes[0].get_yticklabels()) == 4  # the four rows with an interval
+    assert report.target_figure(rows[3:5]) is None

@@ -71,6 +71,7 @@ def test_writers_write_every_kind_atomically(tmp_path):
         rd.write_text("README.md", "# hello\n")
         rd.write_json("summary.json", {"a": (1, 2)})
         rd.write_csv("table.csv", [{"x": 1, "y": "b"}, {"x": 2, "y": "c"}])
+        rd.write_csv("ragged.csv", [{"x": 1}, {"x": 2, "z": 5}, {"y": 3}])  # header: every key, first seen first
         rd.save_npz("runs.npz", {"p": np.arange(6.0).reshape(2, 3)})
         fig = Figure()
         fig.add_subplot().plot([0, 1], [1, 0])
@@ -79,12 +80,13 @@ def test_writers_write_every_kind_atomically(tmp_path):
     assert (tmp_path / "README.md").read_text() == "# hello\n"
     assert json.loads((tmp_path / "summary.json").read_text()) == {"a": [1, 2]}
     assert (tmp_path / "table.csv").read_text().splitlines() == ["x,y", "1,b", "2,c"]
+    assert (tmp_path / "ragged.csv").read_text().splitlines() == ["x,z,y", "1,,", "2,5,", ",,3"]
     np.testing.assert_array_equal(np.load(tmp_path / "runs.npz")["p"], np.arange(6.0).reshape(2, 3))
     assert (tmp_path / "figure.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert (tmp_path / "figure.pdf").read_bytes()[:5] == b"%PDF-"
     assert json.loads((tmp_path / "config.json").read_text())["games"] == ["stag_hunt"]
     manifest = json.loads((tmp_path / ".manifest.json").read_text())["files"]
-    assert set(manifest) == {"config.json", "README.md", "summary.json", "table.csv", "runs.npz", "figure.png",
+    assert set(manifest) == {"config.json", "README.md", "summary.json", "table.csv", "ragged.csv", "runs.npz", "figure.png",
                              "figure.pdf"}
     assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
 

@@ -97,3 +97,64 @@ def write_tournament(t: elo.Tournament, out, *, games_per_lineup: int, what: str
     plots.heatmap(np.asarray(t.net_wins, float), names, out / "net_wins.png", title=f"Pairwise net wins of row vs column ({games_per_lineup} games per {what})")
     plots.heatmap(t.mean_length, names, out / "mean_length.png", title="Mean game length (steps)", cmap="viridis", symmetric=False, fmt="{:.1f}")
     return rows
+
+
+# ----------------------------------------------------------------------------- target reports
+def target_met(row: dict) -> str:
+    """Whether a target row meets its target: ``"yes"``, ``"no"``, ``"not significant"`` or ``""`` (no target).
+
+    A rate with a 95% interval (``ci_low``/``ci_high``) meets a lower bound
+    when the whole interval lies at or above the target ("not significant":
+    the rate does, the interval does not). A time (``"seconds"`` in the
+    ``measure``) meets an upper bound when it is at most the target.
+    """
+    target = row.get("target")
+    if target is None:
+        return ""
+    if "seconds" in row["measure"]:
+        return "yes" if row["rate"] <= target else "no"
+    if "ci_low" in row:
+        return "yes" if row["ci_low"] >= target else ("not significant" if row["rate"] >= target else "no")
+    return "yes" if row["rate"] >= target else "no"
+
+
+def target_table(rows: list[dict]) -> list[str]:
+    """Markdown lines of a table of target rows (``measure``, ``rate`` and optionally ``agent``,
+    ``ci_low``/``ci_high``, ``trials``, ``successes``/``draws``/``losses``, ``target``), with a footnote."""
+    wdl_col = any("draws" in r for r in rows)
+    head = "| measure | agent | rate | 95% interval | n |" + (" W-D-L |" if wdl_col else "") + " target | met |"
+    rule = "|---|---|---:|---|---:|" + ("---|" if wdl_col else "") + "---:|---|"
+    lines = [head, rule]
+    for r in rows:
+        ci = f"[{r['ci_low']:.3f}, {r['ci_high']:.3f}]" if "ci_low" in r else ""
+        wdl = (f" {r['successes']}-{r['draws']}-{r['losses']} |" if "draws" in r else " |") if wdl_col else ""
+        target = r.get("target")
+        lines.append(f"| {r['measure']} | {r.get('agent', '')} | {r['rate']:.3f} | {ci} | {r.get('trials', '')} |{wdl} "
+                     f"{'' if target is None else target} | {target_met(r)} |")
+    lines += ["", "Met: a rate's whole 95% Wilson interval lies at or above the target ('not significant': the rate does, "
+              "the interval does not); a time is at most the target."]
+    return lines
+
+
+def target_figure(rows: list[dict]):
+    """A matplotlib Figure of the rows with a 95% interval (rate, interval, target in red); None if there are none."""
+    from matplotlib.figure import Figure
+
+    shown = [r for r in rows if "ci_low" in r]
+    if not shown:
+        return None
+    fig = Figure(figsize=(9, 0.6 + 0.45 * len(shown)), layout="constrained")
+    ax = fig.subplots()
+    y = np.arange(len(shown))[::-1]
+    rate = np.array([r["rate"] for r in shown])
+    lo = np.maximum(rate - np.array([r["ci_low"] for r in shown]), 0.0)
+    hi = np.maximum(np.array([r["ci_high"] for r in shown]) - rate, 0.0)
+    ax.errorbar(rate, y, xerr=[lo, hi], fmt="o", capsize=3)
+    for yi, r in zip(y, shown):
+        if r.get("target") is not None:
+            ax.plot([r["target"]] * 2, [yi - 0.35, yi + 0.35], color="C3", lw=2)
+    ax.set_yticks(y, [f"{r['measure']} [{r.get('agent', '')}] (n={r.get('trials', '')})" for r in shown], fontsize=7)
+    ax.set_xlim(0, 1)
+    ax.set_xlabel("rate (95% Wilson interval; red: target)")
+    ax.grid(True, lw=0.3)
+    return fig
