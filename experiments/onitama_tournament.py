@@ -1,0 +1,613 @@
+"""The seed's Elo round-robin tournament on Onitama (seed 001, section 6.3, figures 6.10-6.14).
+
+**Entrants.** The seed's 9 models: the 8 DDPG actor variants
+(`jaxgames.networks.ddpg.VARIANTS`, trained by ``experiments/onitama_ddpg.py``
+and loaded with `jaxgames.agents.ddpg.load_agent` from
+``<ddpg>/actors/<variant>_seed<ddpg_seed>/``) and the random AI; plus the
+extra entrants of issue 13 named in ``agents``: batched minimax of depth 1-3
+(`jaxgames.agents.onitama.MinimaxAgent`, pure JAX, so every pairing runs as
+one compiled loop; it plays the same values as the host
+`AlphaBetaAgent`, which is also accepted as ``alphabeta1``-``alphabeta4`` but
+is far slower, one host search per move) and AlphaZero-lite
+(`jaxgames.agents.alphazero.AlphaZeroAgent`, canonical action space, adapted
+here to the seed's 40 actions by `SeedSpaceAlphaZero`).
+
+* **Missing DDPG actors are an error, not a silent training run**: if an
+  actor folder is missing, the run stops before writing anything and the
+  message gives the command that trains them (``python
+  experiments/onitama_ddpg.py out=<ddpg>``, about 6 minutes on 2 cores) and
+  the way to play without them (``ddpg=none``). Training belongs to its own
+  experiment, with its own results folder, lock and budget.
+* **AlphaZero-lite** (``alphazero`` in ``agents``) plays only trained
+  weights (the ``alphazero`` setting: a folder of
+  `jaxgames.agents.alphazero.save_weights`, or empty for the package's
+  shipped ones). When there are none, or they are an untrained placeholder,
+  it is *skipped with a printed note*, also written in the README.
+
+**Games.** The seed's rules: 200 turns without a winner is a draw
+(``max_turns``), cards dealt at random from ``deck`` (default the seed's five
+cards, the deck the DDPG actors were trained on) by each game's key. One
+*round robin* is one game of every pair of entrants; ``rounds`` round robins
+(the seed: 2,500 of 9 models = 90,000 games). All ``rounds`` games of a
+pairing are played in ONE batch through `jaxgames.evaluation.arena.play`
+(seats alternating: the pair's first entrant holds seat 0, Red, in even games;
+who moves first is the deal's side card, as in the rules). DDPG actors play
+greedily over the legal actions (the seed's hand of god; `DDPGAgent`).
+
+**Elo order** (the seed does not give one): every entrant starts at 1000,
+K = 32 (seed eqs. 6.1-6.2, `jaxgames.evaluation.elo.elo_update`), draws
+score 0.5. Games are rated one at a time in the order of a real round-robin
+series: round 0 (the game 0 of every pairing, pairings in lexicographic
+order of the entrants' positions in the table: (0, 1), (0, 2), ..., (1, 2),
+...), then round 1, and so on, the same order as
+`jaxgames.evaluation.elo.round_robin`. ``elo_history.csv`` samples the
+ratings after each round robin (figure 6.10); the last row is the final Elo
+(figure 6.11). Bradley-Terry ratings (order-free) and bootstrap intervals
+over games come beside them (`jaxgames.evaluation.elo.bootstrap_ratings`).
+
+**Outputs** (``out``, a `jaxgames.experiment.ResultsDir`: lock, config check,
+atomic writes): ``config.json``; the tables and figures of
+`jaxgames.evaluation.report.write_tournament`: ``ratings.csv`` /
+``ratings.png`` (final Elo, figure 6.11), ``win_rate.png`` (figure 6.12),
+``elo_history.csv/png`` (figure 6.10), ``net_wins.csv/png`` (figure 6.13:
+ROW entrant's wins minus losses against the COLUMN entrant; the seed's
+figure reads from the x axis, i.e. our transpose), ``mean_length.csv/png``
+(figure 6.14, mean turns per game); ``outcomes.csv`` (per entrant: games,
+wins, draws, losses, win rate); ``README.md`` with the tables.
+
+**Resumable.** Each pairing's games are cached as
+``pairing_<i>-<j>_<a>_vs_<b>.npz`` with a key made from everything that
+decides them (both entrants' identities, weights' checksums, rounds, seed,
+the game's settings); a rerun of the same command after a kill replays only
+the missing pairings. Each pairing's PRNG key depends only on the seed and
+the two entrants' names, so a pairing's games do not depend on who else
+plays.
+
+    python experiments/onitama_tournament.py ddpg=results/onitama_ddpg      # default: 20 round robins
+    python experiments/onitama_tournament.py ddpg=results/onitama_ddpg rounds=2500 agents=random \\
+        out=results/onitama_tournament_seed                                 # the seed's 90,000 games
+    python experiments/onitama_tournament.py ddpg=none agents=random,minimax1,minimax2,minimax3
+
+Speed: each pairing is compiled once (a few seconds on 2 cores) and then
+plays its whole batch at once; see the README of a run for its timings.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import pathlib
+import shlex
+import sys
+import time
+import zlib
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+import jaxgames
+from jaxgames.agents.base import JaxAgent
+from jaxgames.evaluation import arena, elo
+from jaxgames.experiment import NEUTRAL_FIELDS, ResultsDir, check_names, check_positive, config_key, parse_config
+from jaxgames.games.onitama import cards
+from jaxgames.networks.ddpg import VARIANTS
+
+AGENTS = ("random", "minimax1", "minimax2", "minimax3", "alphabeta1", "alphabeta2", "alphabeta3", "alphabeta4",
+          "alphazero")
+"""The non-DDPG entrants ``agents`` may name."""
+
+NEUTRAL = NEUTRAL_FIELDS + ("chunk_size",)
+"""Settings a resumed run may change (``chunk_size`` splits a batch without changing its games: `arena.play`)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Config:
+    """Settings (every field is a ``key=value`` override).
+
+    Attributes:
+        ddpg: the DDPG results folder (``experiments/onitama_ddpg.py``'s ``out``);
+            ``none`` plays without DDPG entrants.
+        ddpg_seed: which training seed's actors (``actors/<variant>_seed<k>``).
+        variants: the DDPG variants to enter (default all 8 of the seed).
+        agents: the other entrants, from `AGENTS` (``random`` is the seed's 9th model).
+        alphazero: AlphaZero-lite weights folder; empty: the package's shipped weights.
+        alphazero_simulations: its MCTS simulations per move.
+        rounds: round robins (each pair plays this many games; the seed: 2,500).
+        max_turns: the draw limit (the seed: 200 turns).
+        deck: the cards dealt from (default the seed's five).
+        k: Elo K factor (the seed: 32).
+        bootstrap_samples: resamples for the rating intervals (each replays every game's Elo: costly for long runs).
+        chunk_size: play at most this many games of a pairing per compiled call (0: the whole pairing at once).
+        seed: PRNG seed.
+        out: results folder.
+        overwrite: replace the results of another configuration in ``out``.
+        progress: show a progress bar.
+    """
+
+    ddpg: str = "results/onitama_ddpg"
+    ddpg_seed: int = 0
+    variants: tuple[str, ...] = VARIANTS
+    agents: tuple[str, ...] = ("random", "minimax1", "minimax2", "alphazero")
+    alphazero: str = ""
+    alphazero_simulations: int = 32
+    rounds: int = 20
+    max_turns: int = 200
+    deck: tuple[str, ...] = cards.SEED_CARDS
+    k: float = 32.0
+    bootstrap_samples: int = 50
+    chunk_size: int = 0
+    seed: int = 0
+    out: str = "results/onitama_tournament"
+    overwrite: bool = False
+    progress: bool = True
+
+    def __post_init__(self):
+        for name in ("rounds", "alphazero_simulations", "bootstrap_samples", "max_turns"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise ValueError(f"{name} must be an int >= 1; got {v!r}")
+        for name in ("ddpg_seed", "chunk_size", "seed"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+                raise ValueError(f"{name} must be an int >= 0; got {v!r}")
+        check_positive(k=self.k)
+        check_names("agents", self.agents, AGENTS, at_least=0)
+        if self.use_ddpg:
+            check_names("variants", self.variants, VARIANTS, at_least=0)
+        entrants = (len(self.variants) if self.use_ddpg else 0) + len(self.agents)
+        if entrants < 2:
+            raise ValueError(f"a tournament needs at least two entrants; got variants={self.variants if self.use_ddpg else ()} "
+                             f"and agents={self.agents}")
+        jaxgames.make("onitama", action_space="seed", deck=self.deck, max_turns=self.max_turns)  # bad cards: ValueError
+
+    @property
+    def use_ddpg(self) -> bool:
+        """False when ``ddpg`` is ``none`` (or empty)."""
+        return self.ddpg.strip().lower() not in ("", "none")
+
+
+# ----------------------------------------------------------------------------- entrants
+class SeedSpaceAlphaZero(JaxAgent):
+    """An `AlphaZeroAgent` (canonical 1250 actions) playing in the seed's 40-action space.
+
+    Each state is rebuilt as the canonical env's state of the same board
+    (`Onitama.state_from_board`), the agent searches it, and its canonical
+    move ``slot * 625 + from * 25 + to`` is mapped back to the (piece, slot,
+    move) triple with the same card slot, from-square and to-square (unique
+    among the legal triples); a pass maps to the seed space's pass of the
+    same card slot.
+
+    Args:
+        inner: the `AlphaZeroAgent`.
+        canonical_env: the canonical twin of the arena's env (same deck and ``max_turns``).
+    """
+
+    def __init__(self, inner, canonical_env):
+        self.inner, self.canonical_env, self.name = inner, canonical_env, inner.name
+
+    def batched_policy(self, env):
+        """``(states [B], keys [B], players [B]) -> int32 [B]`` seed-space actions."""
+        cenv = self.canonical_env
+        inner = self.inner.batched_policy(cenv)
+        seed_passes = jnp.asarray(env.pass_actions, jnp.int32)
+        per_slot = cenv.num_actions // 2
+
+        def to_seed(state, action):
+            ids = cenv._canonical_ids(state.board, state.move_target)  # [40]
+            match = state.move_mask & (ids == action)
+            must_pass = ~jnp.any(state.move_mask)
+            return jnp.where(must_pass, seed_passes[jnp.clip(action // per_slot, 0, 1)],
+                             jnp.argmax(match)).astype(jnp.int32)
+
+        def run(states, keys, players):
+            canonical = jax.vmap(lambda s: cenv.state_from_board(s.board, s.rewards, s.step_count))(states)
+            return jax.vmap(to_seed)(states, inner(canonical, keys, players))
+
+        return run
+
+    def policy(self, env, state, key, player):
+        """int32 ``[]``: one state's move (a batch of one)."""
+        batched = jax.tree.map(lambda x: x[None], state)
+        return self.batched_policy(env)(batched, key[None], jnp.zeros((1,), jnp.int32))[0]
+
+
+def _checksum(path: pathlib.Path) -> str:
+    return f"{zlib.crc32(path.read_bytes()):08x}"
+
+
+def make_entrants(config: Config, env) -> tuple[list, dict, list[str]]:
+    """``(agents, identity by name, notes)``: the entrants in table order, what defines each (for the cache), skip notes.
+
+    Order: the DDPG variants in ``variants`` order, then ``agents`` in order.
+
+    Raises:
+        FileNotFoundError: a DDPG actor is missing (the message gives the command that trains them).
+    """
+    from jaxgames.agents import onitama as oni
+
+    agents, identity, notes = [], {}, []
+    if config.use_ddpg:
+        from jaxgames.agents.ddpg import METADATA_FILE, WEIGHTS_FILE, load_agent
+
+        folder = pathlib.Path(config.ddpg)
+        missing = [v for v in config.variants
+                   if not (folder / "actors" / f"{v}_seed{config.ddpg_seed}" / WEIGHTS_FILE).is_file()]
+        if missing:
+            raise FileNotFoundError(
+                f"no trained DDPG actor for {', '.join(missing)} in {folder / 'actors'} "
+                f"(expected <variant>_seed{config.ddpg_seed}/{WEIGHTS_FILE}). Train them first with\n"
+                f"    python experiments/onitama_ddpg.py out={folder}\n"
+                f"(about 6 minutes on 2 cores), or play without them: ddpg=none")
+        for v in config.variants:
+            actor = folder / "actors" / f"{v}_seed{config.ddpg_seed}"
+            agent = load_agent(actor, name=v)
+            meta = json.loads((actor / METADATA_FILE).read_text())
+            if meta.get("deck") not in (None, list(config.deck)) or meta.get("max_turns") not in (None, config.max_turns):
+                notes.append(f"{v}: trained with other game settings than this tournament's")
+            agents.append(agent)
+            identity[v] = ("ddpg", v, _checksum(actor / WEIGHTS_FILE), "greedy, legal actions only")
+    for name in config.agents:
+        if name == "alphazero":
+            agent, why = _alphazero(config)
+            if agent is None:
+                note = f"AlphaZero-lite skipped: {why}"
+                print(note)
+                notes.append(note)
+                continue
+            agents.append(agent)
+            identity[agent.name] = ("alphazero", why, config.alphazero_simulations)
+            continue
+        agents.append(oni.AGENTS[name]())
+        identity[name] = (name,)
+    return agents, identity, notes
+
+
+def _alphazero(config: Config):
+    """``(agent, weights checksum)`` or ``(None, why not)``."""
+    import warnings
+
+    from jaxgames.agents import alphazero as az
+
+    folder = pathlib.Path(config.alphazero) if config.alphazero else az.WEIGHTS_DIRS["onitama"]
+    params_path, meta_path = folder / az.PARAMS_FILE, folder / az.METADATA_FILE
+    if not params_path.is_file() or not meta_path.is_file():
+        return None, (f"no weights in {folder} (train and ship them with experiments/alphazero_onitama.py, "
+                      f"or give alphazero=<folder>)")
+    meta = json.loads(meta_path.read_text())
+    if meta.get("game") != "onitama":
+        return None, f"the weights in {folder} are for {meta.get('game')!r}, not onitama"
+    if not meta.get("trained", False):
+        return None, f"the weights in {folder} are an untrained placeholder"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        inner = az.AlphaZeroAgent.from_weights(folder, game="onitama", num_simulations=config.alphazero_simulations,
+                                               name="alphazero")
+    cenv = jaxgames.make("onitama", action_space="canonical", deck=config.deck, max_turns=config.max_turns)
+    return SeedSpaceAlphaZero(inner, cenv), _checksum(params_path)
+
+
+# ----------------------------------------------------------------------------- results
+_FIELDS = ("agent_of_seat", "returns", "placement", "length", "finished", "truncated", "timed_out", "max_move_seconds")
+
+
+def pair_key(seed: int, name_a: str, name_b: str) -> jax.Array:
+    """The PRNG key of the pairing ``a`` vs ``b``: depends on the seed and the two names only."""
+    return jax.random.fold_in(jax.random.key(seed), zlib.crc32(f"{name_a}|{name_b}".encode()) & 0x7FFFFFFF)
+
+
+def to_global(result: arena.ArenaResult, names, pair: tuple[int, int]) -> arena.ArenaResult:
+    """A pairing's `arena.ArenaResult` (agents 0, 1) re-indexed to the whole table (``names``, agents ``pair``)."""
+    return result._replace(names=tuple(names), agent_of_seat=np.asarray(pair, np.int32)[result.agent_of_seat])
+
+
+def elo_sequence(num_players: int, games: np.ndarray, *, k: float = elo.K_FACTOR,
+                 start: float = elo.START_RATING) -> np.ndarray:
+    """Ratings after each two-player game, the seed's eqs. 6.1-6.2 one game at a time.
+
+    The same numbers as `jaxgames.evaluation.elo.elo_history` (a plain-float
+    loop: 90,000 games in well under a second, where the general N-player
+    `elo.game_elo` takes seconds).
+
+    Args:
+        num_players: ``K``.
+        games: float ``[G, 3]`` rows ``(i, j, score_i)`` in playing order.
+        k: K factor.
+        start: initial rating.
+
+    Returns:
+        float64 ``[G + 1, K]``: row 0 the start, row ``g`` after game ``g``.
+    """
+    games = np.asarray(games, float).reshape(-1, 3)
+    ratings = [float(start)] * num_players
+    out = np.empty((len(games) + 1, num_players))
+    out[0] = ratings
+    for g, (i, j, s) in enumerate(zip(games[:, 0].astype(int).tolist(), games[:, 1].astype(int).tolist(),
+                                      games[:, 2].tolist())):
+        e = 1.0 / (1.0 + 10.0 ** ((ratings[j] - ratings[i]) / 400.0))
+        ratings[i] += k * (s - e)
+        ratings[j] -= k * (s - e)
+        out[g + 1] = ratings
+    return out
+
+
+def bootstrap(games: np.ndarray, names, *, num_samples: int, k: float = elo.K_FACTOR, confidence: float = 0.95,
+              prior: float = 0.5, seed: int = 0) -> elo.Ratings:
+    """`elo.Ratings` of two-player games: Elo (in playing order) and Bradley-Terry, with bootstrap intervals.
+
+    What `jaxgames.evaluation.elo.bootstrap_ratings` computes, for games of
+    exactly one comparison each, in time linear in the number of games (that
+    function groups the comparisons by game with one pass over all rows per
+    game: quadratic, hours for the seed's 90,000 games). Each resample draws
+    ``G`` games with replacement, in the drawn (random) order.
+
+    Args:
+        games: float ``[G, 3]`` rows ``(i, j, score_i)`` in playing order.
+        names: the ``K`` entrants.
+        num_samples, k, confidence, prior, seed: as in `elo.bootstrap_ratings`.
+    """
+    games = np.asarray(games, float).reshape(-1, 3)
+    K = len(names)
+
+    def bt(rows):
+        return elo.bradley_terry(elo.wins_matrix(np.column_stack([np.zeros(len(rows)), rows]), K), prior=prior)
+
+    rng = np.random.default_rng(seed)
+    bt_samples, elo_samples = [], []
+    for _ in range(int(num_samples)):
+        sample = games[rng.integers(0, len(games), len(games))]
+        bt_samples.append(bt(sample))
+        elo_samples.append(elo_sequence(K, sample, k=k)[-1])
+    alpha = (1.0 - confidence) / 2.0
+    q = [100 * alpha, 100 * (1 - alpha)]
+    return elo.Ratings(
+        names=tuple(names), bradley_terry=bt(games), bradley_terry_ci=np.percentile(np.stack(bt_samples), q, axis=0).T,
+        elo=elo_sequence(K, games, k=k)[-1], elo_ci=np.percentile(np.stack(elo_samples), q, axis=0).T,
+        num_games=len(games), confidence=float(confidence),
+    )
+
+
+def summarise(names, lineups, results, num_rounds: int, *, k: float = elo.K_FACTOR,
+              bootstrap_samples: int = 50) -> elo.Tournament:
+    """The `elo.Tournament` of finished pairings (module docstring: the Elo order).
+
+    Args:
+        names: the ``K`` entrants.
+        lineups: ``L`` pairs ``(i, j)``, ``i < j``, in the order the Elo updates visit them within a round.
+        results: one `arena.ArenaResult` per lineup, indexed to the whole table (`to_global`),
+            ``num_rounds`` games each; game ``r`` is that pairing's game of round robin ``r``.
+        num_rounds: ``R``.
+        k: Elo K factor.
+        bootstrap_samples: resamples for the intervals.
+
+    Returns:
+        `elo.Tournament` with ``elo`` ``[R + 1, K]`` (row ``r``: after ``r`` round robins).
+    """
+    K, L = len(names), len(lineups)
+    all_pairs = []
+    wins = np.zeros((K, K))
+    length_sum, together, timeouts = np.zeros((K, K)), np.zeros((K, K)), np.zeros((K, K), np.int64)
+    seats_held, seats_won = np.zeros(K), np.zeros(K)
+    for li, res in enumerate(results):
+        if res.num_games != num_rounds:
+            raise ValueError(f"pairing {lineups[li]} has {res.num_games} games, not {num_rounds}")
+        pairs = elo.pairwise_outcomes(res)
+        wins += elo.wins_matrix(pairs, K)
+        pairs[:, 0] = pairs[:, 0] * L + li  # game r of lineup li is the (r * L + li)-th game rated
+        all_pairs.append(pairs)
+        i, j = lineups[li]
+        for a, b in ((i, j), (j, i)):
+            length_sum[a, b] += res.length.sum()
+            together[a, b] += res.num_games
+            timeouts[a, b] += int(res.timed_out.sum())
+        np.add.at(seats_held, res.agent_of_seat.ravel(), 1)
+        np.add.at(seats_won, res.agent_of_seat.ravel(), res.won().ravel())
+    pairs = np.concatenate(all_pairs)
+    pairs = pairs[np.argsort(pairs[:, 0], kind="stable")]
+    if len(pairs) != num_rounds * L:  # two different entrants in every game: one comparison each
+        raise RuntimeError(f"{len(pairs)} comparisons from {num_rounds * L} games")
+    history = elo_sequence(K, pairs[:, 1:], k=k)
+    elo_rounds = history[::L]
+    ratings = bootstrap(pairs[:, 1:], names, num_samples=bootstrap_samples, k=k)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean_length = length_sum / together
+    net = np.rint(wins - wins.T).astype(np.int64)
+    return elo.Tournament(tuple(names), elo_rounds, ratings.bradley_terry, wins, net, mean_length,
+                          seats_won / np.maximum(seats_held, 1), timeouts, ratings, tuple(lineups), tuple(results))
+
+
+def outcome_rows(t: elo.Tournament) -> list[dict]:
+    """Per entrant: games, wins, draws, losses and win rate (the seed's figure 6.12), from the pairwise wins."""
+    rows, drawn = [], _draws(t)
+    for i, name in enumerate(t.names):
+        won = np.rint(t.wins[i] - 0.5 * drawn[i]).sum()
+        draws = drawn[i].sum()
+        games = (t.wins[i] + t.wins[:, i]).sum()
+        rows.append(dict(agent=name, games=int(games), wins=int(won), draws=int(draws),
+                         losses=int(games - won - draws), win_rate=round(float(won / max(games, 1)), 4)))
+    return rows
+
+
+def _draws(t: elo.Tournament) -> np.ndarray:
+    """int ``[K, K]``: drawn games of each pair."""
+    d = np.zeros((len(t.names),) * 2)
+    for res, (i, j) in zip(t.results, t.lineups):
+        n = int((~res.won().any(axis=1)).sum())
+        d[i, j] = d[j, i] = n
+    return d
+
+
+def write_tables(t: elo.Tournament, out, *, games_per_pair: int) -> list[dict]:
+    """The files of `jaxgames.evaluation.report.write_tournament` (same names and contents) into ``out``.
+
+    One difference: in ``ratings.png`` an interval that does not contain its
+    point estimate is widened to reach it (matplotlib refuses negative error
+    bars, and `report.write_tournament` passes them on). This happens for
+    Elo, whose point value replays the games in the seed's order while the
+    bootstrap replays each resample in a random order. ``ratings.csv``
+    keeps the true percentile intervals.
+
+    Returns:
+        `report.ratings_rows`.
+    """
+    import csv
+
+    from jaxgames.evaluation import plots, report
+
+    out = pathlib.Path(out)
+    names = list(t.names)
+    rows = report.ratings_rows(t)
+    with open(out / "ratings.csv", "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    with open(out / "elo_history.csv", "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["round"] + names)
+        for i, row in enumerate(t.elo):
+            w.writerow([i] + [f"{x:.2f}" for x in row])
+    report.write_matrix(out / "net_wins.csv", t.net_wins, names)
+    report.write_matrix(out / "mean_length.csv", t.mean_length, names)
+
+    def reaching(point, interval):
+        return np.stack([np.minimum(interval[:, 0], point), np.maximum(interval[:, 1], point)], axis=1)
+
+    r = t.ratings
+    level = int(round(100 * r.confidence))
+    plots.elo_curves(t.elo, names, out / "elo_history.png", title=f"Elo during {len(t.elo) - 1} round robins")
+    plots.rating_bars(
+        {"Elo": r.elo, "Bradley-Terry": r.bradley_terry}, names, out / "ratings.png",
+        intervals={"Elo": reaching(r.elo, r.elo_ci), "Bradley-Terry": reaching(r.bradley_terry, r.bradley_terry_ci)},
+        title=f"Final ratings ({level}% bootstrap intervals over games)",
+    )
+    plots.rating_bars({"win rate": t.win_rate}, names, out / "win_rate.png", title="Win rate",
+                      ylabel="fraction of games won", baseline=None)
+    plots.heatmap(np.asarray(t.net_wins, float), names, out / "net_wins.png",
+                  title=f"Net wins of row vs column ({games_per_pair} games per pair)")
+    plots.heatmap(t.mean_length, names, out / "mean_length.png", title="Mean game length (turns)", cmap="viridis",
+                  symmetric=False, fmt="{:.1f}")
+    return rows
+
+
+def _markdown_matrix(m, names, fmt) -> list[str]:
+    lines = ["| row vs column | " + " | ".join(names) + " |", "|---|" + "---:|" * len(names)]
+    for name, row in zip(names, m):
+        lines.append(f"| {name} | " + " | ".join("" if not np.isfinite(x) else fmt.format(x) for x in row) + " |")
+    return lines
+
+
+# ----------------------------------------------------------------------------- run
+def run(config: Config, argv=()) -> elo.Tournament:
+    """Plays (or resumes) the tournament, writes every output into ``config.out``; returns the `elo.Tournament`.
+
+    Raises:
+        FileNotFoundError: missing DDPG actors (before anything is written).
+        jaxgames.experiment.ResultsDirLocked: another run writes into ``config.out``.
+        jaxgames.experiment.ConfigMismatch: ``config.out`` holds another configuration's results.
+    """
+    env = jaxgames.make("onitama", action_space="seed", deck=config.deck, max_turns=config.max_turns)
+    agents, identity, notes = make_entrants(config, env)  # raises before the folder is touched
+    if len(agents) < 2:
+        raise ValueError(f"fewer than two entrants are left ({[a.name for a in agents]}); {'; '.join(notes)}")
+    with ResultsDir(config.out, config, overwrite=config.overwrite, neutral=NEUTRAL) as rd:
+        return _run(config, rd, env, agents, identity, notes, argv)
+
+
+def _play_pairings(config, rd, env, agents, identity, lineups):
+    names = [a.name for a in agents]
+    game = dict(deck=list(config.deck), max_turns=config.max_turns, action_space="seed")
+    results, played, seconds = [], 0, 0.0
+    bar = None
+    if config.progress:
+        from tqdm import tqdm
+
+        bar = tqdm(total=len(lineups), desc="pairings", unit="pair")
+    for li, (i, j) in enumerate(lineups):
+        a, b = names[i], names[j]
+        file = f"pairing_{i:02d}-{j:02d}_{a}_vs_{b}.npz"
+        key = config_key(identity[a], identity[b], config.rounds, config.seed, game)
+        cached = rd.load_npz(file, key=key)
+        if cached is None:
+            start = time.time()
+            res = arena.play(env, (agents[i], agents[j]), config.rounds, pair_key(config.seed, a, b),
+                             max_steps=config.max_turns + 1, chunk_size=config.chunk_size or None)
+            seconds += time.time() - start
+            played += 1
+            rd.save_npz(file, {f: getattr(res, f) for f in _FIELDS}
+                        | {f"stats_{s}": v for s, v in res.stats.items()}, key=key)
+        else:
+            stats = {f[len("stats_"):]: v for f, v in cached.items() if f.startswith("stats_")}
+            res = arena.ArenaResult(names=(a, b), stats=stats, **{f: cached[f] for f in _FIELDS})
+        results.append(to_global(res, names, (i, j)))
+        if bar is not None:
+            bar.update(1)
+            bar.set_postfix_str(f"{a} vs {b}")
+    if bar is not None:
+        bar.close()
+    return results, played, seconds
+
+
+def _run(config, rd, env, agents, identity, notes, argv):
+    start = time.time()
+    names = [a.name for a in agents]
+    lineups = [(i, j) for i in range(len(agents)) for j in range(i + 1, len(agents))]
+    results, played, play_seconds = _play_pairings(config, rd, env, agents, identity, lineups)
+    t = summarise(names, lineups, results, config.rounds, k=config.k, bootstrap_samples=config.bootstrap_samples)
+    with rd.staging() as tmp:  # these writers write their own files: each is moved in atomically
+        rows = write_tables(t, tmp, games_per_pair=config.rounds)
+    outcomes = outcome_rows(t)
+    rd.write_csv("outcomes.csv", outcomes)
+    total = time.time() - start
+    games = len(lineups) * config.rounds
+    draws = sum(r["draws"] for r in outcomes) // 2
+    command = "python experiments/onitama_tournament.py " + " ".join(shlex.quote(a) for a in argv)
+    by_name = {r["agent"]: r for r in outcomes}
+    lines = [
+        "# Onitama Elo round-robin tournament (seed 001 section 6.3, figures 6.10-6.14)", "",
+        f"Command: `{command.strip()}`  ",
+        f"{config.rounds} round robins of {len(names)} entrants = {games} games ({len(lineups)} pairings); "
+        f"{played} pairings played by this call in {play_seconds:.0f} s, {len(lineups) - played} read from the cache "
+        f"(`pairing_*.npz`); {total:.0f} s in all. {draws} draws ({config.max_turns}-turn limit).", "",
+        "Entrants: " + ", ".join(names) + ".",
+    ]
+    if config.use_ddpg:
+        lines.append(f"DDPG actors from `{config.ddpg}/actors/<variant>_seed{config.ddpg_seed}/`, greedy over the legal actions.")
+    lines += [f"*Note*: {n}." for n in notes]
+    lines += [
+        "", "Elo: start 1000, K = " + f"{config.k:g}" + ", one game at a time, round robin by round robin, pairings in "
+        "table order within a round (`elo_history.png`, figure 6.10). Bradley-Terry: order-free maximum likelihood "
+        f"on the same games; intervals: {int(100 * t.ratings.confidence)}% bootstrap over games "
+        f"({config.bootstrap_samples} resamples). Win rate: games won / games played (figure 6.12).", "",
+        "| entrant | final Elo | Elo interval | Bradley-Terry | BT interval | wins | draws | losses | win rate |",
+        "|---|---:|---|---:|---|---:|---:|---:|---:|",
+    ]
+    for r in sorted(rows, key=lambda r: -r["elo"]):
+        o = by_name[r["agent"]]
+        lines.append(f"| {r['agent']} | {r['elo']:.0f} | [{r['elo_low']:.0f}, {r['elo_high']:.0f}] | "
+                     f"{r['bradley_terry']:.0f} | [{r['bt_low']:.0f}, {r['bt_high']:.0f}] | {o['wins']} | "
+                     f"{o['draws']} | {o['losses']} | {o['win_rate']:.3f} |")
+    lines += ["", f"Net wins of the ROW entrant against the COLUMN entrant (`net_wins.csv`, figure 6.13; "
+              f"the seed's figure reads from the column's side; range +-{config.rounds}):", ""]
+    lines += _markdown_matrix(t.net_wins, names, "{:+.0f}")
+    lines += ["", "Mean game length in turns (`mean_length.csv`, figure 6.14):", ""]
+    lines += _markdown_matrix(t.mean_length, names, "{:.1f}")
+    lines += ["", "Files: `ratings.csv`, `outcomes.csv`, `elo_history.csv`, `net_wins.csv`, `mean_length.csv`, "
+              "`elo_history.png`, `ratings.png`, `win_rate.png`, `net_wins.png`, `mean_length.png`, `config.json`, "
+              "`pairing_*.npz` (the cached games of each pairing).", ""]
+    rd.write_text("README.md", "\n".join(lines))
+    print("\n".join(lines))
+    return t
+
+
+def main(argv=None):
+    """Entry point: ``python experiments/onitama_tournament.py [key=value ...]``."""
+    argv = sys.argv[1:] if argv is None else argv
+    try:
+        config = parse_config(Config, argv)
+        run(config, argv)
+    except FileNotFoundError as e:
+        sys.exit(str(e))
+
+
+if __name__ == "__main__":
+    main()
