@@ -97,7 +97,7 @@ import numpy as np
 
 import jaxgames
 from jaxgames.agents.base import JaxAgent
-from jaxgames.evaluation import arena, elo
+from jaxgames.evaluation import arena, elo, report
 from jaxgames.experiment import NEUTRAL_FIELDS, ResultsDir, check_names, check_positive, config_key, parse_config
 from jaxgames.games.onitama import cards
 from jaxgames.networks.ddpg import VARIANTS
@@ -310,72 +310,6 @@ def to_global(result: arena.ArenaResult, names, pair: tuple[int, int]) -> arena.
     return result._replace(names=tuple(names), agent_of_seat=np.asarray(pair, np.int32)[result.agent_of_seat])
 
 
-def elo_sequence(num_players: int, games: np.ndarray, *, k: float = elo.K_FACTOR,
-                 start: float = elo.START_RATING) -> np.ndarray:
-    """Ratings after each two-player game, the seed's eqs. 6.1-6.2 one game at a time.
-
-    The same numbers as `jaxgames.evaluation.elo.elo_history` (a plain-float
-    loop: 90,000 games in well under a second, where the general N-player
-    `elo.game_elo` takes seconds).
-
-    Args:
-        num_players: ``K``.
-        games: float ``[G, 3]`` rows ``(i, j, score_i)`` in playing order.
-        k: K factor.
-        start: initial rating.
-
-    Returns:
-        float64 ``[G + 1, K]``: row 0 the start, row ``g`` after game ``g``.
-    """
-    games = np.asarray(games, float).reshape(-1, 3)
-    ratings = [float(start)] * num_players
-    out = np.empty((len(games) + 1, num_players))
-    out[0] = ratings
-    for g, (i, j, s) in enumerate(zip(games[:, 0].astype(int).tolist(), games[:, 1].astype(int).tolist(),
-                                      games[:, 2].tolist())):
-        e = 1.0 / (1.0 + 10.0 ** ((ratings[j] - ratings[i]) / 400.0))
-        ratings[i] += k * (s - e)
-        ratings[j] -= k * (s - e)
-        out[g + 1] = ratings
-    return out
-
-
-def bootstrap(games: np.ndarray, names, *, num_samples: int, k: float = elo.K_FACTOR, confidence: float = 0.95,
-              prior: float = 0.5, seed: int = 0) -> elo.Ratings:
-    """`elo.Ratings` of two-player games: Elo (in playing order) and Bradley-Terry, with bootstrap intervals.
-
-    What `jaxgames.evaluation.elo.bootstrap_ratings` computes, for games of
-    exactly one comparison each, in time linear in the number of games (that
-    function groups the comparisons by game with one pass over all rows per
-    game: quadratic, hours for the seed's 90,000 games). Each resample draws
-    ``G`` games with replacement, in the drawn (random) order.
-
-    Args:
-        games: float ``[G, 3]`` rows ``(i, j, score_i)`` in playing order.
-        names: the ``K`` entrants.
-        num_samples, k, confidence, prior, seed: as in `elo.bootstrap_ratings`.
-    """
-    games = np.asarray(games, float).reshape(-1, 3)
-    K = len(names)
-
-    def bt(rows):
-        return elo.bradley_terry(elo.wins_matrix(np.column_stack([np.zeros(len(rows)), rows]), K), prior=prior)
-
-    rng = np.random.default_rng(seed)
-    bt_samples, elo_samples = [], []
-    for _ in range(int(num_samples)):
-        sample = games[rng.integers(0, len(games), len(games))]
-        bt_samples.append(bt(sample))
-        elo_samples.append(elo_sequence(K, sample, k=k)[-1])
-    alpha = (1.0 - confidence) / 2.0
-    q = [100 * alpha, 100 * (1 - alpha)]
-    return elo.Ratings(
-        names=tuple(names), bradley_terry=bt(games), bradley_terry_ci=np.percentile(np.stack(bt_samples), q, axis=0).T,
-        elo=elo_sequence(K, games, k=k)[-1], elo_ci=np.percentile(np.stack(elo_samples), q, axis=0).T,
-        num_games=len(games), confidence=float(confidence),
-    )
-
-
 def summarise(names, lineups, results, num_rounds: int, *, k: float = elo.K_FACTOR,
               bootstrap_samples: int = 50) -> elo.Tournament:
     """The `elo.Tournament` of finished pairings (module docstring: the Elo order).
@@ -415,9 +349,9 @@ def summarise(names, lineups, results, num_rounds: int, *, k: float = elo.K_FACT
     pairs = pairs[np.argsort(pairs[:, 0], kind="stable")]
     if len(pairs) != num_rounds * L:  # two different entrants in every game: one comparison each
         raise RuntimeError(f"{len(pairs)} comparisons from {num_rounds * L} games")
-    history = elo_sequence(K, pairs[:, 1:], k=k)
+    history = elo.game_elo(K, pairs, k=k)  # one comparison per game: the seed's update, one game at a time
     elo_rounds = history[::L]
-    ratings = bootstrap(pairs[:, 1:], names, num_samples=bootstrap_samples, k=k)
+    ratings = elo.bootstrap_ratings(pairs, names, num_samples=bootstrap_samples, k=k)
     with np.errstate(invalid="ignore", divide="ignore"):
         mean_length = length_sum / together
     net = np.rint(wins - wins.T).astype(np.int64)
@@ -444,81 +378,6 @@ def _draws(t: elo.Tournament) -> np.ndarray:
         n = int((~res.won().any(axis=1)).sum())
         d[i, j] = d[j, i] = n
     return d
-
-
-def write_tables(t: elo.Tournament, out, *, games_per_pair: int) -> list[dict]:
-    """The files of `jaxgames.evaluation.report.write_tournament` (same names and contents) into ``out``.
-
-    One difference: in ``ratings.png`` an interval that does not contain its
-    point estimate is widened to reach it (matplotlib refuses negative error
-    bars, and `report.write_tournament` passes them on). This happens for
-    Elo, whose point value replays the games in the seed's order while the
-    bootstrap replays each resample in a random order. ``ratings.csv``
-    keeps the true percentile intervals.
-
-    Returns:
-        `report.ratings_rows`.
-    """
-    import csv
-
-    from jaxgames.evaluation import plots, report
-
-    out = pathlib.Path(out)
-    names = list(t.names)
-    rows = report.ratings_rows(t)
-    with open(out / "ratings.csv", "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=list(rows[0]))
-        w.writeheader()
-        w.writerows(rows)
-    with open(out / "elo_history.csv", "w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(["round"] + names)
-        for i, row in enumerate(t.elo):
-            w.writerow([i] + [f"{x:.2f}" for x in row])
-    report.write_matrix(out / "net_wins.csv", t.net_wins, names)
-    report.write_matrix(out / "mean_length.csv", t.mean_length, names)
-
-    def reaching(point, interval):
-        return np.stack([np.minimum(interval[:, 0], point), np.maximum(interval[:, 1], point)], axis=1)
-
-    r = t.ratings
-    level = int(round(100 * r.confidence))
-    _elo_curves(t.elo, names, out / "elo_history.png", title=f"Elo during {len(t.elo) - 1} round robins")
-    plots.rating_bars(
-        {"Elo": r.elo, "Bradley-Terry": r.bradley_terry}, names, out / "ratings.png",
-        intervals={"Elo": reaching(r.elo, r.elo_ci), "Bradley-Terry": reaching(r.bradley_terry, r.bradley_terry_ci)},
-        title=f"Final ratings ({level}% bootstrap intervals over games)",
-    )
-    plots.rating_bars({"win rate": t.win_rate}, names, out / "win_rate.png", title="Win rate",
-                      ylabel="fraction of games won", baseline=None)
-    plots.heatmap(np.asarray(t.net_wins, float), names, out / "net_wins.png",
-                  title=f"Net wins of row vs column ({games_per_pair} games per pair)")
-    plots.heatmap(t.mean_length, names, out / "mean_length.png", title="Mean game length (turns)", cmap="viridis",
-                  symmetric=False, fmt="{:.1f}")
-    return rows
-
-
-def _elo_curves(history, names, path, *, title):
-    """Figure 6.10: like `plots.elo_curves`, with a distinct colour and line style for up to 20 entrants
-    (matplotlib's default cycle repeats after 10) and the legend outside the axes."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(9, 4.5))
-    colours = plt.get_cmap("tab20").colors
-    for i, name in enumerate(names):
-        ax.plot(np.arange(len(history)), history[:, i], label=name, lw=1.2, color=colours[(2 * i) % 20 if i < 10 else
-                (2 * i + 1) % 20], ls="-" if i < 10 else "--")
-    ax.axhline(elo.START_RATING, color="k", lw=0.5)
-    ax.set_xlabel("round robin")
-    ax.set_ylabel("Elo")
-    ax.set_title(title)
-    ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5))
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
 
 
 def _markdown_matrix(m, names, fmt) -> list[str]:
@@ -586,7 +445,7 @@ def _run(config, rd, env, agents, identity, notes, argv):
     results, played, play_seconds = _play_pairings(config, rd, env, agents, identity, lineups)
     t = summarise(names, lineups, results, config.rounds, k=config.k, bootstrap_samples=config.bootstrap_samples)
     with rd.staging() as tmp:  # these writers write their own files: each is moved in atomically
-        rows = write_tables(t, tmp, games_per_pair=config.rounds)
+        rows = report.write_tournament(t, tmp, games_per_lineup=config.rounds)
     outcomes = outcome_rows(t)
     rd.write_csv("outcomes.csv", outcomes)
     total = time.time() - start

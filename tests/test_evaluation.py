@@ -177,3 +177,12 @@ def test_target_rows_met_table_and_figure():
     fig = report.target_figure(rows)
     assert len(fig.axes[0].get_yticklabels()) == 4  # the four rows with an interval
     assert report.target_figure(rows[3:5]) is None
+
+
+def test_rating_bars_accept_a_point_outside_its_interval(tmp_path):
+    # a final Elo (games in playing order) may lie outside its bootstrap interval (resamples in random order)
+    from jaxgames.evaluation import plots
+
+    path = plots.rating_bars({"Elo": [1010.0, 990.0]}, ["a", "b"], tmp_path / "r.png",
+                             intervals={"Elo": [[1012.0, 1020.0], [980.0, 995.0]]})
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

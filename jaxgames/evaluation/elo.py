@@ -200,6 +200,16 @@ def game_elo(num_agents: int, pairs: np.ndarray, *, start: float = START_RATING,
         return np.stack(history)
     games = pairs[:, 0].astype(int)
     bounds = np.flatnonzero(np.diff(games)) + 1
+    if len(bounds) == len(pairs) - 1:  # one comparison per game (two players): the same update with plain floats, fast
+        out = np.empty((len(pairs) + 1, num_agents))
+        out[0] = ratings
+        r = ratings.tolist()
+        rows = zip(pairs[:, 1].astype(int).tolist(), pairs[:, 2].astype(int).tolist(), pairs[:, 3].tolist())
+        for g, (i, j, s) in enumerate(rows, 1):
+            e = float(expected_score(r[i], r[j]))
+            r[i], r[j] = r[i] + k * (s - e), r[j] + k * ((1.0 - s) - (1.0 - e))
+            out[g] = r
+        return out
     for chunk in np.split(pairs, bounds):
         i, j, s = chunk[:, 1].astype(int), chunk[:, 2].astype(int), chunk[:, 3]
         players = np.unique(np.concatenate([i, j]))
@@ -277,13 +287,18 @@ def bootstrap_ratings(
     if not 0.0 < confidence < 1.0:
         raise ValueError(f"confidence must be in (0, 1); got {confidence!r}")
     K = len(names)
-    games, index = np.unique(pairs[:, 0], return_inverse=True)
-    by_game = [pairs[index == g] for g in range(len(games))]
+    # the comparisons grouped by game in one pass (a stable sort keeps each game's rows in order)
+    _, index, counts = np.unique(pairs[:, 0], return_inverse=True, return_counts=True)
+    num_games = len(counts)
+    grouped = pairs[np.argsort(index.reshape(-1), kind="stable")]
+    starts = np.cumsum(counts) - counts
     rng = np.random.default_rng(seed)
     bt_samples, elo_samples = [], []
     for _ in range(int(num_samples)):
-        pick = rng.integers(0, len(by_game), len(by_game))
-        sample = np.concatenate([np.column_stack([np.full(len(by_game[g]), n), by_game[g][:, 1:]]) for n, g in enumerate(pick)])
+        pick = rng.integers(0, num_games, num_games)
+        lens = counts[pick]  # the drawn games' rows, concatenated in the drawn order, renumbered 0, 1, ...
+        rows = np.repeat(starts[pick] - (np.cumsum(lens) - lens), lens) + np.arange(lens.sum())
+        sample = np.column_stack([np.repeat(np.arange(num_games), lens), grouped[rows, 1:]])
         bt_samples.append(bradley_terry(wins_matrix(sample, K), prior=prior))
         elo_samples.append(game_elo(K, sample, k=k)[-1])
     alpha = (1.0 - confidence) / 2.0
@@ -294,7 +309,7 @@ def bootstrap_ratings(
         bradley_terry_ci=np.percentile(np.stack(bt_samples), q, axis=0).T,
         elo=game_elo(K, pairs, k=k)[-1],
         elo_ci=np.percentile(np.stack(elo_samples), q, axis=0).T,
-        num_games=len(by_game),
+        num_games=num_games,
         confidence=float(confidence),
     )
 

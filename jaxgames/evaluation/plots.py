@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import pathlib
 
+import matplotlib
 import numpy as np
 from matplotlib.figure import Figure
 
@@ -65,8 +66,9 @@ def elo_curves(history: np.ndarray, labels, path, *, title: str = "Elo during th
     """Writes the Elo ratings ``[R + 1, N]`` against the round number (seed 001 fig. 6.10)."""
     h = np.asarray(history, float)
     fig, ax = _figure((7, 4))
+    colors = matplotlib.colormaps["tab20"].colors if len(labels) > 10 else [f"C{i}" for i in range(10)]
     for i, name in enumerate(labels):
-        ax.plot(np.arange(h.shape[0]), h[:, i], label=name, lw=1)
+        ax.plot(np.arange(h.shape[0]), h[:, i], label=name, lw=1, color=colors[i % len(colors)])
     ax.set_xlabel("round robin")
     ax.set_ylabel("Elo")
     ax.set_title(title)
@@ -102,7 +104,9 @@ def rating_bars(
         err = None
         if intervals is not None and name in intervals:
             lo, hi = np.asarray(intervals[name], float).T
-            err = np.stack([values - lo, hi - values])
+            # a final Elo may lie outside its bootstrap interval (each resample replays the games in another
+            # order): the bar is drawn to the interval's near end, not a negative length (matplotlib refuses those)
+            err = np.maximum(np.stack([values - lo, hi - values]), 0.0)
         ax.bar(np.arange(n) + k * width, values, width, label=name, yerr=err, capsize=3 if err is not None else 0)
     ax.set_xticks(np.arange(n) + 0.4 - width / 2, labels, rotation=45, ha="right")
     if baseline is not None:
