@@ -63,35 +63,25 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxgames.games.dots_and_boxes.env import NUM_PLANES
+from jaxgames.networks.widths import NetworkWidths
 
 NUM_FEATURES = 12
 """Input channels of the trunk (see the module docstring)."""
 
 
 @dataclasses.dataclass(frozen=True)
-class NetworkConfig:
+class NetworkConfig(NetworkWidths):
     """Widths of `PolicyValueNet` (they fix the parameter shapes; the board size does not).
 
-    Attributes:
-        channels: channels of the trunk (default 32: small enough for CPU).
-        num_blocks: residual blocks (each two 3x3 convolutions and a global-pooling bias).
-        value_channels: channels of the value head's 1x1 convolution.
-        value_hidden: units of the value head's hidden dense layer.
-
-    Raises:
-        ValueError: a non-positive width (names the field and the value).
+    Fields, checks and errors: `jaxgames.networks.widths.NetworkWidths` (errors name
+    ``NetworkConfig.<field>``). Defaults: 32 channels (small enough for CPU), 4
+    residual blocks, 16 value channels, 64 value hidden units.
     """
 
     channels: int = 32
     num_blocks: int = 4
     value_channels: int = 16
     value_hidden: int = 64
-
-    def __post_init__(self):
-        for f in dataclasses.fields(self):
-            v = getattr(self, f.name)
-            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
-                raise ValueError(f"NetworkConfig.{f.name} must be a positive int; got {v!r}")
 
 
 def features(observation: jax.Array) -> jax.Array:

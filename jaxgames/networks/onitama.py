@@ -58,6 +58,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+from typing import ClassVar
 
 import chex
 import flax.linen as nn
@@ -70,6 +71,7 @@ from jaxgames.games.onitama.rules import Board
 
 # The residual block and pooling of the Dots-and-Boxes network are reused as they are (one definition).
 from jaxgames.networks.dots_and_boxes import _Block, _global_pool
+from jaxgames.networks.widths import NetworkWidths
 
 NUM_ACTIONS = onitama_env.NUM_CANONICAL_ACTIONS
 """1250: the canonical action space."""
@@ -126,17 +128,13 @@ exchanges (``swap=1``) its slot order. Each row is an involution."""
 
 
 @dataclasses.dataclass(frozen=True)
-class NetworkConfig:
+class NetworkConfig(NetworkWidths):
     """Widths of `PolicyValueNet` (they fix the parameter shapes).
 
-    Attributes:
-        channels: channels of the trunk (default 32: small enough for CPU).
-        num_blocks: residual blocks (each two 3x3 convolutions and a global-pooling bias).
-        value_channels: channels of the value head's 1x1 convolution.
-        value_hidden: units of the value head's hidden dense layer.
-
-    Raises:
-        ValueError: a non-positive width (names the field and the value).
+    Fields, checks and errors: `jaxgames.networks.widths.NetworkWidths` (errors name
+    ``onitama NetworkConfig.<field>``). Defaults: 32 channels (small enough for CPU),
+    3 residual blocks, 4 value channels, 64 value hidden units. A distinct type
+    from the Dots-and-Boxes ``NetworkConfig``: the type names the game.
     """
 
     channels: int = 32
@@ -144,11 +142,7 @@ class NetworkConfig:
     value_channels: int = 4
     value_hidden: int = 64
 
-    def __post_init__(self):
-        for f in dataclasses.fields(self):
-            v = getattr(self, f.name)
-            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
-                raise ValueError(f"onitama NetworkConfig.{f.name} must be a positive int; got {v!r}")
+    error_name: ClassVar[str] = "onitama NetworkConfig"
 
 
 class PolicyValueNet(nn.Module):
