@@ -57,7 +57,6 @@ from __future__ import annotations
 
 import dataclasses
 import pathlib
-import shlex
 import sys
 import time
 from typing import Optional
@@ -66,7 +65,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxgames.experiment import NEUTRAL_FIELDS, ResultsDir, parse_config
+from jaxgames.evaluation.report import wilson_row
+from jaxgames.experiment import NEUTRAL_FIELDS, ResultsDir, command_line, parse_config
 from jaxgames.learners import alphazero as az
 from jaxgames.networks.dots_and_boxes import NetworkConfig
 
@@ -218,13 +218,6 @@ class Config:
 
 
 # ----------------------------------------------------------------------------- measurements
-def wilson_row(what: str, successes: float, trials: int, **extra) -> dict:
-    """A report row: the proportion and its 95% Wilson interval."""
-    low, high = az.wilson_interval(successes, trials)
-    rate = successes / trials if trials else float("nan")
-    return {"measure": what, "successes": successes, "trials": trials, "rate": rate, "ci_low": low, "ci_high": high, **extra}
-
-
 def play_recorded(env, agent, opponent, num_games: int, key: jax.Array):
     """Plays ``num_games`` games of ``agent`` against ``opponent`` (JAX agents), agent first in even games.
 
@@ -376,100 +369,65 @@ def report_rows(agent, raw, config: Config, key: jax.Array, progress: bool) -> t
 
 
 # ----------------------------------------------------------------------------- figures and tables
-def _figure(nrows=1, ncols=1, size=(6, 3.6)):
-    from matplotlib.figure import Figure
-
-    fig = Figure(figsize=size, layout="constrained")
-    return fig, fig.subplots(nrows, ncols, squeeze=False)
-
-
 def write_curves(rd: ResultsDir, history: list) -> None:
     """``curves.csv`` and ``curves.png``: losses, value error, optimal-move rate, scores and Elo per iteration."""
-    if not history:
-        return
-    names = []
-    for r in history:
-        names += [k for k in r if k not in names]
-    rd.write_csv("curves.csv", history, fieldnames=names)
-    it = np.array([r["iteration"] for r in history])
-    fig, axes = _figure(2, 2, (11, 7.5))
-    ax = axes[0, 0]
-    ax.plot(it, [r["policy_loss"] for r in history], label="policy cross-entropy")
-    ax.plot(it, [r["loss"] for r in history], label="total loss", lw=0.8)
-    ax.set_title("Training loss")
-    ax = axes[0, 1]
-    ax.plot(it, [r["value_loss"] for r in history], label="value squared error (all sizes)")
-    for k in names:
-        if k.endswith("/value_loss"):
-            ax.plot(it, [r[k] for r in history], lw=0.8, ls="--", label=k)
-    ax.set_title("Value error")
-    ev = [r for r in history if "optimal_rate_raw" in r]
-    if ev:
-        e = np.array([r["iteration"] for r in ev])
-        ax = axes[1, 0]
-        ax.plot(e, [r["optimal_rate_raw"] for r in ev], "o-", label="raw network")
-        ax.plot(e, [r["optimal_rate_search"] for r in ev], "s-", label="with search")
-        ax.axhline(0.95, color="k", ls=":", lw=1, label="target 95%")
-        ax.set_ylim(0, 1)
-        ax.set_title("Optimal-move rate, 3x3 random-play positions")
-        ax = axes[1, 1]
-        for k in [k for k in names if k.startswith("elo_vs_")]:
-            ax.plot(e, [r.get(k, np.nan) for r in ev], "o-", label=k.replace("elo_vs_", "Elo vs "))
-        ax.axhline(0, color="k", lw=0.5)
-        ax.set_title("Elo difference (from the arena score)")
-    for ax in axes.ravel():
-        ax.set_xlabel("iteration")
-        ax.grid(True, lw=0.3)
-        if ax.lines:
-            ax.legend(fontsize=7)
-    rd.save_figure(fig, "curves.png", dpi=110, bbox_inches="tight")
+    from jaxgames.evaluation import report
+
+    def draw(axes, it, names):
+        ax = axes[0, 1]
+        ax.plot(it, [r["value_loss"] for r in history], label="value squared error (all sizes)")
+        for k in names:
+            if k.endswith("/value_loss"):
+                ax.plot(it, [r[k] for r in history], lw=0.8, ls="--", label=k)
+        ax.set_title("Value error")
+        ev = [r for r in history if "optimal_rate_raw" in r]
+        if ev:
+            e = np.array([r["iteration"] for r in ev])
+            ax = axes[1, 0]
+            ax.plot(e, [r["optimal_rate_raw"] for r in ev], "o-", label="raw network")
+            ax.plot(e, [r["optimal_rate_search"] for r in ev], "s-", label="with search")
+            ax.axhline(0.95, color="k", ls=":", lw=1, label="target 95%")
+            ax.set_ylim(0, 1)
+            ax.set_title("Optimal-move rate, 3x3 random-play positions")
+            ax = axes[1, 1]
+            for k in [k for k in names if k.startswith("elo_vs_")]:
+                ax.plot(e, [r.get(k, np.nan) for r in ev], "o-", label=k.replace("elo_vs_", "Elo vs "))
+            ax.axhline(0, color="k", lw=0.5)
+            ax.set_title("Elo difference (from the arena score)")
+
+    report.write_curves(rd, history, draw, grid=(2, 2), size=(11, 7.5))
 
 
 def write_report(rd: ResultsDir, rows: list, tournament, config: Config) -> list[str]:
-    """``report.csv``, ``report.png``, the tournament files; returns the Markdown lines of the report."""
+    """``report.csv``, ``report.md``, ``report.png``, the tournament files; returns the Markdown lines of the report."""
     from jaxgames.evaluation import report
 
-    rd.write_csv("report.csv", rows)
-    lines = report.target_table(rows)
-    fig = report.target_figure(rows)
-    if fig is not None:
-        rd.save_figure(fig, "report.png", dpi=110, bbox_inches="tight")
+    more = []
     if tournament is not None:
         with rd.staging() as tmp:
             report.write_tournament(tournament, tmp, games_per_lineup=config.tournament_rounds)
-        lines += ["", f"Elo tournament on {config.tournament_board} ({config.tournament_rounds} games per pair, first player "
-                  "alternating; [ratings.csv](ratings.csv), heatmap [net_wins.png](net_wins.png)):", "",
-                  "| agent | Elo | 95% interval | Bradley-Terry | win rate |", "|---|---:|---|---:|---:|"]
+        more += ["", f"Elo tournament on {config.tournament_board} ({config.tournament_rounds} games per pair, first player "
+                 "alternating; [ratings.csv](ratings.csv), heatmap [net_wins.png](net_wins.png)):", "",
+                 "| agent | Elo | 95% interval | Bradley-Terry | win rate |", "|---|---:|---|---:|---:|"]
         for r in report.ratings_rows(tournament):
-            lines.append(f"| {r['agent']} | {r['elo']:.0f} | [{r['elo_low']:.0f}, {r['elo_high']:.0f}] | {r['bradley_terry']:.0f} | {r['win_rate']:.3f} |")
-    rd.write_text("report.md", "\n".join(lines) + "\n")
-    return lines
+            more.append(f"| {r['agent']} | {r['elo']:.0f} | [{r['elo_low']:.0f}, {r['elo_high']:.0f}] | {r['bradley_terry']:.0f} | {r['win_rate']:.3f} |")
+    return report.write_targets(rd, rows, more)
 
 
 def write_readme(rd, config, result, source, report_lines, seconds, argv) -> str:
-    h = result.history if result is not None else []
+    """``README.md`` (`jaxgames.evaluation.report.write_run_readme`); returns its text."""
+    from jaxgames.evaluation import report
+
     lc = config.learner_config()
-    lines = [
-        "# AlphaZero for Dots-and-Boxes (issue 12)",
-        "",
-        f"Command: `python experiments/alphazero_dab.py {' '.join(shlex.quote(a) for a in argv)}`; settings in "
-        f"[config.json](config.json). Device: {jax.devices()[0].platform}. This call took {seconds / 60:.1f} min.",
-        "",
-        ("No training in this call: the report is on the weights named below." if result is None else
-         f"Training: boards {', '.join(config.board_sizes)}; network {lc.network}; {lc.num_envs} games per size per "
+    training = None if result is None else (
+        f"Training: boards {', '.join(config.board_sizes)}; network {lc.network}; {lc.num_envs} games per size per "
         f"iteration, {lc.num_simulations} Gumbel simulations per self-play move; {lc.updates_per_iteration} AdamW steps "
-        f"of {lc.batch_size} positions per size per iteration. {len(h)} iterations in all"
-        + (f" (resumed at iteration {result.resumed_from})" if result is not None and result.resumed_from else "")
-        + (" (stopped by the wall-clock budget)" if result is not None and result.stopped_by_budget else "")
-        + ". Curves: [curves.csv](curves.csv), [curves.png](curves.png)."),
-        "",
-        f"Reported network: {source}.",
-    ]
-    if report_lines:
-        lines += ["", "## Targets ([report.csv](report.csv), [report.png](report.png))", "", *report_lines]
-    text = "\n".join(lines) + "\n"
-    rd.write_text("README.md", text)
-    return text
+        f"of {lc.batch_size} positions per size per iteration. {result.length_text()}"
+        ". Curves: [curves.csv](curves.csv), [curves.png](curves.png).")
+    return report.write_run_readme(
+        rd, title="AlphaZero for Dots-and-Boxes (issue 12)", command=command_line("experiments/alphazero_dab.py", argv),
+        seconds=seconds, training=training, source=source, report_heading="Targets", report_lines=report_lines,
+    )
 
 
 # ----------------------------------------------------------------------------- run
@@ -486,10 +444,8 @@ def run(config: Config, argv=()) -> dict:
     ckpt_dir = pathlib.Path(config.out) / "checkpoints"
     start = time.perf_counter()
     with ResultsDir(config.out, config, overwrite=config.overwrite, neutral=NEUTRAL) as rd:
-        if config.overwrite and ckpt_dir.exists():
-            from jaxgames.checkpoint import Checkpointer
-
-            Checkpointer(ckpt_dir, az.run_identity(lc, config.seed), overwrite=True).close()
+        if config.overwrite:
+            az.clear_other_run(ckpt_dir, lc, config.seed)
         result = None
         if config.weights is None or config.iterations > 0:
             evaluator = az.ProgressEvaluator(lc, config.eval_config(), seed=config.seed) if config.eval_every else None
@@ -505,12 +461,8 @@ def run(config: Config, argv=()) -> dict:
             network, value_target = NetworkConfig(**meta["network"]), meta["value_target"]
             source = f"weights {config.weights} ({'trained' if meta.get('trained') else 'UNTRAINED placeholder'})"
         else:
-            st = result.state
-            promoted = int(st.best_iteration) > 0
-            params = st.best_params if promoted else st.params
+            params, source = az.reported_params(result.state)
             network, value_target = lc.network, lc.value_target
-            source = (f"best parameters (iteration {int(st.best_iteration)}, the last promoted by the arena gate)" if promoted
-                      else f"latest parameters (iteration {int(st.iteration)}; the gate never promoted)")
         report_lines, rows = [], []
         if config.report:
             agent = AlphaZeroAgent(params, network=network, value_target=value_target, num_simulations=config.agent_simulations)
@@ -534,9 +486,9 @@ def ship_weights(config: Config, result, params, rows: list, argv) -> pathlib.Pa
     save_weights(
         WEIGHTS_DIR, params, network=lc.network, value_target=lc.value_target, trained=trained,
         note="trained by experiments/alphazero_dab.py" if trained else "UNTRAINED PLACEHOLDER: a smoke run, not a trained network",
-        command="python experiments/alphazero_dab.py " + " ".join(shlex.quote(a) for a in argv),
+        command=command_line("experiments/alphazero_dab.py", argv),
         iterations=len(h),
-        training_seconds=float(sum(r.get("selfplay_seconds", 0) + r.get("update_seconds", 0) for r in h)),
+        training_seconds=az.training_seconds(h),
         budget_minutes=config.budget_minutes,
         board_sizes=list(config.board_sizes),
         device=jax.devices()[0].platform,

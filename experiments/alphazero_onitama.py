@@ -46,7 +46,6 @@ from __future__ import annotations
 
 import dataclasses
 import pathlib
-import shlex
 import sys
 import time
 from typing import Optional
@@ -54,7 +53,8 @@ from typing import Optional
 import jax
 import numpy as np
 
-from jaxgames.experiment import NEUTRAL_FIELDS, ResultsDir, parse_config
+from jaxgames.evaluation.report import wilson_row
+from jaxgames.experiment import NEUTRAL_FIELDS, ResultsDir, command_line, parse_config
 from jaxgames.learners import alphazero as az
 from jaxgames.networks.onitama import NetworkConfig
 
@@ -194,13 +194,6 @@ class Config:
 
 
 # ----------------------------------------------------------------------------- measurements
-def wilson_row(what: str, successes: float, trials: int, **extra) -> dict:
-    """A report row: the proportion and its 95% Wilson interval (`az.wilson_interval`)."""
-    low, high = az.wilson_interval(successes, trials)
-    rate = successes / trials if trials else float("nan")
-    return {"measure": what, "successes": successes, "trials": trials, "rate": rate, "ci_low": low, "ci_high": high, **extra}
-
-
 def match_row(env, agent, opponent, games: int, key, *, target=None) -> dict:
     """``games`` arena games, seats alternating: the agent's win rate with its Wilson interval."""
     from jaxgames.evaluation import arena
@@ -231,83 +224,47 @@ def report_rows(agent, config: Config, key: jax.Array) -> list[dict]:
 
 
 # ----------------------------------------------------------------------------- figures and tables
-def _figure(nrows=1, ncols=1, size=(6, 3.6)):
-    from matplotlib.figure import Figure
-
-    fig = Figure(figsize=size, layout="constrained")
-    return fig, fig.subplots(nrows, ncols, squeeze=False)
-
-
 def write_curves(rd: ResultsDir, history: list) -> None:
     """``curves.csv`` and ``curves.png``: losses, value error, policy accuracy, win rates per iteration."""
-    if not history:
-        return
-    names = []
-    for r in history:
-        names += [k for k in r if k not in names]
-    rd.write_csv("curves.csv", history, fieldnames=names)
-    it = np.array([r["iteration"] for r in history])
-    fig, axes = _figure(1, 3, (15, 3.8))
-    ax = axes[0, 0]
-    ax.plot(it, [r["policy_loss"] for r in history], label="policy cross-entropy")
-    ax.plot(it, [r["loss"] for r in history], label="total loss", lw=0.8)
-    ax.set_title("Training loss")
-    ax = axes[0, 1]
-    ax.plot(it, [r["value_loss"] for r in history], label="value squared error")
-    ax.plot(it, [r["policy_accuracy"] for r in history], label="policy accuracy (argmax = target's)")
-    ax.set_title("Value error, policy accuracy")
-    ax = axes[0, 2]
-    ev = [r for r in history if any(k.startswith("win_rate_vs_") for k in r)]
-    for k in [k for k in names if k.startswith("win_rate_vs_")]:
-        ax.plot([r["iteration"] for r in ev], [r.get(k, np.nan) for r in ev], "o-", label=k.replace("win_rate_vs_", "vs "))
-    ax.axhline(0.6, color="k", ls=":", lw=1, label="60%")
-    ax.set_ylim(0, 1)
-    ax.set_title("Win rate (arena, seats alternating)")
-    for ax in axes.ravel():
-        ax.set_xlabel("iteration")
-        ax.grid(True, lw=0.3)
-        if ax.lines:
-            ax.legend(fontsize=7)
-    rd.save_figure(fig, "curves.png", dpi=110, bbox_inches="tight")
+    from jaxgames.evaluation import report
+
+    def draw(axes, it, names):
+        ax = axes[0, 1]
+        ax.plot(it, [r["value_loss"] for r in history], label="value squared error")
+        ax.plot(it, [r["policy_accuracy"] for r in history], label="policy accuracy (argmax = target's)")
+        ax.set_title("Value error, policy accuracy")
+        ax = axes[0, 2]
+        ev = [r for r in history if any(k.startswith("win_rate_vs_") for k in r)]
+        for k in [k for k in names if k.startswith("win_rate_vs_")]:
+            ax.plot([r["iteration"] for r in ev], [r.get(k, np.nan) for r in ev], "o-", label=k.replace("win_rate_vs_", "vs "))
+        ax.axhline(0.6, color="k", ls=":", lw=1, label="60%")
+        ax.set_ylim(0, 1)
+        ax.set_title("Win rate (arena, seats alternating)")
+
+    report.write_curves(rd, history, draw, grid=(1, 3), size=(15, 3.8))
 
 
 def write_report(rd: ResultsDir, rows: list) -> list[str]:
-    """``report.csv``, ``report.png``; returns the Markdown lines of the report."""
+    """``report.csv``, ``report.md``, ``report.png``; returns the Markdown lines of the report."""
     from jaxgames.evaluation import report
 
-    rd.write_csv("report.csv", rows)
-    lines = report.target_table(rows)
-    fig = report.target_figure(rows)
-    if fig is not None:
-        rd.save_figure(fig, "report.png", dpi=110, bbox_inches="tight")
-    rd.write_text("report.md", "\n".join(lines) + "\n")
-    return lines
+    return report.write_targets(rd, rows)
 
 
 def write_readme(rd, config, result, source, report_lines, seconds, argv) -> str:
-    h = result.history if result is not None else []
+    """``README.md`` (`jaxgames.evaluation.report.write_run_readme`); returns its text."""
+    from jaxgames.evaluation import report
+
     lc = config.learner_config()
-    lines = [
-        "# AlphaZero-lite on Onitama (issue 13)",
-        "",
-        f"Command: `python experiments/alphazero_onitama.py {' '.join(shlex.quote(a) for a in argv)}`; settings in "
-        f"[config.json](config.json). Device: {jax.devices()[0].platform}. This call took {seconds / 60:.1f} min.",
-        "",
-        ("No training in this call: the report is on the weights named below." if result is None else
-         f"Training: network {lc.network}; {lc.num_envs} self-play games in parallel, {lc.selfplay_steps} moves each per "
-         f"iteration, {lc.num_simulations} Gumbel simulations per move; {lc.updates_per_iteration} AdamW steps of "
-         f"{lc.batch_size} positions per iteration (mirror augmentation: {lc.augment}). {len(h)} iterations in all"
-         + (f" (resumed at iteration {result.resumed_from})" if result.resumed_from else "")
-         + (" (stopped by the wall-clock budget)" if result.stopped_by_budget else "")
-         + ". Curves: [curves.csv](curves.csv), [curves.png](curves.png)."),
-        "",
-        f"Reported network: {source}.",
-    ]
-    if report_lines:
-        lines += ["", "## Report ([report.csv](report.csv), [report.png](report.png))", "", *report_lines]
-    text = "\n".join(lines) + "\n"
-    rd.write_text("README.md", text)
-    return text
+    training = None if result is None else (
+        f"Training: network {lc.network}; {lc.num_envs} self-play games in parallel, {lc.selfplay_steps} moves each per "
+        f"iteration, {lc.num_simulations} Gumbel simulations per move; {lc.updates_per_iteration} AdamW steps of "
+        f"{lc.batch_size} positions per iteration (mirror augmentation: {lc.augment}). {result.length_text()}"
+        ". Curves: [curves.csv](curves.csv), [curves.png](curves.png).")
+    return report.write_run_readme(
+        rd, title="AlphaZero-lite on Onitama (issue 13)", command=command_line("experiments/alphazero_onitama.py", argv),
+        seconds=seconds, training=training, source=source, report_heading="Report", report_lines=report_lines,
+    )
 
 
 # ----------------------------------------------------------------------------- run
@@ -324,10 +281,8 @@ def run(config: Config, argv=()) -> dict:
     ckpt_dir = pathlib.Path(config.out) / "checkpoints"
     start = time.perf_counter()
     with ResultsDir(config.out, config, overwrite=config.overwrite, neutral=NEUTRAL) as rd:
-        if config.overwrite and ckpt_dir.exists():
-            from jaxgames.checkpoint import Checkpointer
-
-            Checkpointer(ckpt_dir, az.run_identity(lc, config.seed), overwrite=True).close()
+        if config.overwrite:
+            az.clear_other_run(ckpt_dir, lc, config.seed)
         result = None
         if config.weights is None or config.iterations > 0:
             result = az.train(
@@ -345,12 +300,8 @@ def run(config: Config, argv=()) -> dict:
             network = NetworkConfig(**meta["network"])
             source = f"weights {config.weights} ({'trained' if meta.get('trained') else 'UNTRAINED placeholder'})"
         else:
-            st = result.state
-            promoted = int(st.best_iteration) > 0
-            params = st.best_params if promoted else st.params
+            params, source = az.reported_params(result.state)
             network = lc.network
-            source = (f"best parameters (iteration {int(st.best_iteration)}, the last promoted by the arena gate)" if promoted
-                      else f"latest parameters (iteration {int(st.iteration)}; the gate never promoted)")
         report_lines, rows = [], []
         if config.report:
             agent = AlphaZeroAgent(params, network=network, num_simulations=config.agent_simulations)
@@ -372,9 +323,9 @@ def ship_weights(config: Config, result, params, rows: list, argv) -> pathlib.Pa
     save_weights(
         WEIGHTS_DIRS["onitama"], params, network=lc.network, value_target=lc.value_target, trained=True,
         note="trained by experiments/alphazero_onitama.py",
-        command="python experiments/alphazero_onitama.py " + " ".join(shlex.quote(a) for a in argv),
+        command=command_line("experiments/alphazero_onitama.py", argv),
         iterations=len(h),
-        training_seconds=float(sum(r.get("selfplay_seconds", 0) + r.get("update_seconds", 0) for r in h)),
+        training_seconds=az.training_seconds(h),
         budget_minutes=config.budget_minutes,
         device=jax.devices()[0].platform,
         recorded=time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),

@@ -48,6 +48,7 @@ import os
 import pathlib
 import re
 import secrets
+import shlex
 import shutil
 import types
 import typing
@@ -249,6 +250,13 @@ def config_dict(config: Any) -> dict:
     else:
         raise TypeError(f"config must be a dataclass, NamedTuple or mapping; got {type(config).__name__}")
     return json.loads(json.dumps(d, default=str))
+
+
+def command_line(script: str, argv: Sequence[str]) -> str:
+    """``"python <script> <argv ...>"``, each argument shell-quoted (`shlex.quote`): the command that
+    reproduces a call, as an experiment's README and shipped weights record it (``script`` as given,
+    e.g. ``"experiments/alphazero_dab.py"``; no arguments leave a trailing space)."""
+    return f"python {script} " + " ".join(shlex.quote(a) for a in argv)
 
 
 def config_key(*parts: Any) -> str:

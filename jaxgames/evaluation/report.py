@@ -12,6 +12,12 @@ Writes into a results folder:
   losses against the column agent (figure 6.13);
 * ``mean_length.csv`` / ``mean_length.png``: mean game length in steps of the
   games in which both agents played.
+
+And, for the training experiments (``experiments/alphazero_dab.py``,
+``experiments/alphazero_onitama.py``): target rows with Wilson intervals
+(`wilson_row`) and their ``report.csv`` / ``report.md`` / ``report.png``
+(`write_targets`), ``curves.csv`` / ``curves.png`` (`write_curves`) and the
+``README.md`` of a training run (`write_run_readme`).
 """
 
 from __future__ import annotations
@@ -158,3 +164,128 @@ def target_figure(rows: list[dict]):
     ax.set_xlabel("rate (95% Wilson interval; red: target)")
     ax.grid(True, lw=0.3)
     return fig
+
+
+def wilson_row(what: str, successes: float, trials: int, **extra) -> dict:
+    """A target row: a proportion and its 95% Wilson interval, for `target_table` and `target_figure`.
+
+    Args:
+        what: the row's ``measure`` (its label in the table and the figure).
+        successes: wins or optimal moves (may be fractional: draws counted as 1/2).
+        trials: games or positions; with 0, ``rate``, ``ci_low`` and ``ci_high`` are NaN.
+        **extra: further columns (``agent``, ``target``, ``note``, ...), after the standard ones.
+
+    Returns:
+        ``{"measure", "successes", "trials", "rate", "ci_low", "ci_high", **extra}``; the interval is
+        `jaxgames.learners.alphazero.wilson_interval` (Wilson 1927, JASA 22:209).
+    """
+    from jaxgames.learners.alphazero import wilson_interval  # imported when a row is made, not with this module
+
+    low, high = wilson_interval(successes, trials)
+    rate = successes / trials if trials else float("nan")
+    return {"measure": what, "successes": successes, "trials": trials, "rate": rate, "ci_low": low, "ci_high": high, **extra}
+
+
+def write_targets(rd, rows: list[dict], more_lines=()) -> list[str]:
+    """Writes ``report.csv`` (the rows), ``report.png`` (`target_figure`, if any row has an interval) and
+    ``report.md`` (`target_table`, then ``more_lines``) into a results folder.
+
+    Args:
+        rd: a `jaxgames.experiment.ResultsDir` (open).
+        rows: target rows (e.g. `wilson_row`); at least one.
+        more_lines: Markdown lines appended to ``report.md`` after the table (e.g. a tournament's ratings).
+
+    Returns:
+        The Markdown lines of ``report.md`` (the table and ``more_lines``).
+
+    Raises:
+        ValueError: no rows (`ResultsDir.write_csv`).
+    """
+    rd.write_csv("report.csv", rows)
+    lines = target_table(rows) + list(more_lines)
+    fig = target_figure(rows)
+    if fig is not None:
+        rd.save_figure(fig, "report.png", dpi=110, bbox_inches="tight")
+    rd.write_text("report.md", "\n".join(lines) + "\n")
+    return lines
+
+
+# ----------------------------------------------------------------------------- training curves and READMEs
+def write_curves(rd, history: list[dict], draw, *, grid: tuple[int, int], size: tuple[float, float]) -> None:
+    """Writes a training run's ``curves.csv`` and ``curves.png`` into a results folder (nothing for no history).
+
+    ``curves.csv`` has one row per iteration and a column for every key of any
+    row, in order of first appearance (a row without a key leaves its cell
+    empty). ``curves.png`` is a ``grid`` of panels: the first shows the training
+    loss (``policy_loss`` and ``loss`` against ``iteration``), ``draw`` fills the
+    others; every panel gets the x label "iteration", a grid and, if it holds
+    lines, a legend.
+
+    Args:
+        rd: a `jaxgames.experiment.ResultsDir` (open).
+        history: one dict per iteration (`jaxgames.learners.alphazero.TrainResult.history`),
+            each with ``iteration``, ``policy_loss`` and ``loss``.
+        draw: ``draw(axes, iterations, names)``: ``axes`` the ``[rows, cols]`` array of
+            matplotlib Axes, ``iterations`` int ``[N]``, ``names`` the CSV columns.
+        grid: ``(rows, cols)`` of panels.
+        size: figure size in inches.
+    """
+    if not history:
+        return
+    from matplotlib.figure import Figure  # pyplot-free (module `plots`)
+
+    names = list(dict.fromkeys(k for row in history for k in row))
+    rd.write_csv("curves.csv", history, fieldnames=names)
+    it = np.array([r["iteration"] for r in history])
+    fig = Figure(figsize=size, layout="constrained")
+    axes = fig.subplots(*grid, squeeze=False)
+    ax = axes[0, 0]
+    ax.plot(it, [r["policy_loss"] for r in history], label="policy cross-entropy")
+    ax.plot(it, [r["loss"] for r in history], label="total loss", lw=0.8)
+    ax.set_title("Training loss")
+    draw(axes, it, names)
+    for ax in axes.ravel():
+        ax.set_xlabel("iteration")
+        ax.grid(True, lw=0.3)
+        if ax.lines:
+            ax.legend(fontsize=7)
+    rd.save_figure(fig, "curves.png", dpi=110, bbox_inches="tight")
+
+
+def write_run_readme(rd, *, title: str, command: str, seconds: float, training: str | None, source: str,
+                     report_heading: str, report_lines: list[str]) -> str:
+    """Writes a training experiment's ``README.md`` (the file a reader opens first); returns its text.
+
+    Layout: ``# title``; the command with a link to ``config.json``, the device
+    and the call's duration; the ``training`` paragraph (None: "No training in this call: the report is on the
+    weights named below."); "Reported network:
+    ``source``."; then, if there are ``report_lines``, a section ``## report_heading
+    ([report.csv](report.csv), [report.png](report.png))`` holding them.
+
+    Args:
+        rd: a `jaxgames.experiment.ResultsDir` (open).
+        title: the heading.
+        command: the command line that made the folder (shell-quoted).
+        seconds: wall-clock seconds of this call.
+        training: one paragraph on the training; None when this call trained nothing.
+        source: which network the report is on.
+        report_heading: the report section's heading word(s), e.g. ``"Targets"``.
+        report_lines: Markdown lines of the report (`write_targets`); empty: no section.
+    """
+    import jax
+
+    lines = [
+        f"# {title}",
+        "",
+        f"Command: `{command}`; settings in [config.json](config.json). Device: {jax.devices()[0].platform}. "
+        f"This call took {seconds / 60:.1f} min.",
+        "",
+        "No training in this call: the report is on the weights named below." if training is None else training,
+        "",
+        f"Reported network: {source}.",
+    ]
+    if report_lines:
+        lines += ["", f"## {report_heading} ([report.csv](report.csv), [report.png](report.png))", "", *report_lines]
+    text = "\n".join(lines) + "\n"
+    rd.write_text("README.md", text)
+    return text

@@ -1081,6 +1081,37 @@ class TrainResult(NamedTuple):
     resumed_from: int
     stopped_by_budget: bool
 
+    def length_text(self) -> str:
+        """The run's length for a README: ``"N iterations in all"``, then `` (resumed at iteration R)``
+        and `` (stopped by the wall-clock budget)`` where they apply (N: rows of ``history``)."""
+        return (f"{len(self.history)} iterations in all"
+                + (f" (resumed at iteration {self.resumed_from})" if self.resumed_from else "")
+                + (" (stopped by the wall-clock budget)" if self.stopped_by_budget else ""))
+
+
+def reported_params(state: TrainState) -> tuple[Any, str]:
+    """The parameters a run reports (and ships), and a phrase naming them for its README.
+
+    The last best of the arena gate (``best_params``) if the gate ever promoted
+    (``best_iteration > 0``); otherwise the latest ``params``.
+
+    Args:
+        state: a `TrainState` (e.g. `TrainResult.state`).
+
+    Returns:
+        ``(params, source)``: a parameter pytree and, e.g., ``"best parameters (iteration 40, the last
+        promoted by the arena gate)"`` or ``"latest parameters (iteration 8; the gate never promoted)"``.
+    """
+    if int(state.best_iteration) > 0:
+        return state.best_params, f"best parameters (iteration {int(state.best_iteration)}, the last promoted by the arena gate)"
+    return state.params, f"latest parameters (iteration {int(state.iteration)}; the gate never promoted)"
+
+
+def training_seconds(history: list) -> float:
+    """Seconds of self-play and updates over a run's ``history`` rows (``selfplay_seconds`` + ``update_seconds``;
+    evaluation and checkpointing excluded): the training budget recorded beside shipped weights."""
+    return float(sum(r.get("selfplay_seconds", 0) + r.get("update_seconds", 0) for r in history))
+
 
 def run_identity(config: AlphaZeroConfig, seed: int) -> dict:
     """The flat settings a checkpoint folder is tied to (``network.channels``, ..., ``seed``).
@@ -1096,6 +1127,22 @@ def run_identity(config: AlphaZeroConfig, seed: int) -> dict:
     d.update({f"network.{k}": v for k, v in network.items()})
     d["seed"] = int(seed)
     return d
+
+
+def clear_other_run(directory: str | os.PathLike, config: AlphaZeroConfig, seed: int) -> None:
+    """Deletes the checkpoint steps in ``directory`` if they are another run's (another config or seed).
+
+    What an experiment's ``overwrite=true`` does to its checkpoint folder before
+    `train`: a folder of this very run (its `run_identity`) is kept, so the run
+    resumes; a missing folder is left missing.
+
+    Raises:
+        jaxgames.experiment.ResultsDirLocked: another live run uses ``directory``.
+    """
+    if pathlib.Path(directory).exists():
+        from jaxgames.checkpoint import Checkpointer
+
+        Checkpointer(directory, run_identity(config, seed), overwrite=True).close()
 
 
 HISTORY_NAME = "history.json"
