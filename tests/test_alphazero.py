@@ -42,6 +42,7 @@ from jaxgames.learners import alphazero as az
 from jaxgames.networks import dots_and_boxes as nets
 from jaxgames.networks.dots_and_boxes import NetworkConfig
 from jaxgames.search import mcts
+from tests.experiment_helpers import assert_refused_before_writing, load_experiment
 from tests.reference.dots_and_boxes_reference import reference_solver
 
 TINY_NET = NetworkConfig(channels=8, num_blocks=1, value_channels=4, value_hidden=8)
@@ -322,17 +323,8 @@ def test_bad_inputs_raise_clear_errors():
 
 
 def test_experiment_refuses_bad_settings_before_writing(tmp_path):
-    import importlib.util
-    import pathlib
-    import sys
-
-    path = pathlib.Path(__file__).resolve().parents[1] / "experiments" / "alphazero_dab.py"
-    spec = importlib.util.spec_from_file_location("alphazero_dab", path)
-    exp = importlib.util.module_from_spec(spec)
-    sys.modules["alphazero_dab"] = exp  # dataclasses resolve annotations through sys.modules
-    spec.loader.exec_module(exp)
-    out = tmp_path / "run"
-    for argv, message in [
+    exp = load_experiment("alphazero_dab")
+    assert_refused_before_writing(exp, [
         (["colour=red"], "unknown key 'colour'"),
         (["board_sizes=0x2"], r"board_sizes: num_rows must be in \[1, 15\]; got 0"),
         (["board_sizes=3by3"], "board_sizes must be a board size like 3x3; got '3by3'"),
@@ -341,10 +333,7 @@ def test_experiment_refuses_bad_settings_before_writing(tmp_path):
         (["budget_minutes=-1"], "budget_minutes must be > 0 or none; got -1.0"),
         (["channels=0"], "NetworkConfig.channels must be a positive int; got 0"),
         (["weights=/no/such/folder"], "weights must be 'shipped' or a weights folder"),
-    ]:
-        with pytest.raises(ValueError, match=message):
-            exp.parse_config(exp.Config, argv + [f"out={out}"])
-    assert not out.exists()  # nothing written
+    ], tmp_path / "run")
 
 
 def test_simulations_for_budget_climbs_the_ladder(monkeypatch):

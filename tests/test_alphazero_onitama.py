@@ -39,6 +39,7 @@ from jaxgames.games.onitama import Onitama, cards, rules
 from jaxgames.learners import alphazero as az
 from jaxgames.networks import onitama as nets
 from jaxgames.search import mcts
+from tests.experiment_helpers import assert_refused_before_writing, load_experiment
 
 TINY_NET = nets.NetworkConfig(channels=8, num_blocks=1, value_channels=2, value_hidden=8)
 
@@ -275,17 +276,9 @@ def test_bad_inputs_raise_clear_errors():
 
 
 def test_experiment_refuses_bad_settings_before_writing(tmp_path):
-    import importlib.util
-    import pathlib
-    import sys
-
-    path = pathlib.Path(__file__).resolve().parents[1] / "experiments" / "alphazero_onitama.py"
-    spec = importlib.util.spec_from_file_location("alphazero_onitama", path)
-    exp = importlib.util.module_from_spec(spec)
-    sys.modules["alphazero_onitama"] = exp  # dataclasses resolve annotations through sys.modules
-    spec.loader.exec_module(exp)
+    exp = load_experiment("alphazero_onitama")
     out = tmp_path / "run"
-    for argv, message in [
+    assert_refused_before_writing(exp, [
         (["colour=red"], "unknown key 'colour'"),
         (["num_simulations=0"], "num_simulations must be a positive int; got 0"),
         (["channels=0"], "NetworkConfig.channels must be a positive int; got 0"),
@@ -293,8 +286,5 @@ def test_experiment_refuses_bad_settings_before_writing(tmp_path):
         (["final_opponent=gnugo"], "unknown opponent 'gnugo'"),
         (["ship=trained", "iterations=3"], "a smoke run is not a trained network"),
         (["weights=/no/such/folder"], "weights must be 'shipped' or a weights folder"),
-    ]:
-        with pytest.raises(ValueError, match=message):
-            exp.parse_config(exp.Config, argv + [f"out={out}"])
-    assert not out.exists()
+    ], out)
     assert exp.parse_config(exp.Config, [f"out={out}"]).learner_config().game == "onitama"
