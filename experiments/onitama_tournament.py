@@ -9,8 +9,8 @@ extra entrants of issue 13 named in ``agents``: batched minimax of depth 1-3
 one compiled loop; it plays the same values as the host
 `AlphaBetaAgent`, which is also accepted as ``alphabeta1``-``alphabeta4`` but
 is far slower, one host search per move) and AlphaZero-lite
-(`jaxgames.agents.alphazero.AlphaZeroAgent`, canonical action space, adapted
-here to the seed's 40 actions by `SeedSpaceAlphaZero`).
+(`jaxgames.agents.alphazero.AlphaZeroAgent`, canonical action space, playing
+the seed's 40 actions through `jaxgames.agents.alphazero.SeedSpaceAlphaZero`).
 
 * **Missing DDPG actors are an error, not a silent training run**: if an
   actor folder is missing, the run stops before writing anything and the
@@ -92,11 +92,9 @@ import time
 import zlib
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 import jaxgames
-from jaxgames.agents.base import JaxAgent
 from jaxgames.evaluation import arena, elo, report
 from jaxgames.experiment import NEUTRAL_FIELDS, ResultsDir, check_names, check_positive, config_key, parse_config
 from jaxgames.games.onitama import cards
@@ -177,50 +175,6 @@ class Config:
 
 
 # ----------------------------------------------------------------------------- entrants
-class SeedSpaceAlphaZero(JaxAgent):
-    """An `AlphaZeroAgent` (canonical 1250 actions) playing in the seed's 40-action space.
-
-    Each state is rebuilt as the canonical env's state of the same board
-    (`Onitama.state_from_board`), the agent searches it, and its canonical
-    move ``slot * 625 + from * 25 + to`` is mapped back to the (piece, slot,
-    move) triple with the same card slot, from-square and to-square (unique
-    among the legal triples); a pass maps to the seed space's pass of the
-    same card slot.
-
-    Args:
-        inner: the `AlphaZeroAgent`.
-        canonical_env: the canonical twin of the arena's env (same deck and ``max_turns``).
-    """
-
-    def __init__(self, inner, canonical_env):
-        self.inner, self.canonical_env, self.name = inner, canonical_env, inner.name
-
-    def batched_policy(self, env):
-        """``(states [B], keys [B], players [B]) -> int32 [B]`` seed-space actions."""
-        cenv = self.canonical_env
-        inner = self.inner.batched_policy(cenv)
-        seed_passes = jnp.asarray(env.pass_actions, jnp.int32)
-        per_slot = cenv.num_actions // 2
-
-        def to_seed(state, action):
-            ids = cenv._canonical_ids(state.board, state.move_target)  # [40]
-            match = state.move_mask & (ids == action)
-            must_pass = ~jnp.any(state.move_mask)
-            return jnp.where(must_pass, seed_passes[jnp.clip(action // per_slot, 0, 1)],
-                             jnp.argmax(match)).astype(jnp.int32)
-
-        def run(states, keys, players):
-            canonical = jax.vmap(lambda s: cenv.state_from_board(s.board, s.rewards, s.step_count))(states)
-            return jax.vmap(to_seed)(states, inner(canonical, keys, players))
-
-        return run
-
-    def policy(self, env, state, key, player):
-        """int32 ``[]``: one state's move (a batch of one)."""
-        batched = jax.tree.map(lambda x: x[None], state)
-        return self.batched_policy(env)(batched, key[None], jnp.zeros((1,), jnp.int32))[0]
-
-
 def _checksum(path: pathlib.Path) -> str:
     return f"{zlib.crc32(path.read_bytes()):08x}"
 
@@ -293,7 +247,7 @@ def _alphazero(config: Config):
         inner = az.AlphaZeroAgent.from_weights(folder, game="onitama", num_simulations=config.alphazero_simulations,
                                                name="alphazero")
     cenv = jaxgames.make("onitama", action_space="canonical", deck=config.deck, max_turns=config.max_turns)
-    return SeedSpaceAlphaZero(inner, cenv), _checksum(params_path)
+    return az.SeedSpaceAlphaZero(inner, cenv), _checksum(params_path)
 
 
 # ----------------------------------------------------------------------------- results

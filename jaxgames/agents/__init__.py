@@ -9,12 +9,15 @@ game), `dots_and_boxes` (greedy, depth-limited alpha-beta, the exact solver
 as a perfect player), `battlesnake` (random, random-safe, heuristic, greedy
 Q), `mcts` (pure MCTS with random rollouts on mctx), `onitama` (random,
 host alpha-beta of depth 1-4 and batched JAX minimax of depth 1-3, by name in
-its ``AGENTS``). The last four are imported on demand:
+its ``AGENTS``), `alphazero` (network-guided search for Dots-and-Boxes and
+Onitama, and its adapter to the seed's 40 Onitama actions). The last five are
+imported on demand:
 
     >>> from jaxgames.agents.dots_and_boxes import AlphaBetaAgent, GreedyAgent, PerfectAgent
     >>> from jaxgames.agents.battlesnake import HeuristicAgent, RandomSafeAgent
     >>> from jaxgames.agents.mcts import MCTSAgent
     >>> from jaxgames.agents.onitama import AlphaBetaAgent, MinimaxAgent
+    >>> from jaxgames.agents.alphazero import AlphaZeroAgent, SeedSpaceAlphaZero
 """
 
 from jaxgames.agents.base import Agent, HostAgent, JaxAgent

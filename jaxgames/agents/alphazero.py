@@ -14,6 +14,7 @@ False for a placeholder).
     >>> agent = AlphaZeroAgent.from_weights()              # shipped Dots-and-Boxes weights, 64 simulations
     >>> agent = AlphaZeroAgent.from_weights(time_budget=0.15)  # as many simulations as fit in 150 ms
     >>> agent = AlphaZeroAgent.from_weights(game="onitama", num_simulations=32)
+    >>> seed_space = SeedSpaceAlphaZero(agent, jaxgames.make("onitama"))  # plays Onitama(action_space="seed")
 """
 
 from __future__ import annotations
@@ -337,6 +338,80 @@ class AlphaZeroAgent(JaxAgent):
     def __repr__(self) -> str:
         what = "raw policy" if not self.search else (f"{self.time_budget}s/move" if self.time_budget else f"{self.num_simulations} sims")
         return f"AlphaZeroAgent(name={self.name!r}, {self.algorithm}, {what})"
+
+
+class SeedSpaceAlphaZero(JaxAgent):
+    """A canonical-action Onitama agent (e.g. `AlphaZeroAgent`) playing in the seed's 40-action space.
+
+    `AlphaZeroAgent` plays Onitama only in the canonical 1250-action space
+    (``slot * 625 + from * 25 + to``, squares in the mover's view;
+    `jaxgames.games.onitama.env.canonical_action`); the seed's tournament
+    (seed 001 section 6.3) plays in its 40-action space (``piece * 8 + slot * 4
+    + move``, seed section 4.2; `jaxgames.games.onitama.env.seed_action`).
+    Each state is rebuilt as the canonical env's state of the same board
+    (`Onitama.state_from_board`, with its rewards and step count), the inner
+    agent chooses there, and its move is mapped back to the (piece, slot,
+    move) triple with the same card slot, from-square and to-square (unique
+    among the legal triples: one piece stands on a square, and a card's moves
+    go to distinct squares). Where the mover has no legal move, the canonical
+    pass of a card slot maps to the seed space's pass of the same slot
+    (`Onitama.pass_actions`). The inner agent must answer a legal canonical
+    action (`AlphaZeroAgent` does); the image of an illegal one is action 0.
+
+    Args:
+        inner: the canonical-space agent (a `JaxAgent`; its ``name`` is this agent's name).
+        canonical_env: the canonical twin of the arena's env (``action_space="canonical"``,
+            the same ``max_turns``, which decides when a rebuilt state is a draw).
+
+    Raises:
+        TypeError: ``inner`` is not a `JaxAgent`.
+        ValueError: ``canonical_env`` is not Onitama in the canonical action space;
+            (`batched_policy`) an arena env that is not Onitama in the seed space,
+            or one with another ``max_turns``.
+    """
+
+    def __init__(self, inner: JaxAgent, canonical_env):
+        if not isinstance(inner, JaxAgent):
+            raise TypeError(f"inner must be a JaxAgent of the canonical action space; got {inner!r}")
+        if getattr(canonical_env, "name", None) != "onitama" or canonical_env.action_space != "canonical":
+            raise ValueError(f"canonical_env must be Onitama with action_space='canonical'; got {canonical_env!r}")
+        self.inner, self.canonical_env, self.name = inner, canonical_env, inner.name
+
+    def batched_policy(self, env):
+        """``(states [B], keys [B], players int32 [B]) -> actions int32 [B]``: seed-space actions (in ``[0, 40)``).
+
+        Args:
+            env: the arena's Onitama in the seed space (``action_space="seed"``).
+
+        Raises:
+            ValueError: see the class docstring.
+        """
+        cenv = self.canonical_env
+        if getattr(env, "name", None) != "onitama" or env.action_space != "seed":
+            raise ValueError(f"SeedSpaceAlphaZero plays Onitama in the seed's action space; got {env!r}")
+        if env.max_turns != cenv.max_turns:
+            raise ValueError(f"canonical_env.max_turns={cenv.max_turns} differs from the arena env's {env.max_turns}")
+        inner = self.inner.batched_policy(cenv)
+        seed_passes = jnp.asarray(env.pass_actions, jnp.int32)
+        per_slot = cenv.num_actions // 2
+
+        def to_seed(state, action):
+            ids = cenv._canonical_ids(state.board, state.move_target)  # [40]
+            match = state.move_mask & (ids == action)
+            must_pass = ~jnp.any(state.move_mask)
+            return jnp.where(must_pass, seed_passes[jnp.clip(action // per_slot, 0, 1)],
+                             jnp.argmax(match)).astype(jnp.int32)
+
+        def run(states, keys, players):
+            canonical = jax.vmap(lambda s: cenv.state_from_board(s.board, s.rewards, s.step_count))(states)
+            return jax.vmap(to_seed)(states, inner(canonical, keys, players))
+
+        return run
+
+    def policy(self, env, state, key, player):
+        """int32 ``[]``: one state's move (a batch of one through `batched_policy`)."""
+        batched = jax.tree.map(lambda x: x[None], state)
+        return self.batched_policy(env)(batched, key[None], jnp.zeros((1,), jnp.int32))[0]
 
 
 # ----------------------------------------------------------------------------- time budgets
