@@ -165,8 +165,9 @@ def main(argv=None):
         anchor = B * S / t_anchor
         print(f"{'mctx_trivial':>16} {B:>6} {anchor:>12,.0f} {'':>12} {1.0:>15.2f} {t_anchor:>9.4f} {c_anchor:>10.1f}")
         for name, ev in (("search_rules", zero_eval), ("search_network", evaluate)):
-            fn = jax.jit(lambda s, k, ev=ev: mcts.network_search(env, s, k, evaluate=ev, params=params, num_simulations=S).action)
-            t, c = _best(lambda: fn(roots, key), config.repeats)
+            # the parameters are an argument, as in self-play: closed over, XLA folds them in as constants
+            fn = jax.jit(lambda p, s, k, ev=ev: mcts.network_search(env, s, k, evaluate=ev, params=p, num_simulations=S).action)
+            t, c = _best(lambda: fn(params, roots, key), config.repeats)
             rate = B * S / t
             print(f"{name:>16} {B:>6} {rate:>12,.0f} {B / t:>12,.0f} {rate / anchor:>15.3f} {t:>9.4f} {c:>10.1f}")
         if B <= config.selfplay_max_batch:
