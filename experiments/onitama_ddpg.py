@@ -76,6 +76,35 @@ The default is deliberately small (narrow networks, 8 games per run, depth
 at most 2) so that it runs in a few minutes on 2 cores; the seed trained
 each variant for 10,000 episodes with 128-channel convolutions and 256-unit
 layers.
+
+**The seed's episode budget, narrow networks** (2026-11-22, one pinned core
+of the 2-core CPU, 882 s; the actors the tournament plays):
+
+    python experiments/onitama_ddpg.py num_envs=16 iterations=6000 out=results/onitama_ddpg
+
+96,000 agent moves per variant, 11,700-15,100 games each (the seed's
+preliminary test: 10,000 episodes), all against depth 1 (no run ever had 60
+wins in its last 100 games):
+
+    variant                        valid first -> last 10%   wins, last 50 games
+    val_after_actions              0.423 -> 0.381            0.08
+    actions_after_val              0.449 -> 0.338            0.04
+    val_branch_actions             0.365 -> 0.284            0.10
+    val_after_actions_multiply     0.144 -> 0.208            0.14
+    actions_after_val_multiply     0.733 -> 0.392            0.12
+    val_branch_actions_multiply    0.290 -> 0.428            0.10
+    dual                           0.177 -> 0.064            0.08
+    actions_only                   0.444 -> 0.389            0.20
+
+Eight times the default budget changed nothing of substance. The seed's
+claim that the multiply forms reach a valid rate of 1 is NOT reproduced: the
+policy argmax stays legal 6-43% of the time, and most variants end below
+where they started, as the critic's gradient pulls the policy away from the
+validity layer's mask. The win rate against depth 1 (0.04-0.20 over the last
+50 games) sits inside the seed's "fluctuating between 0.1 and 0.5" for
+depth 1 only at its low end. Untested difference that may matter: the
+seed's widths (``conv_features=64,128 hidden=256,256``), several times the
+cost of this run.
 """
 
 from __future__ import annotations
