@@ -79,6 +79,29 @@ pairing's batch plays its games in parallel: 2,500 games of a pairing
 games) took 40 s, about 13 s a pairing, so the seed's 36 pairings
 (90,000 games) should take about 8 minutes (estimated from that run, not
 measured whole).
+
+**Measured whole, the seed's size and more** (2026-11-22, ONE pinned core
+of the 2-core CPU, the other busy with a training job):
+
+    python experiments/onitama_tournament.py ddpg=results/onitama_ddpg rounds=2500 \
+        agents=random,minimax1,minimax2 out=results/onitama_tournament_seed
+
+2,500 round robins of 11 entrants (the seed's 9 models + minimax depths 1
+and 2; the DDPG actors of the 6,000-iteration study run, see
+``onitama_ddpg.py``): 137,500 games, 55 pairings, 721 s of play, 748 s in
+all (13 s a pairing). The seed's 36 pairings (90,000 games) are thus about
+8 minutes on one core. Minimax depth 3 is left out of runs this long: the
+batched depth-3 search makes about 90 decisions/s on this CPU
+(``benchmarks/onitama.py``), about 9 minutes a pairing of 2,500 games.
+
+Result (Bradley-Terry, order-free): minimax2 1841, minimax1 1287,
+actions_only 1183, then the other seven variants between 716 and 938 and
+random 778. Unlike the seed, where ``dual`` and
+``val_branch_actions_multiply`` lost to random and
+``actions_after_val_multiply`` beat everyone, here every variant beats random
+head to head (net wins +285 to +1,628 of 2,500) and the strongest variant is
+``actions_only``, the one with no validity layer; 12,764 games (9%) were
+200-turn draws, nearly all between DDPG actors.
 """
 
 from __future__ import annotations
@@ -422,7 +445,11 @@ def _run(config, rd, env, agents, identity, notes, argv):
         "", "Elo: start 1000, K = " + f"{config.k:g}" + ", one game at a time, round robin by round robin, pairings in "
         "table order within a round (`elo_history.png`, figure 6.10). Bradley-Terry: order-free maximum likelihood "
         f"on the same games; intervals: {int(100 * t.ratings.confidence)}% bootstrap over games "
-        f"({config.bootstrap_samples} resamples). Win rate: games won / games played (figure 6.12).", "",
+        f"({config.bootstrap_samples} resamples). Win rate: games won / games played (figure 6.12). "
+        f"Sequential Elo depends on the order of the games (each game moves a rating by up to K = {config.k:g}), so "
+        "the final Elo of this one sequence may lie outside the interval of the final Elo over resampled sequences "
+        "(it does when an entrant's last games went unusually well or badly); compare entrants by Bradley-Terry, "
+        "which is order-free.", "",
         "| entrant | final Elo | Elo interval | Bradley-Terry | BT interval | wins | draws | losses | win rate |",
         "|---|---:|---|---:|---|---:|---:|---:|---:|",
     ]

@@ -322,6 +322,25 @@ def _slope_interval(x: np.ndarray, y: np.ndarray) -> tuple[float, float, float]:
     return float(fit.slope), float(fit.slope - half), float(fit.slope + half)
 
 
+def _pit_power(config: Config, h: list) -> list[str]:
+    """README lines: how likely one pit promotes a candidate that is truly better by 5 or 10 points, and the wins seen."""
+    if not h or not (config.pit_team_games + config.pit_solo_games):
+        return []
+    th, S = int(h[0]["pit_threshold"]), config.num_snakes
+    fair_team, fair_solo = 0.5, 1.0 / S
+    power = {d: qs.pit_pass_probability(config.pit_team_games, config.pit_solo_games, th, fair_team + d, fair_solo + d)
+             for d in (0.0, 0.05, 0.10)}
+    fair = config.pit_team_games * fair_team + config.pit_solo_games * fair_solo
+    wins = [int(r["pit_wins_team"]) + int(r["pit_wins_solo"]) for r in h]
+    return [
+        f"Pit power (`q_snake.pit_pass_probability`): a candidate at its fair share (expected {fair:.0f} wins) passes one pit "
+        f"with probability {power[0.0]:.3f}; one truly better by 5 points in both formats with {power[0.05]:.2f}, by 10 points "
+        f"with {power[0.10]:.2f}. Pit wins seen: mean {np.mean(wins):.1f}, range {min(wins)}-{max(wins)} "
+        f"(a mean below {fair:.0f} means the candidates were on average worse than the best they met).",
+        "",
+    ]
+
+
 def write_readme(rd: ResultsDir, config: Config, result: qs.TrainResult, baselines: list, seconds: float, argv) -> str:
     h = result.history
     accepted = sum(r["accepted"] for r in h)
@@ -336,6 +355,7 @@ def write_readme(rd: ResultsDir, config: Config, result: qs.TrainResult, baselin
         f"{config.batch_size}; the candidate replaced the best {accepted} times (pit threshold "
         f"{h[0]['pit_threshold'] if h else '-'} wins of {config.pit_team_games} 2v2 + {config.pit_solo_games} 1v3 games).",
         "",
+        *_pit_power(config, h),
         "## Targets (issue 11)",
         "",
         *_targets(h),

@@ -237,6 +237,31 @@ def test_pit_threshold_equals_exact_binomial_tail(team, solo, snakes):
     assert tail[k] < 0.01 <= tail[k - 1]
 
 
+def test_pit_pass_probability_by_hand():
+    # one team game, one win needed: the team win rate itself
+    assert qs.pit_pass_probability(1, 0, 1, 0.7, 0.0) == pytest.approx(0.7)
+    # 2 team + 1 solo, all 3 needed: p^2 q; at least 2 of 3: p^2 (1 - q) + 2 p (1 - p) q + p^2 q
+    p, q = 0.6, 0.3
+    assert qs.pit_pass_probability(2, 1, 3, p, q) == pytest.approx(p * p * q)
+    assert qs.pit_pass_probability(2, 1, 2, p, q) == pytest.approx(p * p * (1 - q) + 2 * p * (1 - p) * q + p * p * q)
+    assert qs.pit_pass_probability(2, 1, 0, p, q) == pytest.approx(1.0)  # zero wins needed
+    assert qs.pit_pass_probability(2, 1, 4, p, q) == 0.0  # more wins than games
+    # 10 team games at 1/2 needing all 10 (test above): 1/1024, the false-promotion rate
+    assert qs.pit_pass_probability(10, 0, 10, 0.5, 0.25) == pytest.approx(1 / 1024)
+    for bad in (dict(team_games=-1), dict(team_rate=1.5), dict(solo_rate=-0.1)):
+        kw = {**dict(team_games=2, solo_games=1, threshold=2, team_rate=0.5, solo_rate=0.25), **bad}
+        with pytest.raises(ValueError, match=next(iter(bad))):
+            qs.pit_pass_probability(**kw)
+
+
+def test_pit_power_grows_with_the_candidate_edge():
+    k = qs.pit_threshold(64, 64, 4, 0.01)
+    powers = [qs.pit_pass_probability(64, 64, k, 0.5 + d, 0.25 + d) for d in (0.0, 0.05, 0.1, 0.2)]
+    assert powers[0] < 0.01  # the threshold's own guarantee at the fair share
+    assert all(a < b for a, b in zip(powers, powers[1:]))
+    assert powers[-1] > 0.99
+
+
 # ----------------------------------------------------------------------------- the learner
 def test_curriculum_changes_health_loss_through_params_without_retracing():
     learner = qs.QSnakeLearner(TINY)
@@ -338,6 +363,23 @@ def test_experiment_rejects_unknown_settings_and_bad_values_before_writing(tmp_p
     with pytest.raises(ValueError, match="num_games=100000000 does not fit"):
         exp.run(exp.parse_config(exp.Config, ["num_games=100000000", f"out={out}"]))
     assert not out.exists()
+
+
+def test_experiment_readme_states_the_pit_power():
+    import importlib.util
+    import sys
+
+    spec = importlib.util.spec_from_file_location("q_snake_experiment", os.path.join(os.path.dirname(__file__), "..", "experiments", "q_snake.py"))
+    exp = importlib.util.module_from_spec(spec)
+    sys.modules["q_snake_experiment"] = exp
+    spec.loader.exec_module(exp)
+    config = exp.parse_config(exp.Config, ["pit_team_games=10", "pit_solo_games=0"])
+    history = [dict(pit_threshold=10, pit_wins_team=w, pit_wins_solo=0) for w in (3, 5, 7)]
+    (line, blank) = exp._pit_power(config, history)
+    # 10 team games, all 10 needed: 0.5^10 = 0.001, 0.55^10 = 0.0025 -> "0.00", 0.6^10 = 0.006 -> "0.01"
+    assert "expected 5 wins" in line and "probability 0.001" in line
+    assert "5 points in both formats with 0.00" in line and "10 points with 0.01" in line
+    assert "mean 5.0, range 3-7" in line and blank == ""
 
 
 # ----------------------------------------------------------------------------- the agent and its weights

@@ -517,6 +517,41 @@ def pit_win_pmf(team_games: int, solo_games: int, num_snakes: int = 4) -> np.nda
     return np.convolve(team, solo)
 
 
+def pit_pass_probability(team_games: int, solo_games: int, threshold: int, team_rate: float, solo_rate: float) -> float:
+    """The pit's power: P(total wins >= ``threshold``) for a candidate with the given true win rates.
+
+    Team (2v2) wins are Binomial(``team_games``, ``team_rate``), solo (1v3)
+    wins Binomial(``solo_games``, ``solo_rate``), independent; the total's
+    pmf is their convolution, as in `pit_win_pmf`. With ``team_rate`` = 1/2
+    and ``solo_rate`` = 1/num_snakes this is the false-promotion rate that
+    `pit_threshold` keeps below ``pit_alpha``; above the fair share it is the
+    chance that a genuinely better candidate is promoted in one pit.
+
+    Args:
+        team_games, solo_games: pit games of each format (ints >= 0).
+        threshold: wins needed (`pit_threshold`).
+        team_rate, solo_rate: the candidate's true win rates, in [0, 1].
+
+    Returns:
+        float in [0, 1].
+
+    Raises:
+        ValueError: a negative game count or a rate outside [0, 1].
+    """
+    from scipy.stats import binom
+
+    for name, v in (("team_games", team_games), ("solo_games", solo_games)):
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 0:
+            raise ValueError(f"{name} must be an int >= 0; got {v!r}")
+    for name, v in (("team_rate", team_rate), ("solo_rate", solo_rate)):
+        if not 0.0 <= float(v) <= 1.0:
+            raise ValueError(f"{name} must be in [0, 1]; got {v!r}")
+    team = binom.pmf(np.arange(team_games + 1), team_games, team_rate)
+    solo = binom.pmf(np.arange(solo_games + 1), solo_games, solo_rate)
+    tail = _tail_at_least(np.convolve(team, solo))
+    return float(np.clip(tail[min(max(int(threshold), 0), len(tail) - 1)], 0.0, 1.0))
+
+
 def pit_threshold(team_games: int, solo_games: int, num_snakes: int = 4, alpha: float = 0.01) -> int:
     """The fewest total pit wins that a candidate must reach to replace the best network.
 
