@@ -72,7 +72,11 @@ def elo_curves(history: np.ndarray, labels, path, *, title: str = "Elo during th
     ax.set_xlabel("round robin")
     ax.set_ylabel("Elo")
     ax.set_title(title)
-    ax.legend(fontsize=8)
+    if len(labels) > 6:  # beside the axes: inside, a long legend hides the top curves
+        fig.set_size_inches(9, 4)
+        ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
+    else:
+        ax.legend(fontsize=8)
     return _save(fig, path)
 
 
