@@ -165,7 +165,7 @@ def main(argv=None):
         anchor = B * S / t_anchor
         print(f"{'mctx_trivial':>16} {B:>6} {anchor:>12,.0f} {'':>12} {1.0:>15.2f} {t_anchor:>9.4f} {c_anchor:>10.1f}")
         for name, ev in (("search_rules", zero_eval), ("search_network", evaluate)):
-            # the parameters are an argument, as in self-play: closed over, XLA folds them in as constants
+            # the parameters are an argument, as self-play passes them (measured: no speed difference either way)
             fn = jax.jit(lambda p, s, k, ev=ev: mcts.network_search(env, s, k, evaluate=ev, params=p, num_simulations=S).action)
             t, c = _best(lambda: fn(params, roots, key), config.repeats)
             rate = B * S / t
