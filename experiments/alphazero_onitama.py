@@ -34,7 +34,7 @@ fewer than ``min_ship_iterations`` iterations).
     # the long run (hours; see jaxgames/weights/alphazero_onitama/README.md):
     python experiments/alphazero_onitama.py num_envs=128 num_simulations=32 max_num_considered_actions=16 \\
         channels=64 num_blocks=4 updates_per_iteration=32 buffer_capacity=32768 iterations=400 budget_minutes=480 \\
-        eval_every=20 eval_games=64 final_games=400 out=results/alphazero_onitama_main ship=trained
+        eval_every=20 eval_games=64 final_games=400 out=results/alphazero_onitama_long ship=trained
 
 ``iterations=0`` (or a count already reached) trains nothing. Report
 settings and the run's length may change between calls on one folder

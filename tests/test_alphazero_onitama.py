@@ -277,6 +277,17 @@ def test_seed_space_agent_plays_the_one_move_win():
     assert bool(after.terminated) and np.asarray(after.rewards).tolist() == [1.0, -1.0]  # Red took the Blue master
 
 
+def test_shipped_onitama_weights_are_trained_and_play_legal_moves():
+    params, meta = agent_lib.load_weights(game="onitama")
+    assert meta["game"] == "onitama" and meta["trained"] is True and meta["iterations"] >= 50
+    assert meta["command"].startswith("python experiments/alphazero_onitama.py")
+    agent = AlphaZeroAgent.from_weights(game="onitama", num_simulations=4)
+    env = Onitama()
+    states = jax.vmap(env.init)(jax.random.split(jax.random.key(3), 8))
+    actions = np.asarray(jax.jit(agent.batched_policy(env))(states, jax.random.split(jax.random.key(4), 8), states.current_player))
+    assert np.all(np.asarray(states.legal_action_mask)[np.arange(8), actions])
+
+
 def test_seed_space_agent_plays_the_canonical_agents_move():
     """On random positions and a forced pass, the seed-space action is legal and is the canonical agent's move:
     the seed env stepped with it and the canonical env stepped with the canonical choice reach the same board
