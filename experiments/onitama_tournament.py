@@ -102,6 +102,22 @@ random 778. Unlike the seed, where ``dual`` and
 head to head (net wins +285 to +1,628 of 2,500) and the strongest variant is
 ``actions_only``, the one with no validity layer; 12,764 games (9%) were
 200-turn draws, nearly all between DDPG actors.
+
+**With every extra entrant the issue names** (AlphaZero-lite, the shipped
+weights at 32 simulations, and minimax depths 1-3), 100 round robins, both
+cores (the 66 pairings without minimax3 in 557 s, then the 12 with it in
+225 s, the others read from the cache):
+
+    python experiments/onitama_tournament.py ddpg=results/onitama_ddpg rounds=100 \
+        agents=random,minimax1,minimax2,alphazero,minimax3 out=results/onitama_tournament_full
+
+Bradley-Terry: alphazero 1911, minimax3 1711, minimax2 1511, minimax1 1118,
+actions_only 1030, the other DDPG variants 600-814, random 650. AlphaZero
+won 1,170 of 1,200 games; net wins against minimax 1/2/3: +98, +82, +60 of
+100, on the seed's five-card deck, which it never trained on alone (it
+trained on random deals of all 16 cards). At 2,500 round robins these
+entrants would take hours on this CPU (the AlphaZero and minimax3 pairings:
+minutes each per 100 games).
 """
 
 from __future__ import annotations
