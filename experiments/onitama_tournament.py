@@ -116,8 +116,9 @@ actions_only 1030, the other DDPG variants 600-814, random 650. AlphaZero
 won 1,170 of 1,200 games; net wins against minimax 1/2/3: +98, +82, +60 of
 100, on the seed's five-card deck, which it never trained on alone (it
 trained on random deals of all 16 cards). At 2,500 round robins these
-entrants would take hours on this CPU (the AlphaZero and minimax3 pairings:
-minutes each per 100 games).
+entrants would take an hour or more on this CPU (the 12 minimax3 pairings took
+225 s for 100 games each, so about 1.5 h at 2,500; the AlphaZero pairings are
+of the same order; neither was run at that size).
 """
 
 from __future__ import annotations
