@@ -111,7 +111,6 @@ from __future__ import annotations
 
 import dataclasses
 import pathlib
-import shlex
 import sys
 import time
 
@@ -119,7 +118,7 @@ import jax
 import numpy as np
 
 from jaxgames.agents.ddpg import save_weights
-from jaxgames.experiment import NEUTRAL_FIELDS, ResultsDir, parse_config
+from jaxgames.experiment import NEUTRAL_FIELDS, ResultsDir, parse_config, command_line
 from jaxgames.games.onitama import cards
 from jaxgames.learners import ddpg as D
 from jaxgames.networks.ddpg import VARIANTS
@@ -317,7 +316,7 @@ def run(config: Config, argv=()) -> dict:
         rd.write_csv("episodes.csv", episodes)
         rd.write_csv("summary.csv", summary)
         rd.save_figure(plot(cfg, curves, episodes), "training_curves.png", dpi=110)
-        command = "python experiments/onitama_ddpg.py " + " ".join(shlex.quote(a) for a in argv)
+        command = command_line("experiments/onitama_ddpg.py", argv)
         network = dict(conv_features=list(cfg.conv_features), card_features=cfg.card_features,
                        hidden=list(cfg.hidden), norm=cfg.norm)
         for row in summary:

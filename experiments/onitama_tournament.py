@@ -126,7 +126,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import pathlib
-import shlex
 import sys
 import time
 import zlib
@@ -136,7 +135,7 @@ import numpy as np
 
 import jaxgames
 from jaxgames.evaluation import arena, elo, report
-from jaxgames.experiment import NEUTRAL_FIELDS, ResultsDir, check_names, check_positive, config_key, parse_config
+from jaxgames.experiment import NEUTRAL_FIELDS, ResultsDir, check_names, check_positive, config_key, parse_config, command_line
 from jaxgames.games.onitama import cards
 from jaxgames.networks.ddpg import VARIANTS
 
@@ -445,7 +444,7 @@ def _run(config, rd, env, agents, identity, notes, argv):
     total = time.time() - start
     games = len(lineups) * config.rounds
     draws = sum(r["draws"] for r in outcomes) // 2
-    command = "python experiments/onitama_tournament.py " + " ".join(shlex.quote(a) for a in argv)
+    command = command_line("experiments/onitama_tournament.py", argv)
     by_name = {r["agent"]: r for r in outcomes}
     lines = [
         "# Onitama Elo round-robin tournament (seed 001 section 6.3, figures 6.10-6.14)", "",

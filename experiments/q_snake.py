@@ -49,14 +49,13 @@ from __future__ import annotations
 
 import dataclasses
 import pathlib
-import shlex
 import sys
 import time
 
 import jax
 import numpy as np
 
-from jaxgames.experiment import NEUTRAL_FIELDS, ResultsDir, parse_config
+from jaxgames.experiment import NEUTRAL_FIELDS, ResultsDir, parse_config, command_line
 from jaxgames.learners import q_snake as qs
 
 BASELINES = ("random_safe", "heuristic")
@@ -347,7 +346,7 @@ def write_readme(rd: ResultsDir, config: Config, result: qs.TrainResult, baselin
     lines = [
         "# AlphaSnake Zero (seed 003): Q-value self-play on Battlesnake",
         "",
-        f"Command: `python experiments/q_snake.py {' '.join(shlex.quote(a) for a in argv)}`; settings in [config.json](config.json). "
+        f"Command: `{command_line('experiments/q_snake.py', argv)}`; settings in [config.json](config.json). "
         f"Device: {jax.devices()[0].platform}. {len(h)} generations in all "
         f"({'resumed at generation ' + str(result.resumed_from) if result.resumed_from is not None else 'fresh start'}; "
         f"stopped by {result.stopped}); this call took {seconds / 60:.1f} min. Network: features {list(config.features)}; "
@@ -481,7 +480,7 @@ def ship_weights(config: Config, result: qs.TrainResult, baselines: list, argv) 
         "accepted": sum(r["accepted"] for r in h),
         "training_seconds": sum(r["seconds"] for r in h),
         "budget_minutes": config.budget_minutes,
-        "command": "python experiments/q_snake.py " + " ".join(shlex.quote(a) for a in argv),
+        "command": command_line("experiments/q_snake.py", argv),
         "device": jax.devices()[0].platform,
         "recorded": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         "config": dataclasses.asdict(config),
