@@ -75,9 +75,9 @@ class Config:
     small for a CPU run): board_size, num_snakes, head_multiplier,
     body_multiplier, max_turns, num_turns,
     features, num_games, power, walk_generations, walk_health_loss, sampler,
-    gap_growth, targets, bootstrap, loss, optimizer, learning_rate, batch_size,
+    gap_growth, targets, bootstrap, recursion, trace_lambda, loss, optimizer, learning_rate, batch_size,
     train_steps, reflect, pit_team_games, pit_solo_games, pit_max_turns,
-    pit_policy, pit_alpha, eval_every, eval_games, reference_generation.
+    pit_policy, pit_alpha, pit_gate, eval_every, eval_games, reference_generation.
 
     Run settings:
         generations: stop after this many generations in all (a resumed run goes on up to it).
@@ -109,6 +109,8 @@ class Config:
     gap_growth: float = 2.0
     targets: str = "taken"
     bootstrap: str = "recorded"
+    recursion: str = "eq7"
+    trace_lambda: float = 0.8
     loss: str = "bce"
     optimizer: str = "adam"
     learning_rate: float = 1e-3
@@ -120,6 +122,7 @@ class Config:
     pit_max_turns: int = 300
     pit_policy: str = "sample"
     pit_alpha: float = 0.01
+    pit_gate: bool = True
     eval_every: int = 5
     eval_games: int = 16
     reference_generation: int = 0
@@ -325,17 +328,25 @@ def _pit_power(config: Config, h: list) -> list[str]:
     """README lines: how likely one pit promotes a candidate that is truly better by 5 or 10 points, and the wins seen."""
     if not h or not (config.pit_team_games + config.pit_solo_games):
         return []
-    th, S = int(h[0]["pit_threshold"]), config.num_snakes
+    S = config.num_snakes
+    th = qs.pit_threshold(config.pit_team_games, config.pit_solo_games, S, config.pit_alpha)
     fair_team, fair_solo = 0.5, 1.0 / S
     power = {d: qs.pit_pass_probability(config.pit_team_games, config.pit_solo_games, th, fair_team + d, fair_solo + d)
              for d in (0.0, 0.05, 0.10)}
     fair = config.pit_team_games * fair_team + config.pit_solo_games * fair_solo
     wins = [int(r["pit_wins_team"]) + int(r["pit_wins_solo"]) for r in h]
+    # histories written before undecided games were counted hold no pit_decided_*: every game counted then
+    decided = [(int(r.get("pit_decided_team", config.pit_team_games)), int(r.get("pit_decided_solo", config.pit_solo_games)))
+               for r in h]
+    fair_decided = np.mean([t * fair_team + o * fair_solo for t, o in decided])
     return [
-        f"Pit power (`q_snake.pit_pass_probability`): a candidate at its fair share (expected {fair:.0f} wins) passes one pit "
-        f"with probability {power[0.0]:.3f}; one truly better by 5 points in both formats with {power[0.05]:.2f}, by 10 points "
-        f"with {power[0.10]:.2f}. Pit wins seen: mean {np.mean(wins):.1f}, range {min(wins)}-{max(wins)} "
-        f"(a mean below {fair:.0f} means the candidates were on average worse than the best they met).",
+        f"Pit power (`q_snake.pit_pass_probability`), every game decided: a candidate at its fair share (expected {fair:.0f} "
+        f"wins, threshold {th}) passes one pit with probability {power[0.0]:.3f}; one truly better by 5 points in both formats "
+        f"with {power[0.05]:.2f}, by 10 points with {power[0.10]:.2f}. Games nobody won are left out of the test "
+        f"(`q_snake.pit_threshold_table`): on average {np.mean([t + o for t, o in decided]):.1f} of "
+        f"{config.pit_team_games + config.pit_solo_games} were decided, where the fair share is {fair_decided:.1f} wins. "
+        f"Pit wins seen: mean {np.mean(wins):.1f}, range {min(wins)}-{max(wins)} (a mean below {fair_decided:.1f} means the "
+        f"candidates were on average worse than the best they met).",
         "",
     ]
 
@@ -351,8 +362,10 @@ def write_readme(rd: ResultsDir, config: Config, result: qs.TrainResult, baselin
         f"({'resumed at generation ' + str(result.resumed_from) if result.resumed_from is not None else 'fresh start'}; "
         f"stopped by {result.stopped}); this call took {seconds / 60:.1f} min. Network: features {list(config.features)}; "
         f"{config.num_games} self-play slots x {config.num_turns} turns per generation, {config.train_steps} Adam steps of "
-        f"{config.batch_size}; the candidate replaced the best {accepted} times (pit threshold "
-        f"{h[0]['pit_threshold'] if h else '-'} wins of {config.pit_team_games} 2v2 + {config.pit_solo_games} 1v3 games).",
+        f"{config.batch_size}; the candidate replaced the best {accepted} times "
+        + ("(every generation: `pit_gate=false`)." if not config.pit_gate else
+           f"(pit threshold {qs.pit_threshold(config.pit_team_games, config.pit_solo_games, config.num_snakes, config.pit_alpha)} "
+           f"wins of {config.pit_team_games} 2v2 + {config.pit_solo_games} 1v3 games when all are decided)."),
         "",
         *_pit_power(config, h),
         "## Targets (issue 11)",

@@ -117,6 +117,7 @@ def test_backward_recursion_on_hand_worked_chains():
     #  E: t12 win -> 1; +0.8.  t11: 1.0 * 0.8 + 0.5 = 1.3 -> 1.
     #  F: unfinished: own predictions 0.4 (t13), 0.5 (t14), and not complete.
     expected = [0.52, 0.64, 1.0, 0.0, 0.0, 0.0, 0.0, 1.0, 1.0, 0.4, 0.6, 1.0, 1.0, 0.4, 0.5]
+    _check_other_recursions(rows)
     args = (jnp.asarray(q, jnp.float32), jnp.asarray(a), jnp.asarray(psi, jnp.float32),
             *(jnp.asarray(x, bool) for x in (acting, died, won, end)))
     taken, vector, dist, complete = jax.jit(qs.chain_targets)(*args)
@@ -131,6 +132,36 @@ def test_backward_recursion_on_hand_worked_chains():
     # vmap over seats gives each seat its own chain
     batched = jax.vmap(qs.chain_targets, in_axes=1, out_axes=1)(*(jnp.stack([x, x[::-1]], axis=1) for x in args))
     np.testing.assert_allclose(batched[0][:, 0], expected, atol=1e-6)
+
+
+def _check_other_recursions(rows):
+    """The same chains under ``recursion="unbiased"`` and ``"peng"``, worked by hand."""
+    q, a, psi, acting, died, won, end = (np.array([r[i] for r in rows]) for i in range(7))
+    args = (jnp.asarray(q, jnp.float32), jnp.asarray(a), jnp.asarray(psi, jnp.float32),
+            *(jnp.asarray(x, bool) for x in (acting, died, won, end)))
+    # unbiased (eq. 7 with Psi = 1): A: t2 1, +0.3; t1 0.3 + 0.4 = 0.7, refined max 0.7 vs 0.6: +0.1; t0 0.1 + 0.5 = 0.6.
+    #   B: t4 0, -0.75; t3 -0.15 -> 0.  C: t8 1, +0.7; t7 1.6 -> 1.  D: t10 own 0.6, +0; t9 0.4.
+    #   E: t12 1, +0.8; t11 1.3 -> 1.  F: own 0.4, 0.5.
+    unbiased = [0.6, 0.7, 1.0, 0.0, 0.0, 0.0, 0.0, 1.0, 1.0, 0.4, 0.6, 1.0, 1.0, 0.4, 0.5]
+    taken, _, _, complete = jax.jit(qs.chain_targets, static_argnames=("recursion", "trace_lambda"))(*args, recursion="unbiased")
+    np.testing.assert_allclose(taken, unbiased, atol=1e-6)
+    # Peng's Q(lambda), lambda = 0.5: Q*_t = 0.5 max Q(s_{t+1}) + 0.5 Q*_{t+1}.
+    #   A: t2 1; t1 0.5 * 0.7 + 0.5 * 1 = 0.85; t0 0.5 * 0.6 + 0.5 * 0.85 = 0.725.
+    #   B: t4 0; t3 0.5 * 0.95 + 0 = 0.475.  C: t8 1; t7 0.5 * 0.3 + 0.5 = 0.65.
+    #   D: t10 own 0.6; t9 0.5 * 0.6 + 0.5 * 0.6 = 0.6.  E: t12 1; t11 0.5 * 0.2 + 0.5 = 0.6.  F: own 0.4, 0.5.
+    peng = [0.725, 0.85, 1.0, 0.475, 0.0, 0.0, 0.0, 0.65, 1.0, 0.6, 0.6, 0.6, 1.0, 0.4, 0.5]
+    taken, vector, _, complete2 = qs.chain_targets(*args, recursion="peng", trace_lambda=0.5)
+    np.testing.assert_allclose(taken, peng, atol=1e-6)
+    np.testing.assert_allclose(vector[0], [0.2, 0.725, 0.3], atol=1e-6)
+    np.testing.assert_array_equal(complete2, complete)
+    # lambda = 1: the outcome itself (A wins: 1 all along; B dies: 0); lambda = 0: one-step Q-learning, max Q(s_{t+1})
+    mc = qs.chain_targets(*args, recursion="peng", trace_lambda=1.0)[0]
+    np.testing.assert_allclose(np.asarray(mc)[[0, 1, 2, 3, 4, 9]], [1.0, 1.0, 1.0, 0.0, 0.0, 0.6], atol=1e-6)
+    one_step = qs.chain_targets(*args, recursion="peng", trace_lambda=0.0)[0]
+    np.testing.assert_allclose(np.asarray(one_step)[[0, 1, 3, 7, 11]], [0.6, 0.7, 0.95, 0.3, 0.2], atol=1e-6)
+    for bad in (dict(recursion="sarsa"), dict(recursion="peng", trace_lambda=1.5), dict(recursion="peng", trace_lambda=True)):
+        with pytest.raises(ValueError, match="recursion|trace_lambda"):
+            qs.chain_targets(*args, **bad)
 
 
 def test_exponential_sampler_gaps():
@@ -237,6 +268,20 @@ def test_pit_threshold_equals_exact_binomial_tail(team, solo, snakes):
     assert tail[k] < 0.01 <= tail[k - 1]
 
 
+def test_pit_threshold_table_counts_only_decided_games():
+    table = qs.pit_threshold_table(10, 4, num_snakes=4, alpha=0.01)
+    assert table.shape == (11, 5)
+    # 10 decided team games: P(X >= 10) = 1/1024 < 0.01 <= P(X >= 9) = 11/1024: all 10 needed
+    assert table[10, 0] == 10
+    # 6 team games: even 6 of 6 has probability 1/64 >= 0.01: unreachable (7)
+    assert table[6, 0] == 7 and table[0, 0] == 1
+    # 4 solo games at 1/4: P(4 of 4) = 1/256 < 0.01 <= P(>= 3) = 13/256
+    assert table[0, 4] == 4
+    # with every game decided it is the pit's usual threshold
+    assert table[10, 4] == qs.pit_threshold(10, 4, 4, 0.01)
+    assert np.all(np.diff(table, axis=0) >= 0) and np.all(np.diff(table, axis=1) >= 0)  # more games, never a lower bar
+
+
 def test_pit_pass_probability_by_hand():
     # one team game, one win needed: the team win rate itself
     assert qs.pit_pass_probability(1, 0, 1, 0.7, 0.0) == pytest.approx(0.7)
@@ -338,6 +383,8 @@ def test_batch_that_does_not_fit_is_refused_before_anything_is_written(tmp_path)
         (dict(num_games=0), "num_games"),
         (dict(learning_rate=-1e-3), "learning_rate"),
         (dict(pit_alpha=1.5), "pit_alpha"),
+        (dict(recursion="td"), "recursion"),
+        (dict(trace_lambda=-0.1), "trace_lambda"),
     ],
 )
 def test_bad_settings_name_the_value(override, match):
@@ -374,12 +421,18 @@ def test_experiment_readme_states_the_pit_power():
     sys.modules["q_snake_experiment"] = exp
     spec.loader.exec_module(exp)
     config = exp.parse_config(exp.Config, ["pit_team_games=10", "pit_solo_games=0"])
-    history = [dict(pit_threshold=10, pit_wins_team=w, pit_wins_solo=0) for w in (3, 5, 7)]
+    history = [dict(pit_threshold=10, pit_wins_team=w, pit_wins_solo=0, pit_decided_team=d, pit_decided_solo=0)
+               for w, d in ((3, 8), (5, 10), (7, 9))]
     (line, blank) = exp._pit_power(config, history)
     # 10 team games, all 10 needed: 0.5^10 = 0.001, 0.55^10 = 0.0025 -> "0.00", 0.6^10 = 0.006 -> "0.01"
-    assert "expected 5 wins" in line and "probability 0.001" in line
+    assert "expected 5 wins, threshold 10" in line and "probability 0.001" in line
     assert "5 points in both formats with 0.00" in line and "10 points with 0.01" in line
+    # decided 8, 10, 9: mean 9.0 of 10; fair share of the decided 4.5
+    assert "on average 9.0 of 10 were decided, where the fair share is 4.5 wins" in line
     assert "mean 5.0, range 3-7" in line and blank == ""
+    # a history written before undecided games were left out counts every game as decided
+    (old, _) = exp._pit_power(config, [dict(pit_threshold=10, pit_wins_team=4, pit_wins_solo=0)])
+    assert "on average 10.0 of 10 were decided, where the fair share is 5.0 wins" in old
 
 
 # ----------------------------------------------------------------------------- the agent and its weights
@@ -463,3 +516,45 @@ def test_candidate_bootstrap_refines_the_candidates_q_on_the_recorded_positions(
     assert any(differs)
     with pytest.raises(ValueError, match="bootstrap"):
         qs.QSnakeConfig(bootstrap="best")
+
+
+def test_pit_gate_off_promotes_every_candidate_and_still_records_the_pit():
+    """``pit_gate=False``: the candidate becomes the best whatever it scores; the seed's gate keeps the best below the threshold."""
+    results = {}
+    for gate in (True, False):
+        config = qs.QSnakeConfig(**{**TINY.to_json(), "features": TINY.features, "pit_gate": gate})
+        learner = qs.QSnakeLearner(config)
+        learner.threshold_table = jnp.full_like(learner.threshold_table, 10**6)  # unreachable: the seed's gate must refuse
+        state = learner.init(jax.random.key(4))
+        state = state.replace(params=jax.tree.map(lambda x: x * 1.5 + 0.05, state.params))
+        new, m = learner._pit(state)
+        same = all(np.array_equal(a, b) for a, b in zip(jax.tree.leaves(new.best_params), jax.tree.leaves(state.params)))
+        kept = all(np.array_equal(a, b) for a, b in zip(jax.tree.leaves(new.best_params), jax.tree.leaves(state.best_params)))
+        wins = int(m["pit_wins_team"]) + int(m["pit_wins_solo"])
+        results[gate] = (bool(m["accepted"]), same, kept, wins)
+        decided = int(m["pit_decided_team"]) + int(m["pit_decided_solo"])
+        assert 0 <= wins <= decided <= TINY.pit_team_games + TINY.pit_solo_games  # a win decides its game
+        assert int(m["pit_threshold"]) == 10**6
+    assert results[True][:3] == (False, False, True)
+    assert results[False][:3] == (True, True, False)
+    assert results[True][3] == results[False][3]  # the same pit games were played and counted
+    with pytest.raises(TypeError, match="pit_gate"):
+        qs.QSnakeConfig(pit_gate="no")
+
+
+def test_the_learner_uses_the_configured_recursion():
+    """``recursion="peng"``: the training targets are `chain_targets` with Peng's recursion on the recorded chains."""
+    config = qs.QSnakeConfig(**{**TINY.to_json(), "features": TINY.features, "recursion": "peng", "trace_lambda": 0.5})
+    learner = qs.QSnakeLearner(config)
+    data, _, _ = learner._collect_jit(learner.init(jax.random.key(3)))
+    rec = data.record
+    _, B, S = rec.acting.shape
+    targets = jax.jit(qs.chain_targets, static_argnames=("recursion", "trace_lambda"))
+    differs = []
+    for b in range(B):
+        for s in range(S):
+            args = [np.asarray(x)[:, b, s] for x in (rec.q, rec.action, rec.psi, rec.acting, rec.died, rec.won, rec.chain_end)]
+            _, expect, _, _ = targets(*args, recursion="peng", trace_lambda=0.5)
+            np.testing.assert_allclose(np.asarray(data.vector)[:, b, s], expect, atol=1e-6)
+            differs.append(not np.allclose(targets(*args)[1], expect, atol=1e-4))
+    assert any(differs)  # eq. 7 would have given other targets on these chains
