@@ -119,8 +119,10 @@ Where the seed is ambiguous, the choices made here:
   targets did move (mean taken target 0.42-0.54 from generation 18 on,
   against the best network's own 0.58; in the seed's reading they equal
   it, 0.70 in the shipped run), but the pit again promoted only
-  generations 0, 2 and 4, and the candidate's pit wins fell from 51 (of
-  128, threshold 61) at generation 3 to 30-45: it did not play better.
+  generations 0, 2 and 4; its pit wins fell from 51 (of 128, threshold
+  61) at generation 3 to 30-45, but that pit still counted undecided games
+  as losses (see "Undecided pit games"), so this does not show that the
+  candidate played worse.
 * **Recursion.** Eq. 7 weights the correction by Psi, the probability of
   the successor the chain went to. That is eq. 6 for one known successor;
   but the targets are fitted by regression over sampled chains, in which a
@@ -164,14 +166,19 @@ Where the seed is ambiguous, the choices made here:
   snakes of both sides fall together or survive the turn limit count as no
   win for the candidate. Team games stop once one team is out.
 * **Gate.** The seed promotes a candidate only through the pit
-  (``pit_gate=True``, default). With the gate the candidate is trained only
-  on the best network's games, never on its own: what it gets wrong in the
-  positions its own policy reaches is never corrected, and in the shipped
-  run and every variant tried (``bootstrap``, ``recursion``) the candidates
-  after generation 5 won 15-55 of the 128 pit games, well below the fair
-  48. ``pit_gate=False`` promotes every candidate (the later AlphaZero's
-  scheme, without an evaluation gate); the pit is still played and recorded
-  as a measure of each generation against the previous one.
+  (``pit_gate=True``, default), so the candidate learns only from the best
+  network's games. ``pit_gate=False`` promotes every candidate (the later
+  AlphaZero's scheme, without an evaluation gate); the pit is still played
+  and recorded as a measure of each generation against the previous one.
+* **Undecided pit games.** Until 2026-11-22 the pit counted a game nobody
+  won as a loss of the candidate, against the all-games threshold. Games
+  grow long as the snakes learn: the shipped snake against itself at
+  ``pit_max_turns=200`` left 21% of the team and 15% of the solo games
+  undecided and won 40.5 of 128 on average (threshold 61), so from about
+  generation 6 no candidate could pass, and pit wins below 48 did not mean
+  worse candidates. That is what stalled the shipped run (the pit accepted
+  generations 0, 2 and 5 of 61). The pit now tests the wins against the
+  threshold of the games decided (`pit_threshold_table`).
 
 The ``[T, B, S]`` record layout: ``T = num_turns`` turns, ``B = num_games``
 game slots, ``S = num_snakes`` snakes. Entry points: `QSnakeConfig` (static
