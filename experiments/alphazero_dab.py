@@ -114,6 +114,10 @@ class Config:
         budget_minutes: stop training after this much wall-clock time in this call (checkpointing first).
         seed: PRNG seed of the run.
         checkpoint_every: iterations between checkpoints.
+        init_weights: ``shipped`` or a weights folder whose parameters start the
+            training instead of a fresh network (a fine-tune, e.g. at a lower
+            ``learning_rate``); their widths and ``value_target`` must be this
+            run's (ValueError otherwise). The optimiser state starts fresh.
 
     Report (module docstring):
         report: measure the targets after training.
@@ -155,6 +159,7 @@ class Config:
     budget_minutes: Optional[float] = None
     seed: int = 0
     checkpoint_every: int = 1
+    init_weights: Optional[str] = None
     report: bool = True
     weights: Optional[str] = None
     agent_simulations: int = 64
@@ -192,6 +197,8 @@ class Config:
             raise ValueError(f"ship must be one of {SHIP}; got {self.ship!r}")
         if self.weights is not None and self.weights != "shipped" and not pathlib.Path(self.weights).is_dir():
             raise ValueError(f"weights must be 'shipped' or a weights folder; {self.weights!r} is not a folder")
+        if self.init_weights is not None and self.init_weights != "shipped" and not pathlib.Path(self.init_weights).is_dir():
+            raise ValueError(f"init_weights must be 'shipped' or a weights folder; {self.init_weights!r} is not a folder")
         if self.ship != "none" and self.weights is not None:
             raise ValueError("ship= writes the run's network; it cannot be combined with weights=")
 
@@ -431,6 +438,24 @@ def write_readme(rd, config, result, source, report_lines, seconds, argv) -> str
 
 
 # ----------------------------------------------------------------------------- run
+def initial_params(config: Config, lc: az.AlphaZeroConfig):
+    """The parameters of ``init_weights`` (a fine-tune's start), checked against the run's network.
+
+    Raises:
+        ValueError: weights of other widths or another ``value_target`` (both named).
+    """
+    from jaxgames.agents.alphazero import load_weights
+
+    params, meta = load_weights(None if config.init_weights == "shipped" else config.init_weights)
+    theirs = NetworkConfig(**meta["network"])
+    if theirs != lc.network or meta["value_target"] != lc.value_target:
+        raise ValueError(
+            f"init_weights={config.init_weights!r} hold a network {theirs} with value_target={meta['value_target']!r}; "
+            f"this run's is {lc.network} with value_target={lc.value_target!r}"
+        )
+    return params
+
+
 def run(config: Config, argv=()) -> dict:
     """Trains (resuming), reports, writes every output into ``config.out``; returns a summary dict.
 
@@ -443,6 +468,7 @@ def run(config: Config, argv=()) -> dict:
     lc = config.learner_config()
     ckpt_dir = pathlib.Path(config.out) / "checkpoints"
     start = time.perf_counter()
+    initial = None if config.init_weights is None else initial_params(config, lc)  # checked before anything is written
     with ResultsDir(config.out, config, overwrite=config.overwrite, neutral=NEUTRAL) as rd:
         if config.overwrite:
             az.clear_other_run(ckpt_dir, lc, config.seed)
@@ -453,7 +479,7 @@ def run(config: Config, argv=()) -> dict:
                 lc, num_iterations=config.iterations, seed=config.seed, directory=ckpt_dir,
                 checkpoint_every=config.checkpoint_every, eval_every=config.eval_every, evaluator=evaluator,
                 budget_seconds=None if config.budget_minutes is None else 60.0 * config.budget_minutes,
-                progress=config.progress,
+                progress=config.progress, initial_params=initial,
             )
             write_curves(rd, result.history)
         if config.weights is not None:

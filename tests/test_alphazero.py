@@ -333,7 +333,30 @@ def test_experiment_refuses_bad_settings_before_writing(tmp_path):
         (["budget_minutes=-1"], "budget_minutes must be > 0 or none; got -1.0"),
         (["channels=0"], "NetworkConfig.channels must be a positive int; got 0"),
         (["weights=/no/such/folder"], "weights must be 'shipped' or a weights folder"),
+        (["init_weights=/no/such/folder"], "init_weights must be 'shipped' or a weights folder"),
     ], tmp_path / "run")
+
+
+def test_a_fine_tune_starts_from_the_given_parameters(tmp_path):
+    start = nets.init_params(TINY_NET, jax.random.key(42))
+    fresh = az.train(TINY, num_iterations=0, seed=3)
+    tuned = az.train(TINY, num_iterations=0, seed=3, initial_params=start)
+    for got in (tuned.state.params, tuned.state.best_params):
+        for a, b in zip(jax.tree.leaves(got), jax.tree.leaves(start)):
+            np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    assert not all(np.array_equal(a, b) for a, b in zip(jax.tree.leaves(fresh.state.params), jax.tree.leaves(start)))
+    # parameters of another network: refused, naming the leaf, before the checkpoint folder exists
+    other = nets.init_params(NetworkConfig(channels=4, num_blocks=1, value_channels=4, value_hidden=8), jax.random.key(0))
+    with pytest.raises(ValueError, match="initial_params do not fit the network.*shape"):
+        az.train(TINY, num_iterations=1, seed=3, directory=tmp_path / "c", initial_params=other)
+    assert not (tmp_path / "c").exists()
+    # the experiment: init_weights of other widths are refused before its results folder is written
+    agent_lib.save_weights(tmp_path / "w", start, network=TINY_NET, value_target="margin", trained=False, command="test")
+    exp = load_experiment("alphazero_dab")
+    config = exp.parse_config(exp.Config, [f"init_weights={tmp_path / 'w'}", f"out={tmp_path / 'run'}"])
+    with pytest.raises(ValueError, match="init_weights=.* hold a network .*channels=8.*this run's is"):
+        exp.run(config)
+    assert not (tmp_path / "run").exists()
 
 
 def test_simulations_for_budget_climbs_the_ladder(monkeypatch):

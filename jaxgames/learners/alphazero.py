@@ -1163,6 +1163,7 @@ def train(
     on_iteration: Callable[[int, dict], None] | None = None,
     max_to_keep: int = 2,
     mesh=None,
+    initial_params=None,
 ) -> TrainResult:
     """Trains for ``num_iterations`` iterations, resuming from ``directory``'s latest checkpoint.
 
@@ -1197,6 +1198,10 @@ def train(
         mesh: None, or a `jax.sharding.Mesh` to train data-parallel on
             (`train_iteration`; equal to one device up to float32 rounding).
             Checkpoints hold the sharded state (Orbax writes each shard).
+        initial_params: None (a fresh network), or parameters of exactly
+            ``config.network``'s shapes to start from (a fine-tune: they become
+            the current and the best parameters at iteration 0; the optimiser
+            state starts fresh). A restored checkpoint holds its own and wins.
 
     Returns:
         A `TrainResult`.
@@ -1220,6 +1225,9 @@ def train(
         _positive_float("budget_seconds", budget_seconds)
     if eval_every and evaluator is None and config.game != "dots_and_boxes":
         raise ValueError(f"eval_every={eval_every} needs an evaluator for {config.game} (e.g. ArenaEvaluator)")
+    if initial_params is not None:
+        game_adapter(config).nets.check_params(initial_params, config.network, what="initial_params")
+        initial_params = jax.tree.map(jnp.asarray, initial_params)
     started = time.perf_counter()
     ckpt = None
     if directory is not None:
@@ -1230,6 +1238,8 @@ def train(
         if eval_every and evaluator is None:
             evaluator = ProgressEvaluator(config, seed=seed)
         state = init_state(config, jax.random.key(seed))
+        if initial_params is not None:
+            state = state.replace(params=initial_params, best_params=initial_params)
         history: list = []
         resumed_from = 0
         if ckpt is not None:
