@@ -680,8 +680,14 @@ def pit_threshold_table(team_games: int, solo_games: int, num_snakes: int = 4, a
     makes the pit unpassable once games get long: measured, the shipped
     snake against itself with ``pit_max_turns=200`` left 21% of team and 15%
     of solo games undecided and won 40.5 of 128 on average, where the
-    all-games threshold is 61 (module docstring, "Gate").
+    all-games threshold is 61 (module docstring, "Undecided pit games").
     """
+    return _threshold_table(int(team_games), int(solo_games), int(num_snakes), float(alpha))
+
+
+@functools.lru_cache(maxsize=16)
+def _threshold_table(team_games: int, solo_games: int, num_snakes: int, alpha: float) -> np.ndarray:
+    """`pit_threshold_table`, computed once per pit (about 1 s for 64 + 64 games); read-only."""
     table = np.empty((team_games + 1, solo_games + 1), np.int32)
     for n in range(team_games + 1):
         for m in range(solo_games + 1):
@@ -691,6 +697,7 @@ def pit_threshold_table(team_games: int, solo_games: int, num_snakes: int = 4, a
             tail = _tail_at_least(pit_win_pmf(n, m, num_snakes))
             ok = np.flatnonzero(tail < alpha)
             table[n, m] = min(int(ok[0]), n + m + 1)
+    table.setflags(write=False)
     return table
 
 
