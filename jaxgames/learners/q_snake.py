@@ -535,7 +535,7 @@ def chain_targets(
             back_t = (1.0 - lam) * jnp.max(q_t) + lam * star
         else:
             back_t = jnp.max(refined) - jnp.max(q_t)
-        delta = jnp.where(acting_t, back_t, back_next if recursion == "peng" else 0.0)
+        delta = jnp.where(acting_t, back_t, 0.0)  # a dead seat's turns: the death step before them starts afresh
         dist = jnp.where(acting_t, jnp.where(end_t, 0, jnp.minimum(dist_next, far - 1) + 1), far)
         complete = acting_t & (end_t | complete_next)
         out = (jnp.where(acting_t, star, 0.0), jnp.where(acting_t, refined, 0.0), dist, complete)
@@ -653,15 +653,20 @@ def pit_threshold(team_games: int, solo_games: int, num_snakes: int = 4, alpha: 
         ValueError: if even winning every game is not rare enough at the fair
             share (too few pit games for ``alpha``), naming the counts.
     """
-    tail = _tail_at_least(pit_win_pmf(team_games, solo_games, num_snakes))
-    ok = np.flatnonzero(tail < alpha)
-    k = int(ok[0])
+    k, tail = _smallest_rare_count(team_games, solo_games, num_snakes, alpha)
     if k > team_games + solo_games:
         raise ValueError(
             f"pit_team_games={team_games}, pit_solo_games={solo_games}: a network at its fair share wins all "
             f"{team_games + solo_games} games with probability {tail[-2]:.3g} >= pit_alpha={alpha}; play more pit games"
         )
     return k
+
+
+def _smallest_rare_count(team_games: int, solo_games: int, num_snakes: int, alpha: float) -> tuple[int, np.ndarray]:
+    """``(k, tail)``: the smallest total ``k`` with P(X >= k) < ``alpha`` at the fair share (``team + solo + 1``:
+    none within the games), and the tail P(X >= j) it was read from."""
+    tail = _tail_at_least(pit_win_pmf(team_games, solo_games, num_snakes))
+    return int(np.flatnonzero(tail < alpha)[0]), tail
 
 
 def pit_threshold_table(team_games: int, solo_games: int, num_snakes: int = 4, alpha: float = 0.01) -> np.ndarray:
@@ -681,6 +686,14 @@ def pit_threshold_table(team_games: int, solo_games: int, num_snakes: int = 4, a
     snake against itself with ``pit_max_turns=200`` left 21% of team and 15%
     of solo games undecided and won 40.5 of 128 on average, where the
     all-games threshold is 61 (module docstring, "Undecided pit games").
+
+    Args:
+        team_games, solo_games: pit games of each format (ints >= 0).
+        num_snakes: snakes per game (the solo fair share is 1/num_snakes).
+        alpha: the pit's ``pit_alpha``, in (0, 1).
+
+    Returns:
+        int32 ``[team_games + 1, solo_games + 1]``, read-only, cached per arguments.
     """
     return _threshold_table(int(team_games), int(solo_games), int(num_snakes), float(alpha))
 
@@ -691,12 +704,7 @@ def _threshold_table(team_games: int, solo_games: int, num_snakes: int, alpha: f
     table = np.empty((team_games + 1, solo_games + 1), np.int32)
     for n in range(team_games + 1):
         for m in range(solo_games + 1):
-            if n + m == 0:
-                table[n, m] = 1
-                continue
-            tail = _tail_at_least(pit_win_pmf(n, m, num_snakes))
-            ok = np.flatnonzero(tail < alpha)
-            table[n, m] = min(int(ok[0]), n + m + 1)
+            table[n, m] = 1 if n + m == 0 else _smallest_rare_count(n, m, num_snakes, alpha)[0]
     table.setflags(write=False)
     return table
 
@@ -826,10 +834,16 @@ def _survival(final: Board) -> jax.Array:
     return jnp.where(final.alive, final.turn[:, None] + 1, final.eliminated_on_turn)
 
 
+def _side_survival(final: Board, mask_a: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """int32 ``([G], [G])``: the longest `_survival` on side A's seats (``mask_a`` bool ``[G, S]``) and on the others'."""
+    surv = _survival(final)
+    return jnp.max(jnp.where(mask_a, surv, -1), axis=1), jnp.max(jnp.where(mask_a, -1, surv), axis=1)
+
+
 def _decided(final: Board, mask_a: jax.Array) -> jax.Array:
     """bool ``[G]``: one side outlasted the other (`QSnakeLearner._versus`); False for a draw or both alive at the limit."""
-    surv = _survival(final)
-    return jnp.max(jnp.where(mask_a, surv, -1), axis=1) != jnp.max(jnp.where(mask_a, -1, surv), axis=1)
+    best_a, best_b = _side_survival(final, mask_a)
+    return best_a != best_b
 
 
 def _seating(num_games: int, num_snakes: int, seats_a: int) -> tuple[np.ndarray, np.ndarray]:
@@ -1214,9 +1228,7 @@ class QSnakeLearner:
             return self._constrain(nxt), key
 
         states, _ = jax.lax.while_loop(cond, body, (states, key))
-        surv = _survival(states.board)
-        best_a = jnp.max(jnp.where(mask_a, surv, -1), axis=1)
-        best_b = jnp.max(jnp.where(mask_a, -1, surv), axis=1)
+        best_a, best_b = _side_survival(states.board, mask_a)
         return best_a > best_b, states.board, mask_a
 
     def _pit(self, state: LearnerState):
