@@ -539,3 +539,46 @@ def test_learn_to_walk_curriculum_is_a_change_of_env_params():
     alive = np.asarray(out.board.alive)
     health = np.asarray(out.board.health)
     assert alive.all() and health[0].tolist() == [91, 91] and health[1].tolist() == [99, 99]
+
+
+def test_certain_deaths_worked_by_hand():
+    """`rules.certain_deaths` on a 7x7 board, every entry derived from the standard rules by hand.
+
+    Columns: up, right, down, left (y up). Snake 0 at (3,3) facing up; snake 1
+    at (4,4) with its neck (4,3); snake 2 in the top-left corner facing up.
+    """
+    bodies = [[(3, 3), (3, 2), (3, 1)], [(4, 4), (4, 3), (4, 2)], [(0, 6), (0, 5), (0, 4)]]
+    got = np.asarray(rules.certain_deaths(rules.board_from_bodies(bodies, size=7)))
+    expected = np.array(
+        [
+            # (3,4) free (a head-to-head with snake 1 is possible, never certain); (4,3) snake 1's neck;
+            # (3,2) own neck; (2,3) free
+            [False, True, True, False],
+            # (4,5), (5,4) free; (4,3) own neck; (3,4) free
+            [False, False, True, False],
+            # (0,7) off the board; (1,6) free; (0,5) own neck; (-1,6) off the board
+            [True, False, True, True],
+        ]
+    )
+    np.testing.assert_array_equal(got, expected)
+
+    # Snake 1 on the edge: it may leave the board, be removed before the collision check, and
+    # then its body does not kill; so moving into it is not certain.
+    bodies = [[(3, 3), (3, 2), (3, 1)], [(6, 3), (5, 3), (4, 3), (4, 2)]]
+    got = np.asarray(rules.certain_deaths(rules.board_from_bodies(bodies, size=7)))
+    assert not got[0, rules.RIGHT] and got[0, rules.DOWN]
+    # ... nor when it starves this turn (health 1, no food next to it): its body is removed too.
+    bodies = [[(3, 3), (3, 2), (3, 1)], [(4, 4), (4, 3), (4, 2)]]
+    got = np.asarray(rules.certain_deaths(rules.board_from_bodies(bodies, size=7, health=[100, 1])))
+    assert not got[0, rules.RIGHT]
+    # Starvation of the mover: health 1, every move without food is deadly; food at (2,3) saves "left".
+    got = np.asarray(rules.certain_deaths(rules.board_from_bodies(bodies, size=7, health=[1, 100], food=[(2, 3)])))
+    np.testing.assert_array_equal(got[0], [True, True, True, False])
+    # With health loss 9 (learn to walk), health 9 starves too; health 10 does not.
+    walk = rules.Params(health_loss=9)
+    got = np.asarray(rules.certain_deaths(rules.board_from_bodies(bodies, size=7, health=[9, 10]), walk))
+    np.testing.assert_array_equal(got[:, rules.LEFT], [True, False])
+    # An eliminated snake and a finished game flag nothing.
+    board = rules.board_from_bodies(bodies, size=7)
+    dead = board.replace(eliminated_cause=board.eliminated_cause.at[1].set(rules.WALL_COLLISION))
+    assert not np.asarray(rules.certain_deaths(dead)).any()

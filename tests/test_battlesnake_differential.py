@@ -11,6 +11,7 @@ itself is checked against the reference's candidate cells and count rule.
 from __future__ import annotations
 
 import collections
+import itertools
 import functools
 
 import jax
@@ -217,3 +218,54 @@ def test_food_spawn_chance_is_fourteen_percent():
     expected = counts.sum() / k
     chi2 = float(((counts[cand] - expected) ** 2 / expected).sum())
     assert chi2 < k + 6 * np.sqrt(2 * k), chi2
+
+
+def _dies_whatever_others_do(board: ref.Board, s: int, move: str, kw) -> bool:
+    """The oracle: snake ``s`` playing ``move`` is eliminated for every combination of the others' moves."""
+    others = [j for j in range(len(board.snakes)) if j != s and board.snakes[j].alive]
+    for combo in itertools.product(ref.MOVES, repeat=len(others)):
+        mv = ["up"] * len(board.snakes)
+        mv[s] = move
+        for j, m in zip(others, combo):
+            mv[j] = m
+        after, _ = ref.resolve(board, mv, **kw)
+        if after.snakes[s].alive:
+            return False
+    return True
+
+
+def _certain_deaths_against_oracle(num_snakes, size, seed, n_boards, hazards=None, params=rules.DEFAULT_PARAMS):
+    boards, _, _, _ = _record(num_snakes, size, n_boards, seed, hazards=hazards, params=params)
+    flags = np.asarray(jax.jit(jax.vmap(jax.vmap(rules.certain_deaths, in_axes=(0, None)), in_axes=(0, None)))(boards, params))
+    kw = {"health_loss": int(params.health_loss), "hazard_damage": int(params.hazard_damage)}
+    flagged = certain = 0
+    for g in range(n_boards):
+        for t in (2, 9, 20):  # three turns of each game, over before or not
+            board = _ref_board(boards, g, t)
+            for s, snake in enumerate(board.snakes):
+                for m, name in enumerate(rules.MOVE_NAMES):
+                    if not snake.alive or ref.game_over(board):
+                        assert not flags[g, t, s, m], f"game {g} turn {t}: flags for a snake that does not move"
+                        continue
+                    truth = _dies_whatever_others_do(board, s, name, kw)
+                    certain += truth
+                    if flags[g, t, s, m]:
+                        flagged += 1
+                        assert truth, f"game {g} turn {t} snake {s} {name}: flagged certain, but some reply survives"
+    return flagged, certain
+
+
+def test_certain_deaths_are_certain_by_the_reference_rules():
+    """Soundness of `rules.certain_deaths` against exhaustive replies of the plain-Python rules.
+
+    Every flagged move must eliminate the snake for all 4^(S-1) replies of
+    the others; and the set must be useful: most truly certain deaths of
+    these random games (walls, bodies; starvation under learn-to-walk) are
+    flagged (the misses are bodies of snakes that could leave the board).
+    """
+    flagged, certain = _certain_deaths_against_oracle(4, 7, 11, 24)
+    assert certain > 100 and flagged >= 0.8 * certain, (flagged, certain)
+    params = Params(health_loss=33, hazard_damage=14)
+    hz = jnp.zeros((16, 49), jnp.int8).at[:, ::3].set(1)
+    flagged, certain = _certain_deaths_against_oracle(3, 7, 12, 16, hazards=hz, params=params)
+    assert certain > 50 and flagged >= 0.7 * certain, (flagged, certain)

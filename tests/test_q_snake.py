@@ -558,3 +558,31 @@ def test_the_learner_uses_the_configured_recursion():
             np.testing.assert_allclose(np.asarray(data.vector)[:, b, s], expect, atol=1e-6)
             differs.append(not np.allclose(targets(*args)[1], expect, atol=1e-4))
     assert any(differs)  # eq. 7 would have given other targets on these chains
+
+
+def test_death_targets_train_the_certainly_deadly_entries_towards_zero():
+    """``death_targets=True``: a training example's entries for moves that die whatever the others do get target 0.
+
+    Hand-built 7x7 position (the one of ``test_certain_deaths_worked_by_hand``):
+    snake 0 at (3, 3) faces up, so left/straight/right are (2, 3) free, (3, 4)
+    free, (4, 3) snake 1's neck; snake 2 in the top-left corner faces up, so
+    left and straight leave the board and right, (1, 6), is free.
+    """
+    bodies = [[(3, 3), (3, 2), (3, 1)], [(4, 4), (4, 3), (4, 2)], [(0, 6), (0, 5), (0, 4)], [(6, 0), (6, 1), (6, 2)]]
+    board = jax.tree.map(lambda x: x[None, None], rules.board_from_bodies(bodies, size=7))
+    vector = jnp.array([[[[0.3, 0.6, 0.8], [0.5, 0.5, 0.5], [0.5, 0.4, 0.7], [0.5, 0.5, 0.5]]]])  # [T=1, B=1, S=4, 3]
+    action = jnp.array([[[1, 1, 2, 1]]], jnp.int8)
+    zeros = jnp.zeros((1, 1, 4), bool)
+    rec = qs.SelfPlayRecord(board, action, vector, ~zeros, zeros.astype(jnp.float32), zeros, zeros, zeros, {})
+    data = qs.TrainingData(rec, vector, jnp.array([0, 0]), jnp.array([0, 0]), jnp.array([0, 2]), jnp.int32(2), jnp.int32(1))
+    expected = {
+        True: ([[0.3, 0.6, 0.0], [0.0, 0.0, 0.7]], [[0, 1, 1], [1, 1, 1]]),
+        False: ([[0.3, 0.6, 0.8], [0.5, 0.4, 0.7]], [[0, 1, 0], [0, 0, 1]]),
+    }
+    for flag, (target, mask) in expected.items():
+        learner = qs.QSnakeLearner(qs.QSnakeConfig(**{**TINY.to_json(), "features": TINY.features, "death_targets": flag}))
+        _, got_target, got_mask = jax.jit(jax.vmap(learner._example, in_axes=(None, 0)))(data, jnp.arange(2))
+        np.testing.assert_allclose(got_target, target, atol=1e-7)
+        np.testing.assert_array_equal(got_mask, mask)
+    with pytest.raises(TypeError, match="death_targets"):
+        qs.QSnakeConfig(death_targets=1)

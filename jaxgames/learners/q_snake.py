@@ -184,6 +184,18 @@ Where the seed is ambiguous, the choices made here:
   worse candidates. That is what stalled the shipped run (the pit accepted
   generations 0, 2 and 5 of 61). The pit now tests the wins against the
   threshold of the games decided (`pit_threshold_table`).
+* **Certain deaths** (``death_targets=True``, an addition to the seed; off
+  by default). With ``targets="taken"`` an untaken entry gets no gradient,
+  so the Q-value of a move the data-generating network rarely plays (into a
+  wall, a body) is whatever the shared features make of it, and may drift
+  upwards while the candidate trains on (the shipped run's self-play
+  deaths by starvation or wall rose from 6-12% to 10-22% of deaths after
+  its generation-14 promotion). Eqs. 5-7 already give such a move the
+  value 0 whenever it is played and kills; ``death_targets`` applies that
+  same value to every entry whose move eliminates the snake whatever the
+  others move (`jaxgames.games.battlesnake.rules.certain_deaths`, exact
+  by the rules, so the target is the true win rate 0, not a guess); other
+  untaken entries still get no gradient.
 
 The ``[T, B, S]`` record layout: ``T = num_turns`` turns, ``B = num_games``
 game slots, ``S = num_snakes`` snakes. Entry points: `QSnakeConfig` (static
@@ -299,6 +311,12 @@ class QSnakeConfig:
         pit_gate: True (the seed's): the candidate replaces the best only when
             it passes the pit; False: after every generation (the pit is
             still played and recorded, as a measurement; module docstring, "Gate").
+        death_targets: False (the seed's): only the taken entry of a training
+            position is trained (with ``targets="taken"``). True: the entries of
+            the moves that die whatever the others move
+            (`jaxgames.games.battlesnake.rules.certain_deaths`: a wall, a body
+            that stays, starvation) are trained towards 0 as well (module
+            docstring, "Certain deaths").
         eval_every: every this many generations the best network plays
             ``eval_games`` games of each format against the reference network
             (0: never).
@@ -336,6 +354,7 @@ class QSnakeConfig:
     pit_policy: str = "sample"
     pit_alpha: float = 0.01
     pit_gate: bool = True
+    death_targets: bool = False
     eval_every: int = 5
     eval_games: int = 64
     reference_generation: int = 0
@@ -372,7 +391,7 @@ class QSnakeConfig:
             raise ValueError(f"gap_growth must be a number > 1; got {self.gap_growth!r}")
         if isinstance(self.trace_lambda, bool) or not isinstance(self.trace_lambda, (int, float)) or not 0.0 <= self.trace_lambda <= 1.0:
             raise ValueError(f"trace_lambda must be a number in [0, 1]; got {self.trace_lambda!r}")
-        for name in ("reflect", "pit_gate"):
+        for name in ("reflect", "pit_gate", "death_targets"):
             if not isinstance(getattr(self, name), bool):
                 raise TypeError(f"{name} must be a bool; got {getattr(self, name)!r}")
         if not (isinstance(self.pit_alpha, float) and 0.0 < self.pit_alpha < 1.0):
@@ -747,6 +766,7 @@ class TrainingData(NamedTuple):
         vector: float32 ``[T, B, S, 3]``: the refined Q-vectors (`chain_targets`).
         t, b, s: int32 ``[T * B * S]``: the sampled positions first (turn, slot, seat).
         count: int32 ``[]``: how many positions were sampled.
+        health_loss: int32 ``[]``: the self-play's health loss per turn (for `rules.certain_deaths`).
     """
 
     record: SelfPlayRecord
@@ -755,6 +775,7 @@ class TrainingData(NamedTuple):
     b: jax.Array
     s: jax.Array
     count: jax.Array
+    health_loss: jax.Array
 
 
 @struct.dataclass
@@ -1122,7 +1143,9 @@ class QSnakeLearner:
         t, b, s = (x.reshape(-1) for x in jnp.meshgrid(jnp.arange(T), jnp.arange(B), jnp.arange(S), indexing="ij"))
         order = jnp.argsort(~sampled.reshape(-1), stable=True)  # sampled positions first
         count = jnp.sum(sampled).astype(jnp.int32)
-        data = TrainingData(rec, vector, t[order].astype(jnp.int32), b[order].astype(jnp.int32), s[order].astype(jnp.int32), count)
+        data = TrainingData(
+            rec, vector, t[order].astype(jnp.int32), b[order].astype(jnp.int32), s[order].astype(jnp.int32), count, health
+        )
         decisions = jnp.maximum(jnp.sum(rec.acting), 1)
         q_taken = jnp.take_along_axis(rec.q, rec.action[..., None].astype(jnp.int32), -1)[..., 0]
         t1 = min(1, c.num_turns - 1)
@@ -1149,6 +1172,11 @@ class QSnakeLearner:
             mask = jnp.ones((3,), jnp.float32)
         else:
             mask = (jnp.arange(3) == data.record.action[t, b, s]).astype(jnp.float32)
+        if self.config.death_targets:
+            certain = rules.certain_deaths(board, self.params_for(data.health_loss).rules)[s]  # [4] absolute moves
+            dead = certain[observe.relative_to_absolute(jnp.arange(3), rules.facing(board)[s])]  # [3] relative
+            target = jnp.where(dead, 0.0, target)
+            mask = jnp.where(dead, 1.0, mask)
         return view, target, mask
 
     def _loss(self, params, batch_stats, views, target, mask):

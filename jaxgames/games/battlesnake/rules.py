@@ -314,6 +314,56 @@ def legal_moves(board: Board) -> jax.Array:
     return jnp.arange(4)[None, :] != neck_move(board)[:, None]
 
 
+def certain_deaths(board: Board, params: Params = DEFAULT_PARAMS) -> jax.Array:
+    """bool ``[S, 4]``: the moves that eliminate snake ``s`` whatever the other snakes move.
+
+    Read off `resolve` (the official ``standard.go`` stages): move ``m`` of a
+    living snake ``s`` in a game not yet over is certain death when its new
+    head cell
+
+    * is off the board (wall collision), or
+    * holds no food and the health left after the health loss and that
+      cell's hazard damage is <= 0 (out of health; hazard), or
+    * lies in ``s``'s own ``body[:-1]`` before the move (self collision), or
+    * lies in ``body[:-1]`` of another living snake ``j`` that certainly
+      survives the first elimination phase: ``j``'s health after the health
+      loss and the largest hazard damage on the board stays > 0 (it cannot
+      starve) and its head is at least one cell from every edge (no move of
+      ``j`` leaves the board). A body of a snake that might leave the board
+      or starve this turn does not count: its owner would be removed before
+      the collision check.
+
+    Head-to-head collisions are never certain (they depend on the other's
+    move). The set is sound, not complete: a move it does not flag can
+    still be deadly for every reply (e.g. into the body of a snake on the
+    edge that would survive anyway).
+
+    Args:
+        board: one board (vmap for a batch).
+        params: the game's settings (health loss and hazard damage used).
+
+    Returns:
+        bool ``[S, 4]`` over the move codes `UP`, `RIGHT`, `DOWN`, `LEFT`;
+        all False for an eliminated snake or a board whose game is over.
+    """
+    size = board.size
+    active = board.alive & ~is_game_over(board)  # [S]
+    n = board.num_snakes
+    cells = (board.head[:, None, :] + jnp.asarray(DELTAS)[None]).reshape(1, n * 4, 2)  # snake-major
+    occupied, on = _at(board.body, jnp.broadcast_to(cells, (n, n * 4, 2)))
+    occupied, on = occupied.reshape(n, n, 4), on[0].reshape(n, 4)  # [j, s, 4], [s, 4]
+    hz, _ = _at(board.hazards[None], cells)
+    food, _ = _at(board.food[None], cells)
+    health = board.health[:, None] - params.health_loss - params.hazard_damage * hz.reshape(n, 4).astype(jnp.int32)
+    starves = ~food.reshape(n, 4) & (health <= 0)
+    worst = board.health - params.health_loss - params.hazard_damage * jnp.max(board.hazards).astype(jnp.int32)
+    inner = jnp.all((board.head >= 1) & (board.head <= size - 2), axis=-1)
+    survives = board.alive & (worst > 0) & inner  # [j]: certainly in the collision phase
+    counts = jnp.eye(n, dtype=bool) | survives[:, None]  # [j, s]: j's body kills s for sure
+    hit = jnp.any((occupied >= 2) & counts[:, :, None], axis=0)  # [s, 4]
+    return active[:, None] & (~on | starves | hit)
+
+
 def is_game_over(board: Board) -> jax.Array:
     """bool ``[]``: at most one snake alive (none, for a one-snake game).
 
