@@ -195,7 +195,17 @@ Where the seed is ambiguous, the choices made here:
   same value to every entry whose move eliminates the snake whatever the
   others move (`jaxgames.games.battlesnake.rules.certain_deaths`, exact
   by the rules, so the target is the true win rate 0, not a guess); other
-  untaken entries still get no gradient.
+  untaken entries still get no gradient. Measured (the shipped snake's
+  55-minute command, one run each, same seed; 1,000 games per row against
+  three copies of a baseline, 95% Wilson): without it 79.6% [77.0, 82.0]
+  against random-safe and 8.8% [7.2, 10.7] against heuristic snakes
+  (generation 14's network); with it 86.2% [83.9, 88.2] and 12.8%
+  [10.9, 15.0] (generation 39's). The two runs' pits promoted different
+  generations, so the gain is not all the targets' doing. The self-play
+  starvation and wall deaths did *not* fall (pooled from generation 6:
+  14.1% without, 18.6% with): they grow with the game length, and a
+  snake that starves or is boxed in was doomed many moves before any
+  single move was certain death.
 
 The ``[T, B, S]`` record layout: ``T = num_turns`` turns, ``B = num_games``
 game slots, ``S = num_snakes`` snakes. Entry points: `QSnakeConfig` (static
