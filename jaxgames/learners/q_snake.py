@@ -188,9 +188,9 @@ Where the seed is ambiguous, the choices made here:
   by default). With ``targets="taken"`` an untaken entry gets no gradient,
   so the Q-value of a move the data-generating network rarely plays (into a
   wall, a body) is whatever the shared features make of it, and may drift
-  upwards while the candidate trains on (the shipped run's self-play
-  deaths by starvation or wall rose from 6-12% to 10-22% of deaths after
-  its generation-14 promotion). Eqs. 5-7 already give such a move the
+  upwards while the candidate trains on (in the first Q(lambda) run, without
+  these targets, the self-play deaths by starvation or wall rose from 6-12%
+  to 10-22% of deaths after its generation-14 promotion). Eqs. 5-7 already give such a move the
   value 0 whenever it is played and kills; ``death_targets`` applies that
   same value to every entry whose move eliminates the snake whatever the
   others move (`jaxgames.games.battlesnake.rules.certain_deaths`, exact
