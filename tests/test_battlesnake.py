@@ -578,7 +578,12 @@ def test_certain_deaths_worked_by_hand():
     walk = rules.Params(health_loss=9)
     got = np.asarray(rules.certain_deaths(rules.board_from_bodies(bodies, size=7, health=[9, 10]), walk))
     np.testing.assert_array_equal(got[:, rules.LEFT], [True, False])
-    # An eliminated snake and a finished game flag nothing.
+    # An eliminated snake flags nothing while the game goes on (snake 0 still does) ...
+    three = rules.board_from_bodies([[(3, 3), (3, 2), (3, 1)], [(4, 4), (4, 3), (4, 2)], [(0, 6), (0, 5), (0, 4)]], size=7)
+    out = three.replace(eliminated_cause=three.eliminated_cause.at[2].set(rules.WALL_COLLISION))
+    got = np.asarray(rules.certain_deaths(out))
+    assert not got[2].any() and got[0, rules.DOWN]
+    # ... and a finished game (one snake left) flags nothing at all.
     board = rules.board_from_bodies(bodies, size=7)
     dead = board.replace(eliminated_cause=board.eliminated_cause.at[1].set(rules.WALL_COLLISION))
     assert not np.asarray(rules.certain_deaths(dead)).any()

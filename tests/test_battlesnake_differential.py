@@ -234,9 +234,13 @@ def _dies_whatever_others_do(board: ref.Board, s: int, move: str, kw) -> bool:
     return True
 
 
+# [games, turns] boards -> [games, turns, S, 4]; built once for the module.
+_certain_deaths_batch = jax.jit(jax.vmap(jax.vmap(rules.certain_deaths, in_axes=(0, None)), in_axes=(0, None)))
+
+
 def _certain_deaths_against_oracle(num_snakes, size, seed, n_boards, hazards=None, params=rules.DEFAULT_PARAMS):
     boards, _, _, _ = _record(num_snakes, size, n_boards, seed, hazards=hazards, params=params)
-    flags = np.asarray(jax.jit(jax.vmap(jax.vmap(rules.certain_deaths, in_axes=(0, None)), in_axes=(0, None)))(boards, params))
+    flags = np.asarray(_certain_deaths_batch(boards, params))
     kw = {"health_loss": int(params.health_loss), "hazard_damage": int(params.hazard_damage)}
     flagged = certain = 0
     for g in range(n_boards):
