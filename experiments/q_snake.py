@@ -77,7 +77,7 @@ class Config:
     features, num_games, power, walk_generations, walk_health_loss, sampler,
     gap_growth, targets, bootstrap, recursion, trace_lambda, loss, optimizer, learning_rate, batch_size,
     train_steps, reflect, pit_team_games, pit_solo_games, pit_max_turns,
-    pit_policy, pit_alpha, pit_gate, death_targets, eval_every, eval_games, reference_generation.
+    pit_policy, pit_alpha, pit_gate, death_targets, opponent_games, ema_decay, eval_every, eval_games, reference_generation.
 
     Run settings:
         generations: stop after this many generations in all (a resumed run goes on up to it).
@@ -124,6 +124,8 @@ class Config:
     pit_alpha: float = 0.01
     pit_gate: bool = True
     death_targets: bool = False
+    opponent_games: int = 0
+    ema_decay: float = 0.0
     eval_every: int = 5
     eval_games: int = 16
     reference_generation: int = 0

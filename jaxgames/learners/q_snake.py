@@ -230,6 +230,7 @@ import numpy as np
 import optax
 from flax import struct
 
+from jaxgames.agents.battlesnake import HeuristicAgent
 from jaxgames.games.battlesnake import observe, rules
 from jaxgames.games.battlesnake.env import Battlesnake, BattlesnakeParams, BattlesnakeState
 from jaxgames.games.battlesnake.rules import Board
@@ -327,6 +328,16 @@ class QSnakeConfig:
             (`jaxgames.games.battlesnake.rules.certain_deaths`: a wall, a body
             that stays, starvation) are trained towards 0 as well (module
             docstring, "Certain deaths").
+        opponent_games: how many of the ``num_games`` self-play slots seat
+            one network snake against ``S - 1`` heuristic snakes
+            (`jaxgames.agents.battlesnake.HeuristicAgent`, the baseline), in
+            0..``num_games``; 0 (the seed's pure self-play, default). Only the
+            network's snakes are trained on and counted in the self-play
+            figures (module docstring, "Heuristic opponents").
+        ema_decay: in [0, 1): 0 (default) pits and promotes the candidate's
+            own weights; otherwise an exponential moving average of them,
+            updated after every training step with this decay (module
+            docstring, "Weight averaging").
         eval_every: every this many generations the best network plays
             ``eval_games`` games of each format against the reference network
             (0: never).
@@ -365,6 +376,8 @@ class QSnakeConfig:
     pit_alpha: float = 0.01
     pit_gate: bool = True
     death_targets: bool = False
+    opponent_games: int = 0
+    ema_decay: float = 0.0
     eval_every: int = 5
     eval_games: int = 64
     reference_generation: int = 0
@@ -404,6 +417,10 @@ class QSnakeConfig:
         for name in ("reflect", "pit_gate", "death_targets"):
             if not isinstance(getattr(self, name), bool):
                 raise TypeError(f"{name} must be a bool; got {getattr(self, name)!r}")
+        if isinstance(self.opponent_games, bool) or not isinstance(self.opponent_games, int) or not 0 <= self.opponent_games <= self.num_games:
+            raise ValueError(f"opponent_games must be an int in 0..num_games={self.num_games}; got {self.opponent_games!r}")
+        if isinstance(self.ema_decay, bool) or not isinstance(self.ema_decay, (int, float)) or not 0.0 <= self.ema_decay < 1.0:
+            raise ValueError(f"ema_decay must be a number in [0, 1); got {self.ema_decay!r}")
         if not (isinstance(self.pit_alpha, float) and 0.0 < self.pit_alpha < 1.0):
             raise ValueError(f"pit_alpha must be a float in (0, 1); got {self.pit_alpha!r}")
         pit_threshold(self.pit_team_games, self.pit_solo_games, self.num_snakes, self.pit_alpha)  # raises if unreachable
@@ -799,6 +816,9 @@ class LearnerState:
         reference_params, reference_batch_stats: the fixed earlier generation evaluated against.
         generation: int32 ``[]``: generations completed.
         rng: uint32 ``[2]``: the key data of the loop's PRNG key (``jax.random.key_data``).
+        ema_params, ema_batch_stats: the moving average of the candidate
+            (``ema_decay > 0``: what the pit plays and promotes); equal to
+            the candidate when ``ema_decay = 0``.
     """
 
     params: Any
@@ -810,10 +830,16 @@ class LearnerState:
     reference_batch_stats: Any
     generation: jax.Array
     rng: jax.Array
+    ema_params: Any
+    ema_batch_stats: Any
 
     @property
     def candidate(self) -> dict:
         return {"params": self.params, "batch_stats": self.batch_stats}
+
+    @property
+    def averaged(self) -> dict:
+        return {"params": self.ema_params, "batch_stats": self.ema_batch_stats}
 
     @property
     def best(self) -> dict:
@@ -1023,6 +1049,10 @@ class QSnakeLearner:
         self.distances = sample_distances(c.num_turns, c.sampler, c.gap_growth)
         self.sample_table = np.zeros(c.num_turns + 1, bool)
         self.sample_table[self.distances] = True
+        # heuristic opponents (module docstring): slot g < opponent_games seats the network at g % S only
+        slot = np.arange(c.num_games)[:, None]
+        self.heuristic_seats = (slot < c.opponent_games) & (np.arange(c.num_snakes)[None, :] != slot % c.num_snakes)
+        self.heuristic = HeuristicAgent() if c.opponent_games else None
         jitted = _jitted(config)
         self.self_play = functools.partial(jitted["self_play"], self)
         self.versus = functools.partial(jitted["versus"], self)
@@ -1068,6 +1098,8 @@ class QSnakeLearner:
             reference_batch_stats=variables["batch_stats"],
             generation=jnp.int32(0),
             rng=jax.random.key_data(key),
+            ema_params=variables["params"],
+            ema_batch_stats=variables["batch_stats"],
         )
 
     def views(self, board: Board) -> jax.Array:
@@ -1083,7 +1115,9 @@ class QSnakeLearner:
         """``num_turns`` turns of ``num_games`` self-play slots in one ``lax.scan`` (module docstring, step 1)."""
         TRACES["self_play"] += 1
         c, env = self.config, self.env
-        B = c.num_games
+        B, G = c.num_games, c.opponent_games
+        heuristic_seats = jnp.asarray(self.heuristic_seats)  # [B, S]
+        opponent_slot = jnp.arange(B) < G
         key, init_key = jax.random.split(key)
         states = self._constrain(jax.vmap(env.init, in_axes=(0, None))(jax.random.split(init_key, B), params))
         zero_totals = jax.tree.map(jnp.zeros_like, game_metrics(states.board, jnp.zeros(states.board.alive.shape, bool)))
@@ -1097,15 +1131,22 @@ class QSnakeLearner:
             logpi = log_power_softmax(q, c.power)
             rel = jax.random.categorical(act_key, logpi).astype(jnp.int32)  # [B, S]
             moves = observe.relative_to_absolute(rel, jax.vmap(rules.facing)(board))
+            if G:  # the heuristic snakes' moves replace the network's on their seats; only the network's seats act
+                moves = jnp.where(heuristic_seats, self._heuristic_moves(states, jax.random.fold_in(k, 1)), moves)
+                acting = acting & ~heuristic_seats
             nxt = jax.vmap(env.step, in_axes=(0, 0, 0, None))(states, moves, jax.random.split(step_key, B), params)
             died = acting & ~nxt.board.alive
             won = acting & nxt.board.alive & nxt.terminated[:, None]
             done = nxt.terminated | nxt.truncated
+            if G:  # a game against heuristic snakes ends with the network's snake: nothing is left to learn from it
+                done = done | (opponent_slot & ~jnp.any(nxt.board.alive & ~heuristic_seats, axis=1))
             chain_end = acting & (died | done[:, None])
             logp_taken = jnp.take_along_axis(logpi, rel[..., None], axis=-1)[..., 0]
             psi = jax.vmap(transition_weights)(logp_taken, acting, died)
-            ended = game_metrics(nxt.board, jnp.broadcast_to(done[:, None], acting.shape))
+            ended = game_metrics(nxt.board, done[:, None] & ~heuristic_seats)
             ended["games"] = jnp.sum(done).astype(jnp.float32)
+            ended["opponent_games"] = jnp.sum(done & opponent_slot).astype(jnp.float32)
+            ended["opponent_wins"] = jnp.sum(won & opponent_slot[:, None]).astype(jnp.float32)
             ended["truncated"] = jnp.sum(nxt.truncated & ~nxt.terminated).astype(jnp.float32)
             totals = jax.tree.map(lambda a, b: a + b, totals, ended)
             fresh = jax.vmap(env.init, in_axes=(0, None))(jax.random.split(reset_key, B), params)
@@ -1114,9 +1155,19 @@ class QSnakeLearner:
             out = (board, rel.astype(jnp.int8), q, acting, psi, died, won, chain_end)
             return (nxt, totals), out
 
-        zero_totals = {**zero_totals, "games": jnp.float32(0), "truncated": jnp.float32(0)}
+        zero_totals = {**zero_totals, **{k: jnp.float32(0) for k in ("games", "truncated", "opponent_games", "opponent_wins")}}
         (_, totals), out = jax.lax.scan(turn, (states, zero_totals), jax.random.split(key, c.num_turns))
         return SelfPlayRecord(*out, totals=totals)
+
+    def _heuristic_moves(self, states: BattlesnakeState, key: jax.Array) -> jax.Array:
+        """int32 ``[B, S]``: the heuristic snake's move for every seat of the first ``opponent_games`` slots (0 elsewhere)."""
+        G, S = self.config.opponent_games, self.config.num_snakes
+        first = jax.tree.map(lambda x: x[:G], states)
+        keys = jax.random.split(key, G * S).reshape((G, S) + key.shape)
+        seat = lambda st, p, k: self.heuristic.policy(None, st, k, p)  # noqa: E731
+        per_slot = jax.vmap(lambda st, ks: jax.vmap(functools.partial(seat, st))(jnp.arange(S), ks))
+        moves = per_slot(first, keys).astype(jnp.int32)
+        return jnp.zeros((self.config.num_games, S), jnp.int32).at[:G].set(moves)
 
     def _targets(self, rec: SelfPlayRecord, q: jax.Array | None = None):
         """`chain_targets` of every seat: ``(taken, vector, distance, complete)``, ``[T, B, S, ...]``.
@@ -1223,7 +1274,12 @@ class QSnakeLearner:
         )
         updates, opt_state = self.tx.update(grads, state.opt_state, state.params)
         params = optax.apply_updates(state.params, updates)
-        return state.replace(params=params, batch_stats=batch_stats, opt_state=opt_state), loss
+        if c.ema_decay:
+            ema = optax.incremental_update((params, batch_stats), (state.ema_params, state.ema_batch_stats), 1.0 - c.ema_decay)
+        else:
+            ema = (params, batch_stats)
+        return state.replace(params=params, batch_stats=batch_stats, opt_state=opt_state,
+                             ema_params=ema[0], ema_batch_stats=ema[1]), loss
 
     def _versus(self, vars_a: dict, vars_b: dict, key: jax.Array, num_games: int, seats_a: int, params):
         """Games of network A (``seats_a`` seats, rotated) against B playing ``pit_policy``; a game stops once one side is out.
@@ -1278,18 +1334,19 @@ class QSnakeLearner:
         team_key, solo_key = jax.random.split(pit_key)
         pit_params = self.pit_env.default_params
         wins_team = wins_solo = decided_team = decided_solo = jnp.int32(0)
+        pitted = state.averaged  # the candidate itself when ema_decay = 0
         if c.pit_team_games:
-            w, board, mask = self._versus(state.candidate, state.best, team_key, c.pit_team_games, c.num_snakes // 2, pit_params)
+            w, board, mask = self._versus(pitted, state.best, team_key, c.pit_team_games, c.num_snakes // 2, pit_params)
             wins_team, decided_team = jnp.sum(w).astype(jnp.int32), jnp.sum(_decided(board, mask)).astype(jnp.int32)
         if c.pit_solo_games:
-            w, board, mask = self._versus(state.candidate, state.best, solo_key, c.pit_solo_games, 1, pit_params)
+            w, board, mask = self._versus(pitted, state.best, solo_key, c.pit_solo_games, 1, pit_params)
             wins_solo, decided_solo = jnp.sum(w).astype(jnp.int32), jnp.sum(_decided(board, mask)).astype(jnp.int32)
         threshold = self.threshold_table[decided_team, decided_solo]
         accepted = (wins_team + wins_solo >= threshold) | (not c.pit_gate)
         pick = lambda new, old: jax.tree.map(lambda n, o: jnp.where(accepted, n, o), new, old)  # noqa: E731
         state = state.replace(
-            best_params=pick(state.params, state.best_params),
-            best_batch_stats=pick(state.batch_stats, state.best_batch_stats),
+            best_params=pick(state.ema_params, state.best_params),
+            best_batch_stats=pick(state.ema_batch_stats, state.best_batch_stats),
             generation=state.generation + 1,
             rng=jax.random.key_data(next_key),
         )
@@ -1431,7 +1488,9 @@ def _history_row(learner: QSnakeLearner, generation: int, m: dict, seconds: floa
            "pit_threshold": m["pit_threshold"],
            "games": int(m["games"]), "decisions": m["decisions"], "complete_decisions": m["complete_decisions"],
            "truncated": int(m["truncated"]),
-           "game_length": m["game_turns"] / games}
+           "game_length": m["game_turns"] / games,
+           "opponent_games": int(m["opponent_games"]),
+           "opponent_win_rate": m["opponent_wins"] / m["opponent_games"] if m["opponent_games"] else float("nan")}
     for name in DEATH_CAUSES:
         row[f"deaths_{name}"] = m[f"deaths_{name}"]
         row[f"deaths_{name}_share"] = m[f"deaths_{name}"] / deaths if deaths else 0.0
@@ -1521,7 +1580,10 @@ def train(
             restored = ckpt.latest()
             if restored is not None:
                 _, tree = restored
-                new = serialization.from_state_dict(state, tree["state"])
+                saved = dict(tree["state"])
+                if "ema_params" not in saved:  # a checkpoint from before weight averaging: ema_decay was 0
+                    saved["ema_params"], saved["ema_batch_stats"] = saved["params"], saved["batch_stats"]
+                new = serialization.from_state_dict(state, saved)
                 want, got = jax.tree.map(np.shape, state), jax.tree.map(np.shape, new)
                 if want != got:
                     raise ValueError(f"checkpoint in {checkpoint_dir} does not match the network of features={config.features}")
