@@ -586,3 +586,124 @@ def test_death_targets_train_the_certainly_deadly_entries_towards_zero():
         np.testing.assert_array_equal(got_mask, mask)
     with pytest.raises(TypeError, match="death_targets"):
         qs.QSnakeConfig(death_targets=1)
+
+
+# ----------------------------------------------------------------------------- heuristic opponents, weight averaging
+OPPONENTS = qs.QSnakeConfig(**{**TINY.to_json(), "features": TINY.features, "opponent_games": 2, "num_turns": 24})
+
+
+def test_heuristic_opponents_drive_every_seat_but_the_networks():
+    """``opponent_games=2`` of 4 slots: slot g seats the network at g % 4 and heuristic snakes elsewhere.
+
+    Checked on the record: the heuristic seats never act (no chain, no
+    training position); every move they make is one of the best-scored
+    moves of `HeuristicAgent.scores` (the scores are whole numbers and the
+    tie noise is below 0.5, so the move played has the maximal score),
+    which the network's sampled moves are not bound to; a game ends when the
+    network's snake dies; the network's Psi in such a game is 1 (no other
+    network snake acts: the empty product); the opponent counts are the
+    network seat's chain ends and wins in those slots.
+    """
+    from jaxgames.agents.battlesnake import HeuristicAgent, safe_moves
+
+    learner = qs.QSnakeLearner(OPPONENTS)
+    state = learner.init(jax.random.key(11))
+    rec = learner.self_play(state.best, learner.params_for(1), jax.random.key(12))
+    acting, psi, died, won, ends = (np.asarray(x) for x in (rec.acting, rec.psi, rec.died, rec.won, rec.chain_end))
+    boards = jax.tree.map(np.asarray, rec.boards)
+    T, B, S = acting.shape
+    net_seat = {0: 0, 1: 1}
+    scores = jax.jit(HeuristicAgent().scores)
+    safe = jax.jit(safe_moves)
+    heuristic_moves = net_moves = net_not_best = 0
+    for g in range(B):
+        for s in range(S):
+            if g in net_seat and s != net_seat[g]:
+                assert not acting[:, g, s].any()
+            elif g not in net_seat:
+                assert acting[0, g, s]  # self-play slots: every seat is the network's
+    for t in range(T - 1):
+        for g in (0, 1):
+            now = jax.tree.map(lambda x: x[t, g], boards)
+            nxt = jax.tree.map(lambda x: x[t + 1, g], boards)
+            n = net_seat[g]
+            if acting[t, g, n] and died[t, g, n]:
+                assert int(nxt.turn) == 0  # the game ended with the network's snake: a fresh one follows
+            if int(nxt.turn) != int(now.turn) + 1:
+                continue
+            for s in range(S):
+                if not (now.alive[s] and nxt.alive[s]):
+                    continue
+                delta = tuple(int(v) for v in nxt.head[s] - now.head[s])
+                move = [tuple(d) for d in np.asarray(rules.DELTAS)].index(delta)
+                sc = np.asarray(scores(now, jnp.int32(s)))
+                if s == n:
+                    net_moves += 1
+                    net_not_best += sc[move] < sc.max()
+                    assert psi[t, g, n] == 1.0  # it survived the step and no other network snake acted
+                elif np.asarray(safe(now, jnp.int32(s))).any():
+                    heuristic_moves += 1
+                    assert sc[move] == sc.max()
+    assert heuristic_moves >= 20 and net_moves >= 3
+    assert net_not_best >= 1  # the network's moves are not the heuristic's: the test tells the seats apart
+    totals = {k: float(v) for k, v in rec.totals.items()}
+    assert totals["opponent_games"] == sum(ends[:, g, n].sum() for g, n in net_seat.items()) >= 2
+    assert totals["opponent_wins"] == won[:, :2].sum()
+    with pytest.raises(ValueError, match="opponent_games"):
+        qs.QSnakeConfig(**{**TINY.to_json(), "features": TINY.features, "opponent_games": TINY.num_games + 1})
+    with pytest.raises(ValueError, match="opponent_games"):
+        qs.QSnakeConfig(opponent_games=True)
+
+
+def test_weight_averaging_updates_by_hand_and_the_pit_promotes_the_average():
+    """``ema_decay=d``: after each training step ema <- d ema + (1 - d) params; the pit plays and promotes the average."""
+    leaves = jax.tree.leaves
+    for decay in (0.75, 0.0):
+        config = qs.QSnakeConfig(**{**TINY.to_json(), "features": TINY.features, "ema_decay": decay, "pit_gate": False})
+        learner = qs.QSnakeLearner(config)
+        state = learner.init(jax.random.key(8))
+        data, keys, _ = learner._collect_jit(state)
+        ema = (state.ema_params, state.ema_batch_stats)
+        for i in range(2):
+            state, _ = learner._train_step_jit(state, data, keys[i])
+            new = (state.params, state.batch_stats)
+            expect = jax.tree.map(lambda e, p: decay * np.asarray(e) + (1 - decay) * np.asarray(p), ema, new)
+            for a, b in zip(leaves(expect), leaves((state.ema_params, state.ema_batch_stats))):
+                np.testing.assert_allclose(b, a, rtol=1e-5, atol=1e-7)
+            ema = expect
+        promoted, _ = learner._pit(state)  # pit_gate=False: always promoted
+        assert all(np.array_equal(a, b) for a, b in zip(leaves(promoted.best_params), leaves(state.ema_params)))
+        differs = any(not np.allclose(a, b) for a, b in zip(leaves(state.ema_params), leaves(state.params)))
+        assert differs == (decay > 0)
+    for bad in (1.0, -0.1, True):
+        with pytest.raises(ValueError, match="ema_decay"):
+            qs.QSnakeConfig(ema_decay=bad)
+
+
+def test_resume_with_opponents_and_averaging_equals_an_uninterrupted_run(tmp_path):
+    config = qs.QSnakeConfig(**{**OPPONENTS.to_json(), "features": OPPONENTS.features, "ema_decay": 0.5})
+    straight = qs.train(config, generations=2, seed=6, checkpoint_dir=tmp_path / "a")
+    qs.train(config, generations=1, seed=6, checkpoint_dir=tmp_path / "b")
+    resumed = qs.train(config, generations=2, seed=6, checkpoint_dir=tmp_path / "b")
+    assert resumed.resumed_from == 1
+    a, b = jax.tree.leaves(straight.state), jax.tree.leaves(resumed.state)
+    assert len(a) == len(b) and all(np.array_equal(x, y) for x, y in zip(a, b))
+    assert [r["opponent_games"] for r in straight.history] == [r["opponent_games"] for r in resumed.history]
+
+
+def test_a_checkpoint_from_before_weight_averaging_resumes(tmp_path):
+    """A checkpoint without the average (written before ``ema_decay`` existed) resumes with the average = the candidate."""
+    from jaxgames.checkpoint import Checkpointer
+
+    qs.train(TINY, generations=1, seed=2, checkpoint_dir=tmp_path / "new")
+    ckpt = Checkpointer(tmp_path / "new", qs.checkpoint_config(TINY, 2), max_to_keep=2)
+    step, tree = ckpt.latest()
+    ckpt.close()
+    old_state = {k: v for k, v in tree["state"].items() if not k.startswith("ema_")}
+    old = Checkpointer(tmp_path / "old", qs.checkpoint_config(TINY, 2), max_to_keep=2)
+    old.save(step, {"state": old_state, "meta": tree["meta"]})
+    old.close()
+    resumed = qs.train(TINY, generations=1, seed=2, checkpoint_dir=tmp_path / "old")
+    assert resumed.resumed_from == 1
+    for a, b in zip(jax.tree.leaves(resumed.state.ema_params), jax.tree.leaves(resumed.state.params)):
+        np.testing.assert_array_equal(a, b)

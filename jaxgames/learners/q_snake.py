@@ -206,6 +206,34 @@ Where the seed is ambiguous, the choices made here:
   14.1% without, 18.6% with): they grow with the game length, and a
   snake that starves or is boxed in was doomed many moves before any
   single move was certain death.
+* **Heuristic opponents** (``opponent_games > 0``, an addition to the seed;
+  off by default). The seed's snakes learn from themselves only. Here the
+  first ``opponent_games`` self-play slots seat one network snake (slot
+  ``g`` at seat ``g mod S``) against ``S - 1`` heuristic snakes
+  (`jaxgames.agents.battlesnake.HeuristicAgent`, the baseline of the
+  evaluation), so part of the data shows how the network fares against a
+  stronger, fixed opponent. The heuristic snakes do not act in the record
+  (no chains, no training positions); in Psi a deterministic opponent's
+  factor is its probability 1 (eq. 8's product runs over the network's
+  snakes), so in such a game the network's Psi is 1 and its chain is
+  refined as a single-agent one. Such a game ends when the network's snake
+  is out (the heuristic snakes' play after that teaches nothing). The
+  self-play figures (deaths by cause, food, game length) count the
+  network's snakes only, in both kinds of slot; ``opponent_games`` and
+  ``opponent_wins`` count the games against heuristic snakes that ended in
+  the record and those the network's snake won (a learning curve against a
+  fixed opponent, in the history as ``opponent_win_rate``).
+* **Weight averaging** (``ema_decay > 0``, an addition to the seed; off by
+  default). The candidate trains on after a promotion, and after some
+  promotions every later candidate lost the pit to the promoted one by far
+  (the shipped run: after generation 39's promotion the 17 candidates won
+  6.1 decided pit games on average where an equal network wins 15.2).
+  One reading is that the gate promotes a lucky snapshot of noisy Adam
+  iterates. With ``ema_decay = d`` the pit plays, and a pass promotes, the
+  exponential moving average of the candidate's parameters and batch
+  statistics, ``ema <- d ema + (1 - d) params`` after each training step
+  (Polyak averaging; `optax.incremental_update`); the candidate itself
+  trains on unchanged.
 
 The ``[T, B, S]`` record layout: ``T = num_turns`` turns, ``B = num_games``
 game slots, ``S = num_snakes`` snakes. Entry points: `QSnakeConfig` (static
