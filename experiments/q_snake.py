@@ -16,13 +16,17 @@ command continues where the last run stopped (``generations=`` or
   ``food_length.png`` (food eaten per game and game length),
   ``heads_hunted.png``, ``collisions.png``, ``win_rate.png`` (against the
   reference generation, fair shares dashed);
+* with ``opponent_games > 0``: ``opponents.png``, the network's win rate in
+  the training games against three heuristic snakes per generation;
 * ``game.gif``: one game of the final snake (red, seat 0) against three
   heuristic snakes;
 * ``baselines.csv``: the final snake and the baselines (random-safe,
   heuristic), each alone against three random-safe snakes and against three
   heuristic snakes: win rates over ``baseline_games`` 4-snake games
   (seats rotated, spawns drawn per game) with 95% Wilson intervals;
-* ``README.md`` (read it first): the targets of issue 11 checked on this run.
+* ``README.md`` (read it first): the targets of issue 11 checked on this run,
+  and after each promotion how the later candidates fared in the pit
+  against the promoted network.
 
 With ``ship=trained`` the final best network is written to
 ``jaxgames/weights/q_snake/`` (the weights the server's ``--agent q_snake``
@@ -279,6 +283,19 @@ def write_figures(rd: ResultsDir, history: list, evaluations: list) -> None:
         fig, ax = _figure("Collisions: wall, own body, other body (self-play, seed fig. 9)", "per game")
         ax.plot(g, [r["collisions_per_game"] for r in history], "o-")
         rd.save_figure(fig, "collisions.png", dpi=110, bbox_inches="tight")
+    played = [r for r in history if r.get("opponent_games")]
+    if played:
+        g = np.array([r["generation"] for r in played])
+        n = np.array([r["opponent_games"] for r in played])
+        wins = np.rint(np.array([r["opponent_win_rate"] for r in played]) * n).astype(int)
+        low, high = np.array([wilson(int(w), int(k)) for w, k in zip(wins, n)]).T
+        rate = wins / n
+        fig, ax = _figure("Network snake against 3 heuristic snakes (training games)", "win rate (95% Wilson)")
+        ax.errorbar(g, rate, yerr=[rate - low, high - rate], fmt="o-", ms=3, capsize=2)
+        ax.axhline(0.25, color="C1", ls=":", lw=1, label="fair share 1/4")
+        ax.set_ylim(0, 1)
+        ax.legend(fontsize=7)
+        rd.save_figure(fig, "opponents.png", dpi=110, bbox_inches="tight")
     if evaluations:
         e = np.array([r["generation"] for r in evaluations])
         fig, ax = _figure(f"Win rate against generation {evaluations[0]['reference_generation']} (seed fig. 6)", "win rate")
@@ -354,6 +371,47 @@ def _pit_power(config: Config, h: list) -> list[str]:
     ]
 
 
+def _promotion_segments(config: Config, h: list) -> list[str]:
+    """README lines: after each promotion, the later candidates' pit wins against what a network equal to the best wins."""
+    S = config.num_snakes
+    promoted = [r["generation"] for r in h if r["accepted"]]
+    if not h or not promoted:
+        return []
+    lines = ["After each promotion, the candidates that met the promoted network (until the next promotion): their mean pit "
+             "wins against the mean fair share of the decided games (what a network equal to the best wins on average). "
+             "A mean far below the fair share means the promoted network was stronger than every candidate after it.", "",
+             "| promoted at | candidates | mean pit wins | fair share | below fair share |", "|---:|---:|---:|---:|---:|"]
+    for i, p in enumerate(promoted):
+        end = promoted[i + 1] if i + 1 < len(promoted) else h[-1]["generation"]
+        seg = [r for r in h if p < r["generation"] <= end]
+        if not seg:
+            continue
+        wins = np.array([r["pit_wins"] for r in seg], float)
+        fair = np.array([int(r.get("pit_decided_team", config.pit_team_games)) * 0.5
+                         + int(r.get("pit_decided_solo", config.pit_solo_games)) / S for r in seg])
+        lines.append(f"| {p} | {len(seg)} | {wins.mean():.1f} | {fair.mean():.1f} | {int(np.sum(wins < fair))} of {len(seg)} |")
+    return lines + [""]
+
+
+def _opponent_lines(h: list) -> list[str]:
+    """README lines: the network against heuristic snakes in the training games (``opponent_games > 0``)."""
+    played = [r for r in h if r.get("opponent_games")]
+    if not played:
+        return []
+    out = ["", "## The network against heuristic snakes in training ([opponents.png](opponents.png))", "",
+           "Games of the best network's snake against three heuristic snakes in the self-play slots (`opponent_games`; "
+           "the network samples its power-softmax policy, as in self-play). Win rate pooled over generations, 95% Wilson:", ""]
+    for lo, hi in ((0, 9), (10, 29), (30, 10**9)):
+        rows = [r for r in played if lo <= r["generation"] <= hi]
+        if rows:
+            n = sum(r["opponent_games"] for r in rows)
+            w = int(round(sum(r["opponent_win_rate"] * r["opponent_games"] for r in rows)))
+            a, b = wilson(w, n)
+            last = min(hi, rows[-1]["generation"])
+            out.append(f"* generations {lo}-{last}: {w} of {n} games won, {w / n:.1%} [{a:.1%}, {b:.1%}]")
+    return out
+
+
 def write_readme(rd: ResultsDir, config: Config, result: qs.TrainResult, baselines: list, seconds: float, argv) -> str:
     h = result.history
     accepted = sum(r["accepted"] for r in h)
@@ -371,9 +429,11 @@ def write_readme(rd: ResultsDir, config: Config, result: qs.TrainResult, baselin
            f"wins of {config.pit_team_games} 2v2 + {config.pit_solo_games} 1v3 games when all are decided)."),
         "",
         *_pit_power(config, h),
+        *_promotion_segments(config, h),
         "## Targets (issue 11)",
         "",
         *_targets(h),
+        *_opponent_lines(h),
     ]
     if baselines:
         lines += ["", "## The final snake and the baselines, each alone against three copies of a baseline", "",
@@ -402,7 +462,9 @@ def write_readme(rd: ResultsDir, config: Config, result: qs.TrainResult, baselin
             lines.append(f"| {r['generation']} | {r['team_win_rate']:.3f} | {r['solo_win_rate']:.3f} | {r['solo_game_length']:.1f} | "
                          f"{r['solo_food_per_snake']:.2f} | {r['solo_collisions_per_snake']:.2f} | {r['solo_heads_hunted_per_snake']:.2f} |")
     lines += ["", "Figures: [deaths.png](deaths.png), [food_length.png](food_length.png), [heads_hunted.png](heads_hunted.png), "
-              "[collisions.png](collisions.png), [win_rate.png](win_rate.png); a game of the final snake (red) against three "
+              "[collisions.png](collisions.png), [win_rate.png](win_rate.png)"
+              + (", [opponents.png](opponents.png)" if any(r.get("opponent_games") for r in h) else "")
+              + "; a game of the final snake (red) against three "
               "heuristic snakes: [game.gif](game.gif).", ""]
     text = "\n".join(lines)
     rd.write_text("README.md", text)
