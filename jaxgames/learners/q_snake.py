@@ -222,7 +222,12 @@ Where the seed is ambiguous, the choices made here:
   network's snakes only, in both kinds of slot; ``opponent_games`` and
   ``opponent_wins`` count the games against heuristic snakes that ended in
   the record and those the network's snake won (a learning curve against a
-  fixed opponent, in the history as ``opponent_win_rate``).
+  fixed opponent, in the history as ``opponent_win_rate``). Measured (the
+  shipped snake's 55-minute command with ``opponent_games=16`` of 32, one
+  run, 1,000 games per row): 82.9% [80.4, 85.1] against three random-safe
+  snakes and 10.3% [8.6, 12.3] against three heuristic snakes, against the
+  shipped run's 86.2% and 12.8%: no gain against the snake it trained
+  against (``jaxgames/weights/q_snake/README.md``).
 * **Weight averaging** (``ema_decay > 0``, an addition to the seed; off by
   default). The candidate trains on after a promotion, and after some
   promotions every later candidate lost the pit to the promoted one by far
@@ -233,7 +238,11 @@ Where the seed is ambiguous, the choices made here:
   exponential moving average of the candidate's parameters and batch
   statistics, ``ema <- d ema + (1 - d) params`` after each training step
   (Polyak averaging; `optax.incremental_update`); the candidate itself
-  trains on unchanged.
+  trains on unchanged. Measured (with ``opponent_games=16``, decay 0.99,
+  one 55-minute run): the fall stayed (after the last promotion 6.9 wins
+  where an equal network wins 12.0, below in 7 of 7 generations), so a
+  lucky Adam iterate is not the explanation; 87.4% [85.2, 89.3] against
+  random-safe and 10.8% [9.0, 12.9] against heuristic snakes.
 
 The ``[T, B, S]`` record layout: ``T = num_turns`` turns, ``B = num_games``
 game slots, ``S = num_snakes`` snakes. Entry points: `QSnakeConfig` (static
