@@ -692,7 +692,15 @@ def test_resume_with_opponents_and_averaging_equals_an_uninterrupted_run(tmp_pat
 
 
 def test_a_checkpoint_from_before_weight_averaging_resumes(tmp_path):
-    """A checkpoint without the average (written before ``ema_decay`` existed) resumes with the average = the candidate."""
+    """A folder written before ``opponent_games`` and ``ema_decay`` existed resumes: its config lacks them, its state the average.
+
+    The old folder is rebuilt by hand: its ``config.json`` without the two
+    settings (a mapping, as the folders of that time were tied to), its
+    state without ``ema_params``/``ema_batch_stats``. The resumed average
+    starts as the candidate.
+    """
+    import dataclasses
+
     from jaxgames.checkpoint import Checkpointer
 
     qs.train(TINY, generations=1, seed=2, checkpoint_dir=tmp_path / "new")
@@ -700,7 +708,10 @@ def test_a_checkpoint_from_before_weight_averaging_resumes(tmp_path):
     step, tree = ckpt.latest()
     ckpt.close()
     old_state = {k: v for k, v in tree["state"].items() if not k.startswith("ema_")}
-    old = Checkpointer(tmp_path / "old", qs.checkpoint_config(TINY, 2), max_to_keep=2)
+    old_config = {k: v for k, v in dataclasses.asdict(qs.checkpoint_config(TINY, 2)).items()
+                  if k not in ("opponent_games", "ema_decay")}
+    old_config["features"] = list(TINY.features)
+    old = Checkpointer(tmp_path / "old", old_config, max_to_keep=2)
     old.save(step, {"state": old_state, "meta": tree["meta"]})
     old.close()
     resumed = qs.train(TINY, generations=1, seed=2, checkpoint_dir=tmp_path / "old")

@@ -1472,9 +1472,21 @@ class TrainResult(NamedTuple):
     resumed_from: int | None
 
 
-def checkpoint_config(config: QSnakeConfig, seed: int) -> dict:
+@dataclasses.dataclass(frozen=True)
+class CheckpointSettings(QSnakeConfig):
+    """What a checkpoint folder is tied to: the learner's settings and the run's seed.
+
+    A dataclass rather than a mapping so that `jaxgames.checkpoint` knows the
+    defaults: a folder written before a setting existed (its ``config.json``
+    lacks it) still matches a run that leaves that setting at its default.
+    """
+
+    seed: int = 0
+
+
+def checkpoint_config(config: QSnakeConfig, seed: int) -> CheckpointSettings:
     """The settings a checkpoint folder is tied to: the learner's config and the seed."""
-    return {**config.to_json(), "seed": int(seed)}
+    return CheckpointSettings(**{f.name: getattr(config, f.name) for f in dataclasses.fields(QSnakeConfig)}, seed=int(seed))
 
 
 def check_checkpoint_shapes(config: QSnakeConfig, checkpoint_dir) -> None:
@@ -1528,7 +1540,7 @@ def _history_row(learner: QSnakeLearner, generation: int, m: dict, seconds: floa
            "truncated": int(m["truncated"]),
            "game_length": m["game_turns"] / games,
            "opponent_games": int(m["opponent_games"]),
-           "opponent_win_rate": m["opponent_wins"] / m["opponent_games"] if m["opponent_games"] else float("nan")}
+           "opponent_win_rate": m["opponent_wins"] / m["opponent_games"] if m["opponent_games"] else None}
     for name in DEATH_CAUSES:
         row[f"deaths_{name}"] = m[f"deaths_{name}"]
         row[f"deaths_{name}_share"] = m[f"deaths_{name}"] / deaths if deaths else 0.0
