@@ -1372,7 +1372,7 @@ class QSnakeLearner:
         team_key, solo_key = jax.random.split(pit_key)
         pit_params = self.pit_env.default_params
         wins_team = wins_solo = decided_team = decided_solo = jnp.int32(0)
-        pitted = state.averaged  # the candidate itself when ema_decay = 0
+        pitted = state.averaged if c.ema_decay else state.candidate
         if c.pit_team_games:
             w, board, mask = self._versus(pitted, state.best, team_key, c.pit_team_games, c.num_snakes // 2, pit_params)
             wins_team, decided_team = jnp.sum(w).astype(jnp.int32), jnp.sum(_decided(board, mask)).astype(jnp.int32)
@@ -1383,8 +1383,8 @@ class QSnakeLearner:
         accepted = (wins_team + wins_solo >= threshold) | (not c.pit_gate)
         pick = lambda new, old: jax.tree.map(lambda n, o: jnp.where(accepted, n, o), new, old)  # noqa: E731
         state = state.replace(
-            best_params=pick(state.ema_params, state.best_params),
-            best_batch_stats=pick(state.ema_batch_stats, state.best_batch_stats),
+            best_params=pick(pitted["params"], state.best_params),
+            best_batch_stats=pick(pitted["batch_stats"], state.best_batch_stats),
             generation=state.generation + 1,
             rng=jax.random.key_data(next_key),
         )
