@@ -184,6 +184,20 @@ Where the seed is ambiguous, the choices made here:
   worse candidates. That is what stalled the shipped run (the pit accepted
   generations 0, 2 and 5 of 61). The pit now tests the wins against the
   threshold of the games decided (`pit_threshold_table`).
+  **Known flaw (measured 2026-11-22, not yet fixed): the solo fair share of
+  the decided games is not 1/S.** A solo game stops when the candidate's
+  one snake is out but needs all S - 1 others out for a candidate win, and
+  the turn limit cuts the long games, so the decided ones are mostly the
+  candidate's early deaths. The shipped run's best network (generation
+  39) against itself, 256 games per format at ``pit_max_turns=200``: team
+  20 wins of 50 decided (fair 25), solo 6 of 108 (fair 27). So the gate is
+  far stricter than ``pit_alpha`` once games grow long, and the solo part
+  of the "fall after a promotion" (``jaxgames/weights/q_snake/README.md``)
+  is this bias, not a worse candidate. Team games are symmetric under the
+  stopping rule. A fix to build: score a solo game by the pairs (the
+  candidate against each other snake: outlasted 1, together 1/2, outlived
+  0), which every stopping rule and turn limit leave exchangeable, mean
+  (S - 1)/2 for an equal network.
 * **Certain deaths** (``death_targets=True``, an addition to the seed; off
   by default). With ``targets="taken"`` an untaken entry gets no gradient,
   so the Q-value of a move the data-generating network rarely plays (into a
