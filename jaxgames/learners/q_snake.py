@@ -256,7 +256,8 @@ Where the seed is ambiguous, the choices made here:
   one 55-minute run): the fall stayed (after the last promotion 6.9 wins
   where an equal network wins 12.0, below in 7 of 7 generations), so the
   noise between the Adam steps of one generation (the span of a 0.99
-  average, about 100 steps) is not the explanation; 87.4% [85.2, 89.3] against
+  average, about 100 steps) is not the explanation (the solo pit's bias,
+  under "Undecided pit games", is the likelier one); 87.4% [85.2, 89.3] against
   random-safe and 10.8% [9.0, 12.9] against heuristic snakes.
 
 The ``[T, B, S]`` record layout: ``T = num_turns`` turns, ``B = num_games``
