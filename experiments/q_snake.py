@@ -355,31 +355,43 @@ def _pit_power(config: Config, h: list) -> list[str]:
              for d in (0.0, 0.05, 0.10)}
     fair = config.pit_team_games * fair_team + config.pit_solo_games * fair_solo
     wins = [int(r["pit_wins_team"]) + int(r["pit_wins_solo"]) for r in h]
-    # histories written before undecided games were counted hold no pit_decided_*: every game counted then
-    decided = [(int(r.get("pit_decided_team", config.pit_team_games)), int(r.get("pit_decided_solo", config.pit_solo_games)))
-               for r in h]
-    fair_decided = np.mean([t * fair_team + o * fair_solo for t, o in decided])
+    decided = [_decided_counts(config, r) for r in h]
+    fair_decided = np.mean([_fair_share_of_decided(config, r) for r in h])
     return [
         f"Pit power (`q_snake.pit_pass_probability`), every game decided: a candidate at its fair share (expected {fair:.0f} "
         f"wins, threshold {th}) passes one pit with probability {power[0.0]:.3f}; one truly better by 5 points in both formats "
         f"with {power[0.05]:.2f}, by 10 points with {power[0.10]:.2f}. Games nobody won are left out of the test "
         f"(`q_snake.pit_threshold_table`): on average {np.mean([t + o for t, o in decided]):.1f} of "
         f"{config.pit_team_games + config.pit_solo_games} were decided, where the fair share is {fair_decided:.1f} wins. "
-        f"Pit wins seen: mean {np.mean(wins):.1f}, range {min(wins)}-{max(wins)} (a mean below {fair_decided:.1f} means the "
-        f"candidates were on average worse than the best they met).",
+        f"Pit wins seen: mean {np.mean(wins):.1f}, range {min(wins)}-{max(wins)}. {_SOLO_BIAS}",
         "",
     ]
 
 
+_SOLO_BIAS = ("Caution: the fair share takes 1/S of the decided solo games, which long games bias against the candidate "
+              "(`jaxgames.learners.q_snake`, \"Undecided pit games\"), so wins below it do not by themselves mean a worse "
+              "candidate.")
+
+
+def _decided_counts(config: Config, r: dict) -> tuple[int, int]:
+    """(team, solo) pit games decided in history row ``r``; rows written before undecided games were left out counted every game."""
+    return int(r.get("pit_decided_team", config.pit_team_games)), int(r.get("pit_decided_solo", config.pit_solo_games))
+
+
+def _fair_share_of_decided(config: Config, r: dict) -> float:
+    """Pit wins a network equal to the best expects in row ``r``: half the decided team games, 1/S of the decided solo games."""
+    team, solo = _decided_counts(config, r)
+    return team * 0.5 + solo / config.num_snakes
+
+
 def _promotion_segments(config: Config, h: list) -> list[str]:
     """README lines: after each promotion, the later candidates' pit wins against what a network equal to the best wins."""
-    S = config.num_snakes
     promoted = [r["generation"] for r in h if r["accepted"]]
     if not h or not promoted:
         return []
     lines = ["After each promotion, the candidates that met the promoted network (until the next promotion): their mean pit "
              "wins against the mean fair share of the decided games (what a network equal to the best wins on average). "
-             "A mean far below the fair share means the promoted network was stronger than every candidate after it.", "",
+             + _SOLO_BIAS, "",
              "| promoted at | candidates | mean pit wins | fair share | below fair share |", "|---:|---:|---:|---:|---:|"]
     for i, p in enumerate(promoted):
         end = promoted[i + 1] if i + 1 < len(promoted) else h[-1]["generation"]
@@ -387,8 +399,7 @@ def _promotion_segments(config: Config, h: list) -> list[str]:
         if not seg:
             continue
         wins = np.array([r["pit_wins"] for r in seg], float)
-        fair = np.array([int(r.get("pit_decided_team", config.pit_team_games)) * 0.5
-                         + int(r.get("pit_decided_solo", config.pit_solo_games)) / S for r in seg])
+        fair = np.array([_fair_share_of_decided(config, r) for r in seg])
         lines.append(f"| {p} | {len(seg)} | {wins.mean():.1f} | {fair.mean():.1f} | {int(np.sum(wins < fair))} of {len(seg)} |")
     return lines + [""]
 

@@ -470,7 +470,8 @@ class QSnakeConfig:
         for name in ("reflect", "pit_gate", "death_targets"):
             if not isinstance(getattr(self, name), bool):
                 raise TypeError(f"{name} must be a bool; got {getattr(self, name)!r}")
-        if isinstance(self.opponent_games, bool) or not isinstance(self.opponent_games, int) or not 0 <= self.opponent_games <= self.num_games:
+        _pos_int("opponent_games", self.opponent_games, lo=0)
+        if self.opponent_games > self.num_games:
             raise ValueError(f"opponent_games must be an int in 0..num_games={self.num_games}; got {self.opponent_games!r}")
         if isinstance(self.ema_decay, bool) or not isinstance(self.ema_decay, (int, float)) or not 0.0 <= self.ema_decay < 1.0:
             raise ValueError(f"ema_decay must be a number in [0, 1); got {self.ema_decay!r}")
@@ -892,6 +893,7 @@ class LearnerState:
 
     @property
     def averaged(self) -> dict:
+        """``{"params", "batch_stats"}`` of the candidate's moving average (``ema_decay``)."""
         return {"params": self.ema_params, "batch_stats": self.ema_batch_stats}
 
     @property
