@@ -8,7 +8,7 @@ command continues where the last run stopped (``generations=`` or
 
 * ``generations.csv``: per generation the seed's figures 4-5 (deaths by
   cause, food eaten, game length), heads hunted and collisions of the
-  self-play games, the pit's wins and whether the candidate was accepted,
+  self-play games, the pit's score and whether the candidate was accepted,
   the loss; ``evaluations.csv``: every ``eval_every`` generations the best
   network against the reference generation (figures 6-10: win rate in 2v2
   and 1v3 games, game length, food, collisions, heads hunted per snake);
@@ -345,62 +345,55 @@ def _slope_interval(x: np.ndarray, y: np.ndarray) -> tuple[float, float, float]:
 
 
 def _pit_power(config: Config, h: list) -> list[str]:
-    """README lines: how likely one pit promotes a candidate that is truly better by 5 or 10 points, and the wins seen."""
+    """README lines: how likely one pit promotes a candidate that is truly better by 5 or 10 points, and the scores seen."""
     if not h or not (config.pit_team_games + config.pit_solo_games):
         return []
-    S = config.num_snakes
-    th = qs.pit_threshold(config.pit_team_games, config.pit_solo_games, S, config.pit_alpha)
-    fair_team, fair_solo = 0.5, 1.0 / S
-    power = {d: qs.pit_pass_probability(config.pit_team_games, config.pit_solo_games, th, fair_team + d, fair_solo + d)
-             for d in (0.0, 0.05, 0.10)}
-    fair = config.pit_team_games * fair_team + config.pit_solo_games * fair_solo
-    wins = [int(r["pit_wins_team"]) + int(r["pit_wins_solo"]) for r in h]
-    decided = [_decided_counts(config, r) for r in h]
-    fair_decided = np.mean([_fair_share_of_decided(config, r) for r in h])
-    return [
-        f"Pit power (`q_snake.pit_pass_probability`), every game decided: a candidate at its fair share (expected {fair:.0f} "
-        f"wins, threshold {th}) passes one pit with probability {power[0.0]:.3f}; one truly better by 5 points in both formats "
-        f"with {power[0.05]:.2f}, by 10 points with {power[0.10]:.2f}. Games nobody won are left out of the test "
-        f"(`q_snake.pit_threshold_table`): on average {np.mean([t + o for t, o in decided]):.1f} of "
-        f"{config.pit_team_games + config.pit_solo_games} were decided, where the fair share is {fair_decided:.1f} wins. "
-        f"Pit wins seen: mean {np.mean(wins):.1f}, range {min(wins)}-{max(wins)}. {_SOLO_BIAS}",
-        "",
+    S, team, solo = config.num_snakes, config.pit_team_games, config.pit_solo_games
+    th = qs.pit_threshold(team, solo, S, config.pit_alpha)
+    power = {d: qs.pit_pass_probability(team, solo, th, 0.5 + d, qs.rank_pmf_with_edge(S, d)) for d in (0.0, 0.05, 0.10)}
+    lines = [
+        f"Pit score (`q_snake.pit_score_pmf`): {S - 1} per 2v2 game won plus, per 1v3 game, the number of other snakes the "
+        f"candidate outlasted (ties broken at random). Pit power (`q_snake.pit_pass_probability`), every team game decided: "
+        f"a candidate equal to the best (expected score {_fair_score(config, team):.0f}, threshold {th}) passes one pit "
+        f"with probability {power[0.0]:.3f}; one that wins 5 points more of the team games and outlasts each other snake "
+        f"5 points more often (`q_snake.rank_pmf_with_edge`) with {power[0.05]:.2f}, by 10 points with {power[0.10]:.2f}."
     ]
+    scored = [r for r in h if "pit_score" in r]
+    if scored:
+        decided = [int(r["pit_decided_team"]) for r in scored]
+        scores = [int(r["pit_score"]) for r in scored]
+        fair = np.mean([_fair_score(config, d) for d in decided])
+        lines[0] += (f" Team games nobody won are left out (`q_snake.pit_threshold_table`): on average "
+                     f"{np.mean(decided):.1f} of {team} were decided, where an equal network's expected score is "
+                     f"{fair:.1f}. Pit scores seen: mean {np.mean(scores):.1f}, range {min(scores)}-{max(scores)}.")
+    if len(scored) < len(h):
+        lines[0] += (f" {len(h) - len(scored)} generations were pitted by the earlier rule (solo wins only, biased against "
+                     "the candidate: `jaxgames.learners.q_snake`, \"Undecided pit games\") and are left out here.")
+    return lines + [""]
 
 
-_SOLO_BIAS = ("Caution: the fair share takes 1/S of the decided solo games, which long games bias against the candidate "
-              "(`jaxgames.learners.q_snake`, \"Undecided pit games\"), so wins below it do not by themselves mean a worse "
-              "candidate.")
-
-
-def _decided_counts(config: Config, r: dict) -> tuple[int, int]:
-    """(team, solo) pit games decided in history row ``r``; rows written before undecided games were left out counted every game."""
-    return int(r.get("pit_decided_team", config.pit_team_games)), int(r.get("pit_decided_solo", config.pit_solo_games))
-
-
-def _fair_share_of_decided(config: Config, r: dict) -> float:
-    """Pit wins a network equal to the best expects in row ``r``: half the decided team games, 1/S of the decided solo games."""
-    team, solo = _decided_counts(config, r)
-    return team * 0.5 + solo / config.num_snakes
+def _fair_score(config: Config, decided_team: int) -> float:
+    """The pit score a network equal to the best expects with ``decided_team`` decided team games: (S - 1)/2 per game."""
+    return (config.num_snakes - 1) * (decided_team + config.pit_solo_games) / 2
 
 
 def _promotion_segments(config: Config, h: list) -> list[str]:
-    """README lines: after each promotion, the later candidates' pit wins against what a network equal to the best wins."""
+    """README lines: after each promotion, the later candidates' pit scores against what a network equal to the best scores."""
     promoted = [r["generation"] for r in h if r["accepted"]]
-    if not h or not promoted:
+    if not promoted or not any("pit_score" in r for r in h):
         return []
     lines = ["After each promotion, the candidates that met the promoted network (until the next promotion): their mean pit "
-             "wins against the mean fair share of the decided games (what a network equal to the best wins on average). "
-             + _SOLO_BIAS, "",
-             "| promoted at | candidates | mean pit wins | fair share | below fair share |", "|---:|---:|---:|---:|---:|"]
+             "score against the mean score a network equal to the best expects with the same decided team games. "
+             "Generations pitted by the earlier rule are left out.", "",
+             "| promoted at | candidates | mean pit score | equal network's | below it |", "|---:|---:|---:|---:|---:|"]
     for i, p in enumerate(promoted):
         end = promoted[i + 1] if i + 1 < len(promoted) else h[-1]["generation"]
-        seg = [r for r in h if p < r["generation"] <= end]
+        seg = [r for r in h if p < r["generation"] <= end and "pit_score" in r]
         if not seg:
             continue
-        wins = np.array([r["pit_wins"] for r in seg], float)
-        fair = np.array([_fair_share_of_decided(config, r) for r in seg])
-        lines.append(f"| {p} | {len(seg)} | {wins.mean():.1f} | {fair.mean():.1f} | {int(np.sum(wins < fair))} of {len(seg)} |")
+        score = np.array([r["pit_score"] for r in seg], float)
+        fair = np.array([_fair_score(config, int(r["pit_decided_team"])) for r in seg])
+        lines.append(f"| {p} | {len(seg)} | {score.mean():.1f} | {fair.mean():.1f} | {int(np.sum(score < fair))} of {len(seg)} |")
     return lines + [""]
 
 
@@ -436,8 +429,8 @@ def write_readme(rd: ResultsDir, config: Config, result: qs.TrainResult, baselin
         f"{config.num_games} self-play slots x {config.num_turns} turns per generation, {config.train_steps} Adam steps of "
         f"{config.batch_size}; the candidate replaced the best {accepted} times "
         + ("(every generation: `pit_gate=false`)." if not config.pit_gate else
-           f"(pit threshold {qs.pit_threshold(config.pit_team_games, config.pit_solo_games, config.num_snakes, config.pit_alpha)} "
-           f"wins of {config.pit_team_games} 2v2 + {config.pit_solo_games} 1v3 games when all are decided)."),
+           f"(pit score threshold {qs.pit_threshold(config.pit_team_games, config.pit_solo_games, config.num_snakes, config.pit_alpha)} "
+           f"in {config.pit_team_games} 2v2 + {config.pit_solo_games} 1v3 games when every 2v2 game is decided)."),
         "",
         *_pit_power(config, h),
         *_promotion_segments(config, h),
@@ -458,13 +451,13 @@ def write_readme(rd: ResultsDir, config: Config, result: qs.TrainResult, baselin
                          f"[{r['ci_low']:.3f}, {r['ci_high']:.3f}] | {r['mean_length']:.0f} | {r['survived']:.2f} |")
     if h:
         lines += ["", "## Per generation (self-play; [generations.csv](generations.csv))", "",
-                  "| gen | health loss | games | length | starv+wall | head | body+self | food/game | hunted/game | pit wins | accepted | loss |",
+                  "| gen | health loss | games | length | starv+wall | head | body+self | food/game | hunted/game | pit score | accepted | loss |",
                   "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
         for r in h:
             lines.append(f"| {r['generation']} | {r['health_loss']} | {r['games']} | {r['game_length']:.1f} | "
                          f"{r['starvation_wall_share']:.2f} | {r['deaths_head_share']:.2f} | "
                          f"{r['deaths_body_share'] + r['deaths_self_share']:.2f} | {r['food_per_game']:.2f} | "
-                         f"{r['heads_hunted_per_game']:.2f} | {r['pit_wins']} | {r['accepted']} | {r['loss_mean']:.4f} |")
+                         f"{r['heads_hunted_per_game']:.2f} | {r.get('pit_score', '-')} | {r['accepted']} | {r['loss_mean']:.4f} |")
     if result.evaluations:
         lines += ["", "## Against the reference generation ([evaluations.csv](evaluations.csv))", "",
                   "| gen | 2v2 win rate | 1v3 win rate | 1v3 length | 1v3 food/snake | 1v3 collisions/snake | 1v3 hunted/snake |",

@@ -233,78 +233,142 @@ def test_reflection_is_the_mirrored_position():
 
 # ----------------------------------------------------------------------------- the pit
 def _exact_threshold(team, solo, snakes, alpha):
-    """The smallest k with P(X >= k) < alpha, X = Bin(team, 1/2) + Bin(solo, 1/snakes), in exact fractions."""
-    pt = [Fraction(math.comb(team, i), 2**team) for i in range(team + 1)]
-    p = Fraction(1, snakes)
-    ps = [math.comb(solo, j) * p**j * (1 - p) ** (solo - j) for j in range(solo + 1)]
-    pmf = [Fraction(0)] * (team + solo + 1)
-    for i, x in enumerate(pt):
-        for j, y in enumerate(ps):
-            pmf[i + j] += x * y
-    for k in range(team + solo + 1):
-        if sum(pmf[k:]) < Fraction(alpha).limit_denominator(10**9):
+    """The smallest score k with P(W >= k) < alpha, in exact fractions: W = (snakes - 1) Bin(team, 1/2) + the sum of
+    ``solo`` ranks uniform on 0..snakes-1 (counted by enumerating rank sums one game at a time); None if none."""
+    step = snakes - 1
+    ways = {0: Fraction(1)}
+    for _ in range(solo):
+        nxt = {}
+        for total, p in ways.items():
+            for r in range(snakes):
+                nxt[total + r] = nxt.get(total + r, Fraction(0)) + p / snakes
+        ways = nxt
+    pmf = {}
+    for i in range(team + 1):
+        for total, p in ways.items():
+            w = step * i + total
+            pmf[w] = pmf.get(w, Fraction(0)) + Fraction(math.comb(team, i), 2**team) * p
+    top = step * (team + solo)
+    for k in range(top + 1):
+        if sum(p for w, p in pmf.items() if w >= k) < Fraction(alpha).limit_denominator(10**9):
             return k
     return None
 
 
 def test_pit_threshold_small_cases_by_hand():
-    # 10 team games at 1/2: P(X >= 10) = 1/1024 < 1%, P(X >= 9) = 11/1024 = 1.07% -> 10.
-    assert qs.pit_threshold(10, 0, 4, 0.01) == 10
-    # 5 solo games at 1/4: P(X >= 5) = 1/1024, P(X >= 4) = (5 * 3 + 1)/1024 = 1.56% -> 5.
-    assert qs.pit_threshold(0, 5, 4, 0.01) == 5
-    # 2 team + 1 solo: P(X = 3) = 1/4 * 1/4 = 1/16; P(X >= 2) = 1/4 + 1/2 * 1/4 = 3/8 -> 3 at alpha 0.2.
-    assert qs.pit_threshold(2, 1, 4, 0.2) == 3
-    with pytest.raises(ValueError, match="pit_team_games=2, pit_solo_games=1"):
-        qs.pit_threshold(2, 1, 4, 0.05)  # even 3 wins of 3 happen 6.25% of the time
+    # 10 team games, 3 points a win: P(W >= 28) = P(10 wins) = 1/1024 < 1% <= P(W >= 27) = 11/1024 -> 28.
+    assert qs.pit_threshold(10, 0, 4, 0.01) == 28
+    # 2 solo games, ranks uniform on 0..3: P(sum = 6) = 1/16 < 0.1 <= P(sum >= 5) = 3/16 -> 6.
+    assert qs.pit_threshold(0, 2, 4, 0.1) == 6
+    # 5 solo games: P(15) = 1/1024; P(>= 14) = (1 + 5)/1024 < 1%; P(>= 13) = (1 + 5 + 5 + 10)/1024 = 2.05% -> 14.
+    assert qs.pit_threshold(0, 5, 4, 0.01) == 14
+    # 2 team + 1 solo: P(W >= 7) = P(2 wins) P(rank >= 1) = 1/4 * 3/4 = 0.1875 < 0.2;
+    # P(W >= 6) = 1/4 + P(1 win) P(rank 3) = 1/4 + 1/2 * 1/4 = 0.375 -> 7.
+    assert qs.pit_threshold(2, 1, 4, 0.2) == 7
+    with pytest.raises(ValueError, match="pit_team_games=1, pit_solo_games=1"):
+        qs.pit_threshold(1, 1, 4, 0.05)  # the top score, a win and rank 3, happens 1/8 of the time
     with pytest.raises(ValueError, match="pit"):
-        qs.QSnakeConfig(pit_team_games=4, pit_solo_games=0)
+        qs.QSnakeConfig(pit_team_games=4, pit_solo_games=0)  # 4 wins of 4: 1/16 >= 1%
 
 
 @pytest.mark.parametrize("team,solo,snakes", [(64, 64, 4), (30, 0, 2), (0, 40, 4), (17, 23, 6)])
-def test_pit_threshold_equals_exact_binomial_tail(team, solo, snakes):
+def test_pit_threshold_equals_the_exact_tail(team, solo, snakes):
     k = qs.pit_threshold(team, solo, snakes, 0.01)
     assert k == _exact_threshold(team, solo, snakes, 0.01)
-    tail = qs._tail_at_least(qs.pit_win_pmf(team, solo, snakes))
+    tail = qs._tail_at_least(qs.pit_score_pmf(team, solo, snakes))
     assert tail[k] < 0.01 <= tail[k - 1]
 
 
-def test_pit_threshold_table_counts_only_decided_games():
+def test_pit_threshold_table_counts_only_decided_team_games():
     table = qs.pit_threshold_table(10, 4, num_snakes=4, alpha=0.01)
-    assert table.shape == (11, 5)
-    # 10 decided team games: P(X >= 10) = 1/1024 < 0.01 <= P(X >= 9) = 11/1024: all 10 needed
-    assert table[10, 0] == 10
-    # 6 team games: even 6 of 6 has probability 1/64 >= 0.01: unreachable (7)
-    assert table[6, 0] == 7 and table[0, 0] == 1
-    # 4 solo games at 1/4: P(4 of 4) = 1/256 < 0.01 <= P(>= 3) = 13/256
-    assert table[0, 4] == 4
-    # with every game decided it is the pit's usual threshold
-    assert table[10, 4] == qs.pit_threshold(10, 4, 4, 0.01)
-    assert np.all(np.diff(table, axis=0) >= 0) and np.all(np.diff(table, axis=1) >= 0)  # more games, never a lower bar
+    assert table.shape == (11,)
+    # no team game decided, 4 solo ranks: P(12) = 1/256 < 1% <= P(>= 11) = 5/256 -> 12
+    assert table[0] == 12
+    # every team game decided: the pit's usual threshold
+    assert table[10] == qs.pit_threshold(10, 4, 4, 0.01)
+    assert np.all(np.diff(table) >= 0)  # more decided games, never a lower bar
+    # 6 team games and no solo game: even 6 wins of 6 (score 18) has probability 1/64 >= 1%: unreachable (19)
+    alone = qs.pit_threshold_table(6, 0, num_snakes=4, alpha=0.01)
+    assert alone[6] == 19 and alone[0] == 1
 
 
 def test_pit_pass_probability_by_hand():
-    # one team game, one win needed: the team win rate itself
-    assert qs.pit_pass_probability(1, 0, 1, 0.7, 0.0) == pytest.approx(0.7)
-    # 2 team + 1 solo, all 3 needed: p^2 q; at least 2 of 3: p^2 (1 - q) + 2 p (1 - p) q + p^2 q
-    p, q = 0.6, 0.3
-    assert qs.pit_pass_probability(2, 1, 3, p, q) == pytest.approx(p * p * q)
-    assert qs.pit_pass_probability(2, 1, 2, p, q) == pytest.approx(p * p * (1 - q) + 2 * p * (1 - p) * q + p * p * q)
-    assert qs.pit_pass_probability(2, 1, 0, p, q) == pytest.approx(1.0)  # zero wins needed
-    assert qs.pit_pass_probability(2, 1, 4, p, q) == 0.0  # more wins than games
+    uniform = [0.25] * 4
+    # one team game, a score of 3 needed: the team win rate itself
+    assert qs.pit_pass_probability(1, 0, 3, 0.7, uniform) == pytest.approx(0.7)
+    # 2 team + 1 solo, score >= 7: both team games won and rank >= 1: p^2 (1 - q0)
+    p, q = 0.6, [0.1, 0.2, 0.3, 0.4]
+    assert qs.pit_pass_probability(2, 1, 7, p, q) == pytest.approx(p * p * 0.9)
+    # score >= 4: two wins (any rank), or one win (2 p (1 - p)) and rank >= 1, or no win and... at most 3: impossible
+    assert qs.pit_pass_probability(2, 1, 4, p, q) == pytest.approx(p * p + 2 * p * (1 - p) * 0.9)
+    assert qs.pit_pass_probability(2, 1, 0, p, q) == pytest.approx(1.0)
+    assert qs.pit_pass_probability(2, 1, 10, p, q) == 0.0  # above the top score, 9
     # 10 team games at 1/2 needing all 10 (test above): 1/1024, the false-promotion rate
-    assert qs.pit_pass_probability(10, 0, 10, 0.5, 0.25) == pytest.approx(1 / 1024)
-    for bad in (dict(team_games=-1), dict(team_rate=1.5), dict(solo_rate=-0.1)):
-        kw = {**dict(team_games=2, solo_games=1, threshold=2, team_rate=0.5, solo_rate=0.25), **bad}
-        with pytest.raises(ValueError, match=next(iter(bad))):
+    assert qs.pit_pass_probability(10, 0, 28, 0.5, uniform) == pytest.approx(1 / 1024)
+    for bad, match in ((dict(team_games=-1), "team_games"), (dict(team_rate=1.5), "team_rate"),
+                       (dict(solo_rank_pmf=[0.5, 0.5, 0.5, 0.5]), "solo_rank_pmf")):
+        kw = {**dict(team_games=2, solo_games=1, threshold=2, team_rate=0.5, solo_rank_pmf=uniform), **bad}
+        with pytest.raises(ValueError, match=match):
             qs.pit_pass_probability(**kw)
+
+
+def test_rank_pmf_with_edge_by_hand():
+    # S = 4, edge 0.1: (1 + 0.24 (r - 1.5)) / 4 = 0.16, 0.22, 0.28, 0.34; mean rank 1.8 = 3 x 0.6
+    pmf = qs.rank_pmf_with_edge(4, 0.1)
+    np.testing.assert_allclose(pmf, [0.16, 0.22, 0.28, 0.34])
+    assert float(np.dot(pmf, np.arange(4))) == pytest.approx(1.8)
+    np.testing.assert_allclose(qs.rank_pmf_with_edge(4, 0.0), [0.25] * 4)
+    with pytest.raises(ValueError, match="too large"):
+        qs.rank_pmf_with_edge(4, 0.3)  # rank 0: 1 + 12 x 0.3 x (-1.5) / 5 = -0.08
 
 
 def test_pit_power_grows_with_the_candidate_edge():
     k = qs.pit_threshold(64, 64, 4, 0.01)
-    powers = [qs.pit_pass_probability(64, 64, k, 0.5 + d, 0.25 + d) for d in (0.0, 0.05, 0.1, 0.2)]
-    assert powers[0] < 0.01  # the threshold's own guarantee at the fair share
+    powers = [qs.pit_pass_probability(64, 64, k, 0.5 + d, qs.rank_pmf_with_edge(4, d)) for d in (0.0, 0.05, 0.1, 0.2)]
+    assert powers[0] < 0.01  # the threshold's own guarantee for an equal network
     assert all(a < b for a, b in zip(powers, powers[1:]))
     assert powers[-1] > 0.99
+
+
+def test_solo_ranks_on_hand_built_final_boards():
+    """Rank = others outlasted + a uniform draw over the others tied with the candidate (seat marked in ``mask``)."""
+    from types import SimpleNamespace
+
+    F, T = False, True
+    final = SimpleNamespace(
+        turn=jnp.array([10, 20, 12, 9]),
+        alive=jnp.array([[F, T, T, F], [F, T, T, T], [F, F, F, T], [F, F, F, T]]),
+        eliminated_on_turn=jnp.array([[5, 0, 0, 7], [3, 0, 0, 0], [8, 8, 4, 0], [2, 5, 9, 0]]),
+    )
+    mask = jnp.array([[T, F, F, F], [F, F, T, F], [F, T, F, F], [F, F, F, T]])
+    # 0: out on turn 5, first of all -> 0; 1: alive at the limit with 2 others, 1 out before -> 1, 2 or 3;
+    # 2: out on turn 8 with seat 0, seat 2 out on 4 -> 1 or 2; 3: the last snake -> 3
+    allowed = [{0}, {1, 2, 3}, {1, 2}, {3}]
+    ranks = np.asarray(jax.vmap(lambda k: qs._solo_ranks(final, mask, k))(jax.random.split(jax.random.key(0), 3000)))
+    for g, want in enumerate(allowed):
+        values, counts = np.unique(ranks[:, g], return_counts=True)
+        assert set(values.tolist()) == want
+        np.testing.assert_allclose(counts / 3000, 1 / len(want), atol=0.04)  # ties broken uniformly
+
+
+def test_an_equal_network_takes_every_solo_rank_equally_often():
+    """The null of `pit_score_pmf`: a network against itself in the solo pit's games (random seats) has a uniform rank.
+
+    1,024 games of a tiny untrained network against itself on 7x7 boards:
+    each rank's count within 4 standard deviations of 256 (Binomial(1024,
+    1/4): sd 13.9), and the candidate's seat uniform too. Under the old rule
+    (a solo win counts, its fair share 1/4 of the decided games) the share
+    of wins among decided games is what the stopping rule and turn limit
+    bias; the rank is not.
+    """
+    learner = qs.QSnakeLearner(TINY)
+    state = learner.init(jax.random.key(21))
+    G = 1024
+    _, board, mask = learner.versus(state.best, state.best, jax.random.key(22), G, 1, learner.pit_env.default_params, True)
+    ranks = np.asarray(qs._solo_ranks(board, mask, jax.random.key(23)))
+    seats = np.argmax(np.asarray(mask), axis=1)
+    for counts in (np.bincount(ranks, minlength=4), np.bincount(seats, minlength=4)):
+        assert counts.shape == (4,) and np.all(np.abs(counts - G / 4) < 4 * math.sqrt(G * 0.25 * 0.75)), counts
 
 
 # ----------------------------------------------------------------------------- the learner
@@ -421,18 +485,22 @@ def test_experiment_readme_states_the_pit_power():
     sys.modules["q_snake_experiment"] = exp
     spec.loader.exec_module(exp)
     config = exp.parse_config(exp.Config, ["pit_team_games=10", "pit_solo_games=0"])
-    history = [dict(pit_threshold=10, pit_wins_team=w, pit_wins_solo=0, pit_decided_team=d, pit_decided_solo=0)
-               for w, d in ((3, 8), (5, 10), (7, 9))]
+    history = [dict(generation=g, accepted=0, pit_threshold=28, pit_score=s, pit_decided_team=d)
+               for g, (s, d) in enumerate(((9, 8), (15, 10), (21, 9)))]
     (line, blank) = exp._pit_power(config, history)
-    # 10 team games, all 10 needed: 0.5^10 = 0.001, 0.55^10 = 0.0025 -> "0.00", 0.6^10 = 0.006 -> "0.01"
-    assert "expected 5 wins, threshold 10" in line and "probability 0.001" in line
-    assert "5 points in both formats with 0.00" in line and "10 points with 0.01" in line
-    # decided 8, 10, 9: mean 9.0 of 10; fair share of the decided 4.5
-    assert "on average 9.0 of 10 were decided, where the fair share is 4.5 wins" in line
-    assert "mean 5.0, range 3-7" in line and blank == ""
-    # a history written before undecided games were left out counts every game as decided
-    (old, _) = exp._pit_power(config, [dict(pit_threshold=10, pit_wins_team=4, pit_wins_solo=0)])
-    assert "on average 10.0 of 10 were decided, where the fair share is 5.0 wins" in old
+    # 10 team games, 3 points a win, all 10 needed (score 28): 0.5^10 = 0.001, 0.55^10 = 0.0025 -> "0.00", 0.6^10 = 0.006
+    assert "expected score 15, threshold 28" in line and "probability 0.001" in line
+    assert "5 points more often (`q_snake.rank_pmf_with_edge`) with 0.00" in line and "10 points with 0.01" in line
+    # decided 8, 10, 9: mean 9.0 of 10; an equal network expects 3/2 per decided game: 12, 15, 13.5 -> 13.5
+    assert "on average 9.0 of 10 were decided, where an equal network's expected score is 13.5" in line
+    assert "mean 15.0, range 9-21" in line and blank == "" and "earlier rule" not in line
+    # rows written by the earlier pit (no score) are named and left out
+    (mixed, _) = exp._pit_power(config, [dict(generation=0, accepted=1, pit_threshold=10, pit_wins_team=4), *history])
+    assert "1 generations were pitted by the earlier rule" in mixed and "mean 15.0, range 9-21" in mixed
+    # after a promotion at generation 0: generations 1 and 2 scored 15 and 21 against 15 and 13.5 -> 0 of 2 below
+    history[0]["accepted"] = 1
+    table = exp._promotion_segments(config, history)
+    assert "| 0 | 2 | 18.0 | 14.2 | 0 of 2 |" in table
 
 
 # ----------------------------------------------------------------------------- the agent and its weights
@@ -531,9 +599,13 @@ def test_pit_gate_off_promotes_every_candidate_and_still_records_the_pit():
         same = all(np.array_equal(a, b) for a, b in zip(jax.tree.leaves(new.best_params), jax.tree.leaves(state.params)))
         kept = all(np.array_equal(a, b) for a, b in zip(jax.tree.leaves(new.best_params), jax.tree.leaves(state.best_params)))
         wins = int(m["pit_wins_team"]) + int(m["pit_wins_solo"])
-        results[gate] = (bool(m["accepted"]), same, kept, wins)
+        results[gate] = (bool(m["accepted"]), same, kept, int(m["pit_score"]))
         decided = int(m["pit_decided_team"]) + int(m["pit_decided_solo"])
         assert 0 <= wins <= decided <= TINY.pit_team_games + TINY.pit_solo_games  # a win decides its game
+        # the score: 3 per team win plus the solo ranks, each solo win a rank of 3, every rank at most 3
+        rank = int(m["pit_rank_solo"])
+        assert int(m["pit_score"]) == 3 * int(m["pit_wins_team"]) + rank
+        assert 3 * int(m["pit_wins_solo"]) <= rank <= 3 * TINY.pit_solo_games
         assert int(m["pit_threshold"]) == 10**6
     assert results[True][:3] == (False, False, True)
     assert results[False][:3] == (True, True, False)

@@ -37,13 +37,15 @@ The generation loop (`QSnakeLearner.generation`):
    The *candidate* network keeps training from generation to generation
    (AlphaGo Zero's scheme: the best network only generates data).
 4. **Pit** (`QSnakeLearner._pit`): the candidate against the best in "team"
-   games (the candidate holds half the seats: 2v2 with 4 snakes, fair share
-   1/2) and "solo" games (one seat against ``S - 1``: 1v3, fair share
-   1/S), both sides playing ``pit_policy``. It replaces the best only if
-   its total wins reach `pit_threshold` of the games decided (a game nobody
-   wins is left out: `pit_threshold_table`): the smallest count that a
-   network winning each format at exactly its fair share reaches with
-   probability below ``pit_alpha`` (1%).
+   games (the candidate holds half the seats: 2v2 with 4 snakes) and "solo"
+   games (one seat, drawn at random, against ``S - 1``: 1v3), both sides
+   playing ``pit_policy``. Its score (`pit_score_pmf`) is ``S - 1`` per
+   team game won plus, per solo game, the candidate's rank: how many of the
+   other snakes it outlasted, ties broken at random (`_solo_ranks`). It
+   replaces the best only if the score reaches `pit_threshold_table` of the
+   team games decided (a team game nobody wins is left out): the smallest
+   score that a network equal to the best reaches with probability below
+   ``pit_alpha`` (1%).
 
 Curriculum ("learn to walk before you run", section 3): health loss
 ``walk_health_loss`` (9) per turn for the first ``walk_generations``
@@ -182,22 +184,28 @@ Where the seed is ambiguous, the choices made here:
   undecided and won 40.5 of 128 on average (threshold 61), so from about
   generation 6 no candidate could pass, and pit wins below 48 did not mean
   worse candidates. That is what stalled the shipped run (the pit accepted
-  generations 0, 2 and 5 of 61). The pit now tests the wins against the
-  threshold of the games decided (`pit_threshold_table`).
-  **Known flaw (measured 2026-11-22, not yet fixed): the solo fair share of
-  the decided games is not 1/S.** A solo game stops when the candidate's
+  generations 0, 2 and 5 of 61). The pit now leaves the undecided team
+  games out (`pit_threshold_table`).
+  **Solo games are scored by rank since the second change of 2026-11-22.**
+  The first fix also counted solo wins against 1/S of the decided solo
+  games, and that share is biased: a solo game stops when the candidate's
   one snake is out but needs all S - 1 others out for a candidate win, and
   the turn limit cuts the long games, so the decided ones are mostly the
   candidate's early deaths. The shipped run's best network (generation
   39) against itself, 256 games per format at ``pit_max_turns=200``: team
-  20 wins of 50 decided (fair 25), solo 6 of 108 (fair 27). So the gate is
-  far stricter than ``pit_alpha`` once games grow long, and the solo part
+  20 wins of 50 decided (fair 25), solo 6 of 108 (fair 27). So the gate was
+  far stricter than ``pit_alpha`` once games grew long, and the solo part
   of the "fall after a promotion" (``jaxgames/weights/q_snake/README.md``)
-  is this bias, not a worse candidate. Team games are symmetric under the
-  stopping rule. A fix to build: score a solo game by the pairs (the
-  candidate against each other snake: outlasted 1, together 1/2, outlived
-  0), which every stopping rule and turn limit leave exchangeable, mean
-  (S - 1)/2 for an equal network.
+  was this bias, not a worse candidate. Team games are symmetric under the
+  stopping rule. The pit now scores a solo game by the candidate's rank
+  among the S snakes. For a network equal to the best that rank is uniform
+  on ``0..S-1`` whatever the stopping rule and the turn limit (they only
+  cut what happens after the candidate's own death, or tie the survivors,
+  whose ties are broken at random), given that the candidate's seat is
+  uniform: it is drawn per game (``random_seats`` of `_versus`), so no
+  symmetry of the spawn rules is assumed. `pit_score_pmf` gives the exact
+  null distribution; `tests/test_q_snake.py` checks the uniform rank on
+  1,024 games of a network against itself.
 * **Certain deaths** (``death_targets=True``, an addition to the seed; off
   by default). With ``targets="taken"`` an untaken entry gets no gradient,
   so the Q-value of a move the data-generating network rarely plays (into a
@@ -371,7 +379,7 @@ class QSnakeConfig:
         pit_max_turns: turn limit of pit and evaluation games.
         pit_policy: ``"sample"`` (pi_n, as self-play) or ``"greedy"`` (argmax
             Q) in pit and evaluation games (module docstring).
-        pit_alpha: the chance a network at its fair share passes the pit, in (0, 1).
+        pit_alpha: the chance a network equal to the best passes the pit, in (0, 1).
         pit_gate: True (the seed's): the candidate replaces the best only when
             it passes the pit; False: after every generation (the pit is
             still played and recorded, as a measurement; module docstring, "Gate").
@@ -690,121 +698,172 @@ def _tail_at_least(pmf: np.ndarray) -> np.ndarray:
     return np.concatenate([np.cumsum(pmf[::-1])[::-1], [0.0]])
 
 
-def pit_win_pmf(team_games: int, solo_games: int, num_snakes: int = 4) -> np.ndarray:
-    """float64 ``[n + 1]``: pmf of the total wins of a network at exactly its fair share in every pit game.
-
-    Team games are Bernoulli(1/2), solo games Bernoulli(1/num_snakes); the
-    total is the convolution of the two binomial pmfs (scipy's ``binom.pmf``).
-    """
-    from scipy.stats import binom
-
-    team = binom.pmf(np.arange(team_games + 1), team_games, 0.5)
-    solo = binom.pmf(np.arange(solo_games + 1), solo_games, 1.0 / num_snakes)
-    return np.convolve(team, solo)
+def _null_rank_pmf(num_snakes: int) -> np.ndarray:
+    """float64 ``[S]``: the uniform rank pmf of a solo-pit network equal to the best (`pit_score_pmf`)."""
+    return np.full(num_snakes, 1.0 / num_snakes)
 
 
-def pit_pass_probability(team_games: int, solo_games: int, threshold: int, team_rate: float, solo_rate: float) -> float:
-    """The pit's power: P(total wins >= ``threshold``) for a candidate with the given true win rates.
+def pit_score_pmf(team_games: int, solo_games: int, num_snakes: int = 4, team_rate: float = 0.5,
+                  solo_rank_pmf=None) -> np.ndarray:
+    """float64 ``[(S - 1) (team_games + solo_games) + 1]``: pmf of the pit score of a candidate.
 
-    Team (2v2) wins are Binomial(``team_games``, ``team_rate``), solo (1v3)
-    wins Binomial(``solo_games``, ``solo_rate``), independent; the total's
-    pmf is their convolution, as in `pit_win_pmf`. With ``team_rate`` = 1/2
-    and ``solo_rate`` = 1/num_snakes this is the false-promotion rate that
-    `pit_threshold` keeps below ``pit_alpha``; above the fair share it is the
-    chance that a genuinely better candidate is promoted in one pit.
+    The pit score (`QSnakeLearner._pit`) is ``W = (S - 1) * team wins + sum
+    of solo ranks``: a team (2v2) game won counts ``S - 1``, a solo (1v3)
+    game counts the candidate's rank ``R`` in ``0..S-1``, the number of
+    the ``S - 1`` other snakes it outlasted, ties broken uniformly at random
+    (`_solo_ranks`). Team wins are Binomial(``team_games``, ``team_rate``)
+    and the ranks independent draws from ``solo_rank_pmf``; the pmf is the
+    convolution (exact in float64).
+
+    With the defaults it is the null distribution: a network equal to the
+    best wins a decided team game with probability 1/2 (the two sides are
+    exchangeable) and takes each solo rank with probability 1/S (its seat is
+    drawn uniformly and, the networks being equal, the seat's label changes
+    no move, so its rank among the S snakes is uniform once ties are broken
+    at random). Neither the early stop of a solo game (at the candidate's
+    elimination) nor the turn limit changes that: both are decided by the
+    death order up to the candidate's own death, which the full game shares.
 
     Args:
-        team_games, solo_games: pit games of each format (ints >= 0).
-        threshold: wins needed (`pit_threshold`).
-        team_rate, solo_rate: the candidate's true win rates, in [0, 1].
-
-    Returns:
-        float in [0, 1].
+        team_games, solo_games: games of each format (ints >= 0).
+        num_snakes: S, snakes per game (>= 2).
+        team_rate: the candidate's team win rate, in [0, 1].
+        solo_rank_pmf: float ``[S]``, the candidate's solo rank distribution
+            (None: uniform, the null); `rank_pmf_with_edge` makes one.
 
     Raises:
-        ValueError: a negative game count or a rate outside [0, 1].
+        ValueError: a negative game count, a rate outside [0, 1], or a rank
+            pmf that is not S non-negative numbers summing to 1.
     """
     from scipy.stats import binom
 
     for name, v in (("team_games", team_games), ("solo_games", solo_games)):
         if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 0:
             raise ValueError(f"{name} must be an int >= 0; got {v!r}")
-    for name, v in (("team_rate", team_rate), ("solo_rate", solo_rate)):
-        if not 0.0 <= float(v) <= 1.0:
-            raise ValueError(f"{name} must be in [0, 1]; got {v!r}")
-    team = binom.pmf(np.arange(team_games + 1), team_games, team_rate)
-    solo = binom.pmf(np.arange(solo_games + 1), solo_games, solo_rate)
-    tail = _tail_at_least(np.convolve(team, solo))
+    if isinstance(num_snakes, bool) or not isinstance(num_snakes, (int, np.integer)) or num_snakes < 2:
+        raise ValueError(f"num_snakes must be an int >= 2; got {num_snakes!r}")
+    if not 0.0 <= float(team_rate) <= 1.0:
+        raise ValueError(f"team_rate must be in [0, 1]; got {team_rate!r}")
+    ranks = _null_rank_pmf(num_snakes) if solo_rank_pmf is None else np.asarray(solo_rank_pmf, np.float64)
+    if ranks.shape != (num_snakes,) or np.any(ranks < 0) or not np.isclose(ranks.sum(), 1.0):
+        raise ValueError(f"solo_rank_pmf must be {num_snakes} non-negative probabilities summing to 1; got {solo_rank_pmf!r}")
+    step = num_snakes - 1
+    team = np.zeros(step * team_games + 1)
+    team[::step] = binom.pmf(np.arange(team_games + 1), team_games, float(team_rate))
+    solo = np.ones(1)
+    for _ in range(solo_games):
+        solo = np.convolve(solo, ranks)
+    return np.convolve(team, solo)
+
+
+def rank_pmf_with_edge(num_snakes: int, edge: float) -> np.ndarray:
+    """float64 ``[S]``: a solo rank pmf whose candidate outlasts each other snake with probability 1/2 + ``edge``.
+
+    The uniform pmf tilted linearly, ``p_r = (1 + 12 edge (r - (S-1)/2) /
+    (S + 1)) / S``, so the mean rank is ``(S - 1)(1/2 + edge)``: a model of a
+    better candidate for the pit's power (`pit_pass_probability`), not a
+    measurement.
+
+    Raises:
+        ValueError: an edge so large that some rank's probability is negative.
+    """
+    r = np.arange(num_snakes, dtype=np.float64)
+    pmf = (1.0 + 12.0 * edge * (r - (num_snakes - 1) / 2) / (num_snakes + 1)) / num_snakes
+    if np.any(pmf < 0):
+        raise ValueError(f"edge={edge} is too large for {num_snakes} snakes (a rank probability would be negative)")
+    return pmf
+
+
+def pit_pass_probability(team_games: int, solo_games: int, threshold: int, team_rate: float,
+                         solo_rank_pmf) -> float:
+    """The pit's power: P(score >= ``threshold``) for a candidate with the given team rate and solo rank pmf.
+
+    The score's pmf is `pit_score_pmf` (S is ``len(solo_rank_pmf)``). With
+    ``team_rate`` = 1/2 and uniform ranks this is the false-promotion rate
+    that `pit_threshold` keeps below ``pit_alpha``; above it, the chance that
+    a genuinely better candidate is promoted in one pit.
+
+    Args:
+        team_games, solo_games: pit games of each format (ints >= 0), every
+            team game decided.
+        threshold: score needed (`pit_threshold`).
+        team_rate: the candidate's team win rate, in [0, 1].
+        solo_rank_pmf: float ``[S]``, its solo rank distribution (`rank_pmf_with_edge`).
+
+    Returns:
+        float in [0, 1].
+
+    Raises:
+        ValueError: as `pit_score_pmf`.
+    """
+    ranks = np.asarray(solo_rank_pmf, np.float64)
+    tail = _tail_at_least(pit_score_pmf(team_games, solo_games, len(ranks), team_rate, ranks))
     return float(np.clip(tail[min(max(int(threshold), 0), len(tail) - 1)], 0.0, 1.0))
 
 
 def pit_threshold(team_games: int, solo_games: int, num_snakes: int = 4, alpha: float = 0.01) -> int:
-    """The fewest total pit wins that a candidate must reach to replace the best network.
+    """The smallest pit score that promotes the candidate when every team game is decided.
 
-    The smallest ``k`` with P(X >= k) < ``alpha`` where X, the total wins of
-    a network whose win rate is exactly its fair share (1/2 in team games,
-    1/num_snakes in solo games), is a sum of two independent binomials
-    (`pit_win_pmf`). A network at or below its fair share passes with
-    probability below ``alpha`` (the tail grows with the win rates), as seed
-    003, section 3, asks: "a worse network ... has a negligible chance of
-    surpassing it".
+    The smallest ``k`` with P(W >= k) < ``alpha`` where W is the score of a
+    network equal to the best (`pit_score_pmf` with its defaults). Such a
+    network passes with probability below ``alpha`` (a worse one, whose win
+    rate and ranks are lower, less often), as seed 003, section 3, asks: "a
+    worse network ... has a negligible chance of surpassing it". The score
+    is in the units of `pit_score_pmf`: ``S - 1`` per team game won, the
+    rank per solo game.
 
     Raises:
-        ValueError: if even winning every game is not rare enough at the fair
-            share (too few pit games for ``alpha``), naming the counts.
+        ValueError: if even the highest score is not rare enough for a network
+            equal to the best (too few pit games for ``alpha``), naming the counts.
     """
-    k, tail = _smallest_rare_count(team_games, solo_games, num_snakes, alpha)
-    if k > team_games + solo_games:
+    k, tail = _smallest_rare_score(team_games, solo_games, num_snakes, alpha)
+    if k >= len(tail) - 1:
         raise ValueError(
-            f"pit_team_games={team_games}, pit_solo_games={solo_games}: a network at its fair share wins all "
-            f"{team_games + solo_games} games with probability {tail[-2]:.3g} >= pit_alpha={alpha}; play more pit games"
+            f"pit_team_games={team_games}, pit_solo_games={solo_games}: a network equal to the best reaches the highest "
+            f"pit score with probability {tail[-2]:.3g} >= pit_alpha={alpha}; play more pit games"
         )
     return k
 
 
-def _smallest_rare_count(team_games: int, solo_games: int, num_snakes: int, alpha: float) -> tuple[int, np.ndarray]:
-    """``(k, tail)``: the smallest total ``k`` with P(X >= k) < ``alpha`` at the fair share (``team + solo + 1``:
-    none within the games), and the tail P(X >= j) it was read from."""
-    tail = _tail_at_least(pit_win_pmf(team_games, solo_games, num_snakes))
+def _smallest_rare_score(team_games: int, solo_games: int, num_snakes: int, alpha: float) -> tuple[int, np.ndarray]:
+    """``(k, tail)``: the smallest score ``k`` with P(W >= k) < ``alpha`` for an equal network (``len(tail) - 1``,
+    the highest score plus one, if none), and the tail P(W >= j) it was read from."""
+    tail = _tail_at_least(pit_score_pmf(team_games, solo_games, num_snakes))
     return int(np.flatnonzero(tail < alpha)[0]), tail
 
 
 def pit_threshold_table(team_games: int, solo_games: int, num_snakes: int = 4, alpha: float = 0.01) -> np.ndarray:
-    """int32 ``[team_games + 1, solo_games + 1]``: the pit's threshold for every count of *decided* games.
+    """int32 ``[team_games + 1]``: the pit's threshold for every count of *decided* team games.
 
-    Entry ``[n, m]`` is `pit_threshold` of ``n`` team and ``m`` solo games,
-    or ``n + m + 1`` (unreachable) where even winning all of them is not rare
-    enough at ``alpha``. A pit game that nobody wins (the last snakes of both
-    sides fall together, or both sides survive ``pit_max_turns``) says
-    nothing about which network is better, and a network equal to the best
-    wins only its fair share of the *decided* games; so the pit compares
-    the candidate's wins with the threshold of the games decided (a
-    conditional binomial test: given the decided counts, a candidate at
-    most at its fair share passes with probability below ``alpha``, so it
-    does overall). Counting every game instead, as if draws were losses,
-    makes the pit unpassable once games get long: measured, the shipped
-    snake against itself with ``pit_max_turns=200`` left 21% of team and 15%
-    of solo games undecided and won 40.5 of 128 on average, where the
-    all-games threshold is 61 (module docstring, "Undecided pit games").
+    Entry ``n`` is the smallest score a network equal to the best reaches
+    with probability below ``alpha`` in ``n`` team games and all
+    ``solo_games`` solo games (`pit_score_pmf`), or the highest score plus
+    one (unreachable) where even that is not rare enough. A team game that
+    nobody wins (the last snakes of both sides fall together, or both sides
+    survive ``pit_max_turns``) says nothing about which network is better,
+    and an equal network wins half of the *decided* ones, so the pit
+    compares the score with the threshold of the team games decided (a
+    conditional test: given the count, an equal network passes with
+    probability below ``alpha``, so it does overall). Counting every game,
+    as if draws were losses, made the pit unpassable once games got long
+    (module docstring, "Undecided pit games"). Every solo game has a rank
+    (`_solo_ranks`), so none is left out.
 
     Args:
         team_games, solo_games: pit games of each format (ints >= 0).
-        num_snakes: snakes per game (the solo fair share is 1/num_snakes).
+        num_snakes: snakes per game.
         alpha: the pit's ``pit_alpha``, in (0, 1).
 
     Returns:
-        int32 ``[team_games + 1, solo_games + 1]``, read-only, cached per arguments.
+        int32 ``[team_games + 1]``, read-only, cached per arguments.
     """
     return _threshold_table(int(team_games), int(solo_games), int(num_snakes), float(alpha))
 
 
 @functools.lru_cache(maxsize=16)
 def _threshold_table(team_games: int, solo_games: int, num_snakes: int, alpha: float) -> np.ndarray:
-    """`pit_threshold_table`, computed once per pit (about 1 s for 64 + 64 games); read-only."""
-    table = np.empty((team_games + 1, solo_games + 1), np.int32)
-    for n in range(team_games + 1):
-        for m in range(solo_games + 1):
-            table[n, m] = 1 if n + m == 0 else _smallest_rare_count(n, m, num_snakes, alpha)[0]
+    """`pit_threshold_table`, computed once per config; read-only."""
+    table = np.array([_smallest_rare_score(n, solo_games, num_snakes, alpha)[0] for n in range(team_games + 1)], np.int32)
     table.setflags(write=False)
     return table
 
@@ -958,6 +1017,22 @@ def _decided(final: Board, mask_a: jax.Array) -> jax.Array:
     return best_a != best_b
 
 
+def _solo_ranks(final: Board, mask_a: jax.Array, key: jax.Array) -> jax.Array:
+    """int32 ``[G]``: the rank of side A's one snake (``mask_a`` one seat per game) among the S snakes, ties broken at random.
+
+    The number of other snakes it outlasted (`_survival`: eliminated on an
+    earlier turn) plus a uniform draw from ``0..t``, ``t`` the others tied
+    with it (eliminated on its turn, or alive with it at the end). So 0:
+    out first, alone; ``S - 1``: the winner. Pit scoring, `pit_score_pmf`.
+    """
+    surv = _survival(final)
+    mine = jnp.max(jnp.where(mask_a, surv, -1), axis=1, keepdims=True)
+    others = ~mask_a
+    outlasted = jnp.sum(others & (surv < mine), axis=1)
+    ties = jnp.sum(others & (surv == mine), axis=1)
+    return (outlasted + jax.random.randint(key, outlasted.shape, 0, ties + 1)).astype(jnp.int32)
+
+
 def _seating(num_games: int, num_snakes: int, seats_a: int) -> tuple[np.ndarray, np.ndarray]:
     """Static seat lists ``([G, seats_a], [G, S - seats_a])`` int32: side A's seats rotate over the games."""
     g = np.arange(num_games)[:, None]
@@ -1059,8 +1134,8 @@ class QSnakeLearner:
         pit_env: the same game with ``pit_max_turns``.
         net: the `QSnakeNet`.
         tx: the Optax optimiser.
-        threshold: `pit_threshold` of the config's pit when every game is
-            decided; ``threshold_table``: `pit_threshold_table`, the one used.
+        threshold: `pit_threshold` of the config's pit when every team game
+            is decided; ``threshold_table``: `pit_threshold_table`, the one used.
         distances: `sample_distances` of the config; ``sample_table`` bool
             ``[num_turns + 1]`` marks them.
         mesh: None, or the `jax.sharding.Mesh` (`jaxgames.parallel.make_mesh`)
@@ -1336,8 +1411,13 @@ class QSnakeLearner:
         return state.replace(params=params, batch_stats=batch_stats, opt_state=opt_state,
                              ema_params=ema[0], ema_batch_stats=ema[1]), loss
 
-    def _versus(self, vars_a: dict, vars_b: dict, key: jax.Array, num_games: int, seats_a: int, params):
-        """Games of network A (``seats_a`` seats, rotated) against B playing ``pit_policy``; a game stops once one side is out.
+    def _versus(self, vars_a: dict, vars_b: dict, key: jax.Array, num_games: int, seats_a: int, params,
+                random_seats: bool = False):
+        """Games of network A (``seats_a`` seats) against B playing ``pit_policy``; a game stops once one side is out.
+
+        A's seats rotate over the games (`_seating`); with ``random_seats``
+        (static) each game's seating is also turned by a uniform random
+        number of seats, so A's seats are uniform in every game.
 
         Returns:
             ``(a_wins bool [G], final boards [G], seat mask of A bool [G, S])``.
@@ -1345,6 +1425,10 @@ class QSnakeLearner:
         TRACES["versus"] += 1
         env, S, G = self.pit_env, self.config.num_snakes, num_games
         idx_a, idx_b = (jnp.asarray(x) for x in _seating(G, S, seats_a))
+        if random_seats:
+            key, seat_key = jax.random.split(key)
+            turn = jax.random.randint(seat_key, (G, 1), 0, S)
+            idx_a, idx_b = (idx_a + turn) % S, (idx_b + turn) % S
         mask_a = jnp.zeros((G, S), bool).at[jnp.arange(G)[:, None], idx_a].set(True)
         key, init_key = jax.random.split(key)
         states = self._constrain(jax.vmap(env.init, in_axes=(0, None))(jax.random.split(init_key, G), params))
@@ -1381,23 +1465,26 @@ class QSnakeLearner:
         return best_a > best_b, states.board, mask_a
 
     def _pit(self, state: LearnerState):
-        """Step 4: the candidate against the best; the best replaced if the wins reach `threshold`; the key advanced."""
+        """Step 4: the candidate against the best; the best replaced if the pit score reaches `threshold_table`; the key advanced."""
         TRACES["pit"] += 1
         c = self.config
         key = jax.random.wrap_key_data(state.rng)
         next_key, _, _, pit_key = jax.random.split(key, 4)
         team_key, solo_key = jax.random.split(pit_key)
         pit_params = self.pit_env.default_params
-        wins_team = wins_solo = decided_team = decided_solo = jnp.int32(0)
+        wins_team = wins_solo = decided_team = decided_solo = rank_solo = jnp.int32(0)
         pitted = state.averaged if c.ema_decay else state.candidate
         if c.pit_team_games:
             w, board, mask = self._versus(pitted, state.best, team_key, c.pit_team_games, c.num_snakes // 2, pit_params)
             wins_team, decided_team = jnp.sum(w).astype(jnp.int32), jnp.sum(_decided(board, mask)).astype(jnp.int32)
         if c.pit_solo_games:
-            w, board, mask = self._versus(pitted, state.best, solo_key, c.pit_solo_games, 1, pit_params)
+            solo_key, tie_key = jax.random.split(solo_key)
+            w, board, mask = self._versus(pitted, state.best, solo_key, c.pit_solo_games, 1, pit_params, True)
             wins_solo, decided_solo = jnp.sum(w).astype(jnp.int32), jnp.sum(_decided(board, mask)).astype(jnp.int32)
-        threshold = self.threshold_table[decided_team, decided_solo]
-        accepted = (wins_team + wins_solo >= threshold) | (not c.pit_gate)
+            rank_solo = jnp.sum(_solo_ranks(board, mask, tie_key)).astype(jnp.int32)
+        score = (c.num_snakes - 1) * wins_team + rank_solo
+        threshold = self.threshold_table[decided_team]
+        accepted = (score >= threshold) | (not c.pit_gate)
         pick = lambda new, old: jax.tree.map(lambda n, o: jnp.where(accepted, n, o), new, old)  # noqa: E731
         state = state.replace(
             best_params=pick(pitted["params"], state.best_params),
@@ -1406,7 +1493,8 @@ class QSnakeLearner:
             rng=jax.random.key_data(next_key),
         )
         return state, dict(pit_wins_team=wins_team, pit_wins_solo=wins_solo, accepted=accepted,
-                           pit_decided_team=decided_team, pit_decided_solo=decided_solo, pit_threshold=threshold)
+                           pit_decided_team=decided_team, pit_decided_solo=decided_solo, pit_rank_solo=rank_solo,
+                           pit_score=score, pit_threshold=threshold)
 
     def generation(self, state: LearnerState) -> tuple[LearnerState, dict]:
         """One generation: self-play -> targets -> ``train_steps`` training steps -> pit -> accept (module docstring).
@@ -1452,7 +1540,7 @@ def _jitted(config: QSnakeConfig) -> dict:
         "collect": jax.jit(QSnakeLearner._collect, static_argnums=0),
         "train_step": jax.jit(QSnakeLearner._train_step, static_argnums=0),
         "pit": jax.jit(QSnakeLearner._pit, static_argnums=0),
-        "versus": jax.jit(QSnakeLearner._versus, static_argnums=(0, 4, 5)),
+        "versus": jax.jit(QSnakeLearner._versus, static_argnums=(0, 4, 5, 7)),
         "evaluate": jax.jit(QSnakeLearner._evaluate, static_argnums=0),
     }
 
@@ -1552,7 +1640,7 @@ def _history_row(learner: QSnakeLearner, generation: int, m: dict, seconds: floa
            "pit_wins_team": m["pit_wins_team"], "pit_wins_solo": m["pit_wins_solo"],
            "pit_wins": m["pit_wins_team"] + m["pit_wins_solo"],
            "pit_decided_team": m["pit_decided_team"], "pit_decided_solo": m["pit_decided_solo"],
-           "pit_threshold": m["pit_threshold"],
+           "pit_rank_solo": m["pit_rank_solo"], "pit_score": m["pit_score"], "pit_threshold": m["pit_threshold"],
            "games": int(m["games"]), "decisions": m["decisions"], "complete_decisions": m["complete_decisions"],
            "truncated": int(m["truncated"]),
            "game_length": m["game_turns"] / games,
