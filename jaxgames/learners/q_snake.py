@@ -38,8 +38,8 @@ The generation loop (`QSnakeLearner.generation`):
    (AlphaGo Zero's scheme: the best network only generates data).
 4. **Pit** (`QSnakeLearner._pit`): the candidate against the best in "team"
    games (the candidate holds half the seats: 2v2 with 4 snakes) and "solo"
-   games (one seat, drawn at random, against ``S - 1``: 1v3), both sides
-   playing ``pit_policy``. Its score (`pit_score_pmf`) is ``S - 1`` per
+   games (one seat against ``S - 1``: 1v3), the seating drawn per game,
+   both sides playing ``pit_policy``. Its score (`pit_score_pmf`) is ``S - 1`` per
    team game won plus, per solo game, the candidate's rank: how many of the
    other snakes it outlasted, ties broken at random (`_solo_ranks`). It
    replaces the best only if the score reaches `pit_threshold_table` of the
@@ -202,7 +202,8 @@ Where the seed is ambiguous, the choices made here:
   on ``0..S-1`` whatever the stopping rule and the turn limit (they only
   cut what happens after the candidate's own death, or tie the survivors,
   whose ties are broken at random), given that the candidate's seat is
-  uniform: it is drawn per game (``random_seats`` of `_versus`), so no
+  uniform: it is drawn per game (``random_seats`` of `_versus`; for the
+  team games too, so the team test is exact for any game count), so no
   symmetry of the spawn rules is assumed. `pit_score_pmf` gives the exact
   null distribution; `tests/test_q_snake.py` checks the uniform rank on
   1,024 games of a tiny network against itself. Measured on the shipped
@@ -728,11 +729,13 @@ def pit_score_pmf(team_games: int, solo_games: int, num_snakes: int = 4, team_ra
     convolution (exact in float64).
 
     With the defaults it is the null distribution: a network equal to the
-    best wins a decided team game with probability 1/2 (the two sides are
-    exchangeable) and takes each solo rank with probability 1/S (its seat is
-    drawn uniformly and, the networks being equal, the seat's label changes
-    no move, so its rank among the S snakes is uniform once ties are broken
-    at random). Neither the early stop of a solo game (at the candidate's
+    best wins a decided team game with probability 1/2 and takes each solo
+    rank with probability 1/S. The pit draws each game's seating uniformly
+    (``random_seats`` of `QSnakeLearner._versus`) and, the networks being
+    equal, which seats carry the candidate's label changes no move: in a
+    team game the candidate's half is then as likely to be either half, and
+    in a solo game its rank among the S snakes is uniform once ties are
+    broken at random. No symmetry of the spawn rules is assumed. Neither the early stop of a solo game (at the candidate's
     elimination) nor the turn limit changes that: both are decided by the
     death order up to the candidate's own death, which the full game shares.
 
@@ -1487,7 +1490,7 @@ class QSnakeLearner:
         wins_team = wins_solo = decided_team = decided_solo = rank_solo = jnp.int32(0)
         pitted = state.averaged if c.ema_decay else state.candidate
         if c.pit_team_games:
-            w, board, mask = self._versus(pitted, state.best, team_key, c.pit_team_games, c.num_snakes // 2, pit_params)
+            w, board, mask = self._versus(pitted, state.best, team_key, c.pit_team_games, c.num_snakes // 2, pit_params, True)
             wins_team, decided_team = jnp.sum(w).astype(jnp.int32), jnp.sum(_decided(board, mask)).astype(jnp.int32)
         if c.pit_solo_games:
             solo_key, tie_key = jax.random.split(solo_key)
