@@ -299,7 +299,7 @@ def test_pit_pass_probability_by_hand():
     # 2 team + 1 solo, score >= 7: both team games won and rank >= 1: p^2 (1 - q0)
     p, q = 0.6, [0.1, 0.2, 0.3, 0.4]
     assert qs.pit_pass_probability(2, 1, 7, p, q) == pytest.approx(p * p * 0.9)
-    # score >= 4: two wins (any rank), or one win (2 p (1 - p)) and rank >= 1, or no win and... at most 3: impossible
+    # score >= 4: two wins (any rank), or one win (2 p (1 - p)) and rank >= 1; with no win the score is at most 3
     assert qs.pit_pass_probability(2, 1, 4, p, q) == pytest.approx(p * p + 2 * p * (1 - p) * 0.9)
     assert qs.pit_pass_probability(2, 1, 0, p, q) == pytest.approx(1.0)
     assert qs.pit_pass_probability(2, 1, 10, p, q) == 0.0  # above the top score, 9
@@ -352,7 +352,7 @@ def test_solo_ranks_on_hand_built_final_boards():
 
 
 def test_an_equal_network_takes_every_solo_rank_equally_often():
-    """The null of `pit_score_pmf`: a network against itself in the solo pit's games (random seats) has a uniform rank.
+    """The null of `pit_score_pmf`: a network against itself (random seats) has a uniform solo rank and wins half the team games.
 
     1,024 games of a tiny untrained network against itself on 7x7 boards:
     each rank's count within 4 standard deviations of 256 (Binomial(1024,
@@ -369,6 +369,10 @@ def test_an_equal_network_takes_every_solo_rank_equally_often():
     seats = np.argmax(np.asarray(mask), axis=1)
     for counts in (np.bincount(ranks, minlength=4), np.bincount(seats, minlength=4)):
         assert counts.shape == (4,) and np.all(np.abs(counts - G / 4) < 4 * math.sqrt(G * 0.25 * 0.75)), counts
+    # the team games (2v2, seats drawn per game): half of the decided games, within 4 sd of Binomial(decided, 1/2)
+    wins, board, mask = learner.versus(state.best, state.best, jax.random.key(24), G, 2, learner.pit_env.default_params, True)
+    decided = int(np.sum(qs._decided(board, mask)))
+    assert decided > G // 4 and abs(int(np.sum(wins)) - decided / 2) < 4 * math.sqrt(decided / 4), (int(np.sum(wins)), decided)
 
 
 # ----------------------------------------------------------------------------- the learner
