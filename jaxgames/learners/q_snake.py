@@ -206,7 +206,7 @@ Where the seed is ambiguous, the choices made here:
   team games too, so the team test is exact for any game count), so no
   symmetry of the spawn rules is assumed. `pit_score_pmf` gives the exact
   null distribution; `tests/test_q_snake.py` checks the uniform rank on
-  1,024 games of a tiny network against itself. Measured on the shipped
+  512 games of a tiny network against itself. Measured on the shipped
   run's best network against itself, 512 solo games at
   ``pit_max_turns=200`` (333 truncated): the old rule gave it 3 wins of 179
   decided games (a fair share of 1/4 would be 44.8); its ranks 0-3 came
