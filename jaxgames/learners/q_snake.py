@@ -711,11 +711,6 @@ def _tail_at_least(pmf: np.ndarray) -> np.ndarray:
     return np.concatenate([np.cumsum(pmf[::-1])[::-1], [0.0]])
 
 
-def _null_rank_pmf(num_snakes: int) -> np.ndarray:
-    """float64 ``[S]``: the uniform rank pmf of a solo-pit network equal to the best (`pit_score_pmf`)."""
-    return np.full(num_snakes, 1.0 / num_snakes)
-
-
 def pit_score_pmf(team_games: int, solo_games: int, num_snakes: int = 4, team_rate: float = 0.5,
                   solo_rank_pmf=None) -> np.ndarray:
     """float64 ``[(S - 1) (team_games + solo_games) + 1]``: pmf of the pit score of a candidate.
@@ -752,14 +747,12 @@ def pit_score_pmf(team_games: int, solo_games: int, num_snakes: int = 4, team_ra
     """
     from scipy.stats import binom
 
-    for name, v in (("team_games", team_games), ("solo_games", solo_games)):
-        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 0:
-            raise ValueError(f"{name} must be an int >= 0; got {v!r}")
-    if isinstance(num_snakes, bool) or not isinstance(num_snakes, (int, np.integer)) or num_snakes < 2:
-        raise ValueError(f"num_snakes must be an int >= 2; got {num_snakes!r}")
+    _pos_int("team_games", team_games, 0)
+    _pos_int("solo_games", solo_games, 0)
+    _pos_int("num_snakes", num_snakes, 2)
     if not 0.0 <= float(team_rate) <= 1.0:
         raise ValueError(f"team_rate must be in [0, 1]; got {team_rate!r}")
-    ranks = _null_rank_pmf(num_snakes) if solo_rank_pmf is None else np.asarray(solo_rank_pmf, np.float64)
+    ranks = np.full(num_snakes, 1.0 / num_snakes) if solo_rank_pmf is None else np.asarray(solo_rank_pmf, np.float64)
     if ranks.shape != (num_snakes,) or np.any(ranks < 0) or not np.isclose(ranks.sum(), 1.0):
         raise ValueError(f"solo_rank_pmf must be {num_snakes} non-negative probabilities summing to 1; got {solo_rank_pmf!r}")
     step = num_snakes - 1
