@@ -1,4 +1,4 @@
-"""Session setup: XLA's cheapest CPU compilation and one compilation cache, shared by the session's workers.
+"""Session setup: cheaper XLA CPU compilation and one compilation cache, shared by the session's workers.
 
 The suite is compile-bound: most of its time is XLA compiling small
 programs that then run for milliseconds. Two settings cut that time; what
