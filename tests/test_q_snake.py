@@ -590,16 +590,15 @@ def test_candidate_bootstrap_refines_the_candidates_q_on_the_recorded_positions(
         qs.QSnakeConfig(bootstrap="best")
 
 
-# A pit_alpha no other test uses: a learner of such a config is traced on its first call, so a threshold
-# table replaced before that call is the one its pit reads (learners of one config share their traces;
-# the two tests that use it differ in other settings).
-OWN_ALPHA = 0.0123
+def _unreachable_pit(config):
+    """The learner of ``config`` and its pit under an unreachable threshold, jitted as a new function.
 
-
-def _unreachable_threshold(config):
+    A new function, so its trace is its own: the learner's cached ``_pit_jit``
+    is shared by every learner of the same config and may hold the real table.
+    """
     learner = qs.QSnakeLearner(config)
     learner.threshold_table = jnp.full_like(learner.threshold_table, 10**6)
-    return learner
+    return learner, jax.jit(lambda state: learner._pit(state))
 
 
 def test_the_pit_gate_keeps_the_best_below_the_threshold_and_records_the_pit():
@@ -608,16 +607,15 @@ def test_the_pit_gate_keeps_the_best_below_the_threshold_and_records_the_pit():
     ``pit_gate=False`` (the candidate promoted whatever it scores) is checked
     in `test_weight_averaging_updates_by_hand_and_the_pit_promotes_the_average`.
     """
-    config = qs.QSnakeConfig(**{**TINY.to_json(), "features": TINY.features, "pit_alpha": OWN_ALPHA})
-    learner = _unreachable_threshold(config)
+    learner, pit = _unreachable_pit(TINY)
     state = learner.init(jax.random.key(4))
     state = state.replace(params=jax.tree.map(lambda x: x * 1.5 + 0.05, state.params))
-    new, m = learner._pit_jit(state)
+    new, m = pit(state)
     leaves = jax.tree.leaves
     assert not bool(m["accepted"])
     assert all(np.array_equal(a, b) for a, b in zip(leaves(new.best_params), leaves(state.best_params)))
     assert any(not np.array_equal(a, b) for a, b in zip(leaves(new.best_params), leaves(state.params)))
-    _check_pit_record(m, config)
+    _check_pit_record(m, TINY)
     with pytest.raises(TypeError, match="pit_gate"):
         qs.QSnakeConfig(pit_gate="no")
 
@@ -751,9 +749,8 @@ def test_weight_averaging_updates_by_hand_and_the_pit_promotes_the_average():
     """``ema_decay=d``: after each training step ema <- d ema + (1 - d) params; the pit plays and promotes the average."""
     leaves = jax.tree.leaves
     decay = 0.75
-    config = qs.QSnakeConfig(**{**TINY.to_json(), "features": TINY.features, "ema_decay": decay, "pit_gate": False,
-                                "pit_alpha": OWN_ALPHA})
-    learner = _unreachable_threshold(config)
+    config = qs.QSnakeConfig(**{**TINY.to_json(), "features": TINY.features, "ema_decay": decay, "pit_gate": False})
+    learner, pit = _unreachable_pit(config)
     state = learner.init(jax.random.key(8))
     data, keys, _ = learner._collect_jit(state)
     ema = (state.ema_params, state.ema_batch_stats)
@@ -765,7 +762,7 @@ def test_weight_averaging_updates_by_hand_and_the_pit_promotes_the_average():
             np.testing.assert_allclose(b, a, rtol=1e-5, atol=1e-7)
         ema = expect
     assert any(not np.allclose(a, b) for a, b in zip(leaves(state.ema_params), leaves(state.params)))
-    promoted, m = learner._pit_jit(state)  # pit_gate=False: promoted past an unreachable threshold; the average
+    promoted, m = pit(state)  # pit_gate=False: promoted past an unreachable threshold; the average
     assert bool(m["accepted"])
     _check_pit_record(m, config)
     assert all(np.array_equal(a, b) for a, b in zip(leaves(promoted.best_params), leaves(state.ema_params)))
