@@ -50,6 +50,7 @@ import re
 import secrets
 import shlex
 import shutil
+import sys
 import types
 import typing
 import warnings
@@ -98,8 +99,66 @@ def _convert(text: str, annotation: Any, name: str):
     return text
 
 
+def _fields(cls) -> dict[str, tuple[dataclasses.Field, Any]]:
+    hints = typing.get_type_hints(cls)
+    return {f.name: (f, hints[f.name]) for f in dataclasses.fields(cls) if f.init}
+
+
+def _nested_class(annotation: Any) -> type | None:
+    return annotation if isinstance(annotation, type) and dataclasses.is_dataclass(annotation) else None
+
+
+def setting_keys(cls: type) -> dict[str, tuple[dataclasses.Field, Any]]:
+    """Every ``key=value`` key of the config class ``cls``: nested dataclass fields as dotted keys
+    (``learner.num_envs``), each with its field and type annotation."""
+    out = {}
+    for name, (f, annotation) in _fields(cls).items():
+        inner = _nested_class(annotation)
+        if inner is not None:
+            out.update({f"{name}.{k}": v for k, v in setting_keys(inner).items()})
+        else:
+            out[name] = (f, annotation)
+    return out
+
+
+def _resolve(key: str, keys: dict) -> str:
+    """The dotted key that ``key`` names: itself, or the one nested key whose last part it is (the flat
+    spelling of older command lines, e.g. ``num_envs`` for ``learner.num_envs``)."""
+    if key in keys:
+        return key
+    matches = [k for k in keys if k.rsplit(".", 1)[-1] == key]
+    if len(matches) == 1:
+        return matches[0]
+    hint = f"; did you mean one of {', '.join(matches)}?" if matches else f"; known keys: {', '.join(sorted(keys))}"
+    raise ValueError(f"unknown key {key!r}{hint} (--help lists every setting)")
+
+
+def _build(cls: type, overrides: dict, prefix: str = "", base: Any = None):
+    kwargs = {}
+    for name, (f, annotation) in _fields(cls).items():
+        inner = _nested_class(annotation)
+        if inner is not None:
+            sub = {k: v for k, v in overrides.items() if k.startswith(f"{prefix}{name}.")}
+            if sub:
+                default = getattr(base, name) if base is not None else (
+                    f.default if f.default is not dataclasses.MISSING else
+                    f.default_factory() if f.default_factory is not dataclasses.MISSING else None)
+                kwargs[name] = _build(inner, sub, f"{prefix}{name}.", default)
+        elif f"{prefix}{name}" in overrides:
+            kwargs[name] = overrides[f"{prefix}{name}"]
+    if base is not None:
+        return dataclasses.replace(base, **kwargs)
+    return cls(**kwargs)
+
+
 def parse_config(cls: type[C], argv: Sequence[str]) -> C:
     """Builds ``cls`` from ``key=value`` strings.
+
+    Nested dataclass fields take dotted keys (``learner.num_envs=64``); a key
+    that is the last part of exactly one dotted key stands for it
+    (``num_envs=64``). Values are typed by the field annotations (tuples as
+    comma-separated lists, ``none`` for None); a field whose metadata has a
+    ``"parse"`` callable gets the text through it.
 
     Args:
         cls: a dataclass type.
@@ -110,20 +169,138 @@ def parse_config(cls: type[C], argv: Sequence[str]) -> C:
 
     Raises:
         ValueError: for an argument that is not ``key=value``, an unknown
-            key (the message lists the known ones) or a value of the wrong type.
+            key or a value of the wrong type (each message names the key).
     """
-    hints = typing.get_type_hints(cls)
-    fields = {f.name for f in dataclasses.fields(cls)}
+    keys = setting_keys(cls)
     overrides = {}
     for arg in argv:
         if "=" not in arg:
-            raise ValueError(f"arguments are key=value; got {arg!r}. Known keys: {', '.join(sorted(fields))}")
+            raise ValueError(f"arguments are key=value; got {arg!r} (--help lists every setting)")
         key, value = arg.split("=", 1)
-        key = key.strip().lstrip("-").replace("-", "_")
-        if key not in fields:
-            raise ValueError(f"unknown key {key!r}; known keys: {', '.join(sorted(fields))}")
-        overrides[key] = _convert(value, hints[key], key)
-    return cls(**overrides)
+        key = _resolve(key.strip().lstrip("-").replace("-", "_"), keys)
+        f, annotation = keys[key]
+        parse = f.metadata.get("parse")
+        overrides[key] = parse(value) if parse is not None else _convert(value, annotation, key)
+    return _build(cls, overrides)
+
+
+def _docstring_help(cls: type) -> dict[str, str]:
+    """``name: text`` entries of a class docstring (several names may share one entry: ``a, b: text``)."""
+    out: dict[str, str] = {}
+    current: list[str] = []
+    indent = None
+    for line in (cls.__doc__ or "").splitlines():
+        m = re.match(r"^(\s+)([A-Za-z_][\w]*(?:,\s*[A-Za-z_][\w]*)*):\s*(.*)$", line)
+        if m and not m.group(3):  # a section header ("Attributes:")
+            current, indent = [], None
+        elif m and (indent is None or len(m.group(1)) <= indent):
+            indent = len(m.group(1))
+            current = [n.strip() for n in m.group(2).split(",")]
+            for n in current:
+                out[n] = m.group(3).strip()
+        elif current and line.strip() and indent is not None and len(line) - len(line.lstrip()) > indent:
+            for n in current:
+                out[n] = (out[n] + " " + line.strip()).strip()
+        else:
+            current = []
+    return out
+
+
+def describe(cls: type) -> list[dict]:
+    """One row per ``key=value`` setting of ``cls``: ``key``, ``type``, ``default`` and ``help`` (the field's
+    ``metadata["help"]``, else its entry in the class docstring, else in the nested class's)."""
+    rows = []
+
+    def walk(c: type, prefix: str, base: Any):
+        docs = _docstring_help(c)
+        for name, (f, annotation) in _fields(c).items():
+            default = getattr(base, name) if base is not None else (
+                f.default if f.default is not dataclasses.MISSING else
+                f.default_factory() if f.default_factory is not dataclasses.MISSING else dataclasses.MISSING)
+            inner = _nested_class(annotation)
+            if inner is not None:
+                walk(inner, f"{prefix}{name}.", None if default is dataclasses.MISSING else default)
+                continue
+            kind = getattr(annotation, "__name__", None) or str(annotation).replace("typing.", "")
+            rows.append({"key": prefix + name, "type": kind,
+                         "default": "(required)" if default is dataclasses.MISSING else default,
+                         "help": f.metadata.get("help") or docs.get(name, "")})
+
+    walk(cls, "", None)
+    return rows
+
+
+def _show(value: Any) -> str:
+    if isinstance(value, tuple):
+        return ",".join(_show(v) for v in value)
+    if value is None:
+        return "none"
+    if isinstance(value, bool):
+        return str(value).lower()
+    return str(value)
+
+
+def help_text(cls: type, prog: str, summary: str = "") -> str:
+    """The ``--help`` page of a config class: usage, ``summary``, then each setting's key, type, default and meaning."""
+    lines = [f"usage: python {prog} [key=value ...]", ""]
+    if summary:
+        lines += [summary.strip(), ""]
+    lines.append("settings (key: type = default  meaning):")
+    for r in describe(cls):
+        lines.append(f"  {r['key']}: {r['type']} = {_show(r['default'])}")
+        if r["help"]:
+            lines.append(f"      {r['help']}")
+    return "\n".join(lines)
+
+
+def main(cls: type[C], run: Any, argv: Sequence[str] | None = None, *, prog: str | None = None,
+         summary: str = "") -> Any:
+    """An experiment's command line: ``--help`` prints `help_text` and exits 0; a bad setting prints one
+    line naming it and exits 2 (before anything is written); otherwise returns ``run(config, argv)``.
+
+    Args:
+        cls: the experiment's ``Config`` dataclass.
+        run: ``run(config, argv)``: the experiment (owns its `ResultsDir`).
+        argv: the arguments (default ``sys.argv[1:]``).
+        prog: the script's path for the usage line (default ``sys.argv[0]``).
+        summary: the first paragraph of the help page (e.g. the module docstring's first line).
+    """
+    argv = list(sys.argv[1:] if argv is None else argv)
+    prog = prog or sys.argv[0]
+    if any(a in ("-h", "--help", "help") for a in argv):
+        print(help_text(cls, prog, summary))
+        raise SystemExit(0)
+    try:
+        config = parse_config(cls, argv)
+    except (ValueError, TypeError) as err:
+        print(f"{prog}: error: {err}", file=sys.stderr)
+        raise SystemExit(2) from None
+    return run(config, argv)
+
+
+def markdown_table(rows: Sequence[Mapping], columns: Sequence[str] | None = None, *,
+                   formats: Mapping[str, str] | None = None, headers: Mapping[str, str] | None = None) -> str:
+    """A Markdown table of ``rows`` (one dict each).
+
+    Args:
+        rows: the rows.
+        columns: the keys shown, in order (default: the first row's keys).
+        formats: a format spec per key (e.g. ``{"rate": ".3f"}``); others as ``str``, None as "".
+        headers: a header per key (default: the key).
+    """
+    columns = list(columns if columns is not None else (rows[0].keys() if rows else []))
+    formats, headers = dict(formats or {}), dict(headers or {})
+
+    def cell(v, spec):
+        if v is None:
+            return ""
+        return format(v, spec) if spec else str(v)
+
+    lines = ["| " + " | ".join(headers.get(c, c) for c in columns) + " |",
+             "| " + " | ".join("---" for _ in columns) + " |"]
+    for r in rows:
+        lines.append("| " + " | ".join(cell(r.get(c), formats.get(c, "")) for c in columns) + " |")
+    return "\n".join(lines)
 
 
 # ----------------------------------------------------------------------------- validation helpers
@@ -273,7 +450,20 @@ def _field_defaults(config: Any) -> dict:
             out[f.name] = f.default
         elif f.default_factory is not dataclasses.MISSING:
             out[f.name] = f.default_factory()
+        if dataclasses.is_dataclass(out.get(f.name)) and not isinstance(out[f.name], type):
+            out[f.name] = dataclasses.asdict(out[f.name])
     return config_dict(out)
+
+
+def _flat(d: Mapping, prefix: str = "") -> dict:
+    """Nested dicts as one dict of dotted keys (``{"learner": {"a": 1}}`` -> ``{"learner.a": 1}``)."""
+    out = {}
+    for k, v in d.items():
+        if isinstance(v, Mapping):
+            out.update(_flat(v, f"{prefix}{k}."))
+        else:
+            out[f"{prefix}{k}"] = v
+    return out
 
 
 def config_differences(stored: Mapping, config: Any, *, neutral: Sequence[str] = NEUTRAL_FIELDS) -> list[str]:
@@ -283,8 +473,9 @@ def config_differences(stored: Mapping, config: Any, *, neutral: Sequence[str] =
     lacks (a field added since) counts as equal when ``config`` has the
     field's default value.
     """
-    current = config_dict(config)
-    defaults = _field_defaults(config)
+    current = _flat(config_dict(config))
+    defaults = _flat(_field_defaults(config))
+    stored = _flat(dict(stored))
     diffs = []
     for name in sorted(set(stored) | set(current)):
         if name in neutral:
