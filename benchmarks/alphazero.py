@@ -40,7 +40,6 @@ import time
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
@@ -140,7 +139,7 @@ def trivial_mctx(batch: int, num_actions: int, num_simulations: int):
 def main(argv=None):
     """Entry point: ``python benchmarks/alphazero.py [key=value ...]``; prints the tables."""
     from jaxgames.agents.alphazero import AlphaZeroAgent, seconds_per_move
-    from jaxgames.learners.alphazero import random_positions
+    from jaxgames.games.dots_and_boxes.positions import random_positions
 
     config = parse_config(Config, sys.argv[1:] if argv is None else argv)
     R, C = _parse_size(config.board)

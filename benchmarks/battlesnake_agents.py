@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import math
 import os
 import sys
 import time
@@ -38,6 +37,7 @@ import numpy as np
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 from jaxgames.agents.battlesnake import HeuristicAgent, RandomSafeAgent
+from jaxgames.evaluation.stats import wilson_interval
 from jaxgames.experiment import parse_config
 from jaxgames.games.battlesnake import Battlesnake
 
@@ -67,20 +67,6 @@ class Config:
     matchups: tuple[str, ...] = ("1v3", "2v2", "0v4")
     seed: int = 0
     out_dir: str = "results/benchmarks/battlesnake_agents"
-
-
-def wilson(successes: int, n: int, z: float = 1.959964) -> tuple[float, float]:
-    """The Wilson score interval ``(low, high)`` of a binomial proportion (95% by default).
-
-    Raises:
-        ValueError: ``n < 1`` or ``successes`` outside ``[0, n]``.
-    """
-    if n < 1 or not 0 <= successes <= n:
-        raise ValueError(f"need 0 <= successes <= n and n >= 1; got {successes}/{n}")
-    p = successes / n
-    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return max(0.0, centre - half), min(1.0, centre + half)
 
 
 def make_play(env, seat_agents, batch: int):
@@ -157,7 +143,7 @@ def run_matchup(cfg: Config, heuristic: int, key: jax.Array, *, heuristic_agent=
     n = len(w)
     per_seat = [int(np.sum(w == s)) for s in range(cfg.num_snakes)]
     side = int(np.sum((w >= 0) & (w < heuristic)))
-    lo, hi = wilson(side, n) if heuristic else (float("nan"), float("nan"))
+    lo, hi = wilson_interval(side, n) if heuristic else (float("nan"), float("nan"))
     return {
         "heuristic_snakes": heuristic,
         "games": n,

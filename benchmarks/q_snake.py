@@ -14,7 +14,7 @@ For each batch size ``B`` (games in parallel, 4 snakes on 11x11), in one run:
   evaluates every seat, dead ones included, so decisions/s is below 4x
   steps/s);
 * ``train``: one jitted Adam step of ``train_batch_size`` positions on the
-  sampled positions of the largest batch's self-play (`QSnakeLearner._collect`),
+  sampled positions of the largest batch's self-play (`QSnakeLearner.collect`),
   views rebuilt from the boards and mirrored: samples (positions) per second.
 
 Compilation is excluded (printed apart). The network is the seed's 6-layer
@@ -33,7 +33,6 @@ Writes ``results/benchmarks/q_snake/results.json`` and ``config.json``.
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 import platform
 import sys
@@ -177,16 +176,16 @@ def bench_self_play(cfg: Config, batch: int):
 
 
 def bench_train(cfg: Config, learner: qs.QSnakeLearner, state) -> dict:
-    data, keys, _ = learner._collect_jit(state)
+    data, keys, _ = learner.collect(state)
     t0 = time.perf_counter()
-    jax.block_until_ready(learner._train_step_jit(state, data, keys[0]))
+    jax.block_until_ready(learner.train_step(state, data, keys[0]))
     compile_s = time.perf_counter() - t0
     i = 0
 
     def once():
         nonlocal i
         i += 1
-        jax.block_until_ready(learner._train_step_jit(state, data, keys[i % len(keys)]))
+        jax.block_until_ready(learner.train_step(state, data, keys[i % len(keys)]))
         return cfg.train_batch_size
 
     samples, dt = _timed(once, cfg.seconds)

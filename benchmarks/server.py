@@ -1,6 +1,6 @@
 """Load test of the Battlesnake HTTP server on 127.0.0.1: latency, errors and throughput of ``/move``.
 
-The server is the command line (``python -m jaxgames.games.battlesnake.server``)
+The server is the command line (``python -m jaxgames.serve.battlesnake``)
 in its own process, listening on 127.0.0.1 only; this process is the client:
 ``clients`` concurrent asyncio clients (one thread, raw HTTP/1.1, one write
 per request, TCP_NODELAY as the official engine's Go client) send
@@ -51,10 +51,10 @@ import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-from jaxgames.agents.battlesnake import AGENTS, RandomSafeAgent
+from jaxgames.agents.battlesnake import RandomSafeAgent
 from jaxgames.experiment import parse_config
 from jaxgames.games.battlesnake import Battlesnake, api
-from jaxgames.games.battlesnake.server import HTTP_PROTOCOLS, BattlesnakeServer
+from jaxgames.serve.battlesnake import AGENTS, HTTP_PROTOCOLS, BattlesnakeServer
 
 MODES = ("keep_alive", "new_connection")
 
@@ -64,7 +64,7 @@ class Config:
     """Settings (``key=value`` on the command line).
 
     Attributes:
-        agent: a name of `jaxgames.agents.battlesnake.AGENTS`.
+        agent: a name of `jaxgames.serve.battlesnake.AGENTS`.
         requests: ``/move`` requests per scenario.
         clients: concurrent clients of the loaded scenarios (also measured: 1).
         modes: ``keep_alive`` and/or ``new_connection``.
@@ -256,7 +256,7 @@ def start_server(cfg: Config, http: str = "auto") -> tuple[subprocess.Popen, int
         ``(process, port, protocol)``, the protocol as the server names it
         (``auto`` resolved to ``httptools`` or ``h11``).
     """
-    cmd = [sys.executable, "-m", "jaxgames.games.battlesnake.server", "--host", "127.0.0.1", "--port", "0",
+    cmd = [sys.executable, "-m", "jaxgames.serve.battlesnake", "--host", "127.0.0.1", "--port", "0",
            "--agent", cfg.agent, "--warmup-sizes", str(cfg.board_size), "--workers", str(cfg.workers), "--http", http]
     root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
     proc = subprocess.Popen(cmd, cwd=root, stdout=subprocess.PIPE, text=True)

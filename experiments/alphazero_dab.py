@@ -1,73 +1,76 @@
-"""AlphaZero for Dots-and-Boxes (issue 12; seed 000 section 6, seed 004): train on small boards, play any board.
+"""AlphaZero for Dots-and-Boxes: train one size-agnostic network on small boards, measure it on any board.
 
-Trains with `jaxgames.learners.alphazero.train` (Gumbel self-play on every
-size of ``board_sizes`` -> replay -> AdamW with symmetry augmentation ->
-evaluation against the previous best), resumable from ``<out>/checkpoints``
-(Orbax, `jaxgames.checkpoint`): rerunning the same command continues where
-the last run stopped (``iterations=`` or ``budget_minutes=`` may be raised to
-go on). Then, unless ``report=false``, it measures the issue's targets on the
-final network (the last best of the arena gate; the latest parameters if the
-gate never ran or never promoted) or on ``weights=`` (``shipped`` or a folder
-of `jaxgames.agents.alphazero.save_weights`):
+Sources: Silver et al. 2018 (AlphaZero, Science 362:1140) and Danihelka et al.
+2022 (Gumbel MuZero, ICLR), as implemented by `jaxgames.learners.alphazero`;
+El Kaddouri, Rys and Gao, "Multi Agent Reinforcement Learning With Dots And
+Boxes", section 6 (train small, play large; optimal moves against an exact
+solver as the measure); issue 12's targets.
 
-* exact play on 3x3 against the retrograde solver: the share of optimal
-  (value-preserving) moves (a) over every position of ``perfect_games``
-  games against the perfect player (first player alternating) and (b) over
-  ``random_positions`` positions of random play, for the search agent and
-  for the raw network policy beside it (target: >= 95% with search);
-* 5x5 against alpha-beta (``alphabeta_budget`` seconds per move) over
-  ``games_5x5`` games, first player alternating (target: >= 60% wins), and
-  against pure MCTS with as many simulations as fit in the agent's own time
-  per move (equal time, measured here; target: wins the match);
-* 7x7 against pure MCTS (equal time) and greedy over ``games_7x7`` games;
-* the agent's time per move on 5x5 (B = 1; target <= 200 ms on this CPU);
-* an Elo tournament (alphazero, alphabeta, mcts, greedy, random) on
-  ``tournament_board`` through the arena: ratings with bootstrap intervals and
-  the pairwise net-wins heatmap (`jaxgames.evaluation.report`).
+The run: ``loop.train(AlphaZeroLearner(config.learner), ...)`` with Orbax
+checkpoints in ``<out>/checkpoints`` (rerunning a command resumes it; raise
+``iterations=`` or ``budget_minutes=`` to go on) and, every ``eval_every``
+iterations, `jaxgames.evaluation.alphazero.ProgressEvaluator` on
+``eval_board``: the optimal-move rate of the raw policy and of the search,
+arena scores against the previous best (the gate: the new best from a score
+of ``gate_win_rate``), greedy and random. Then, unless ``report=false``, the
+report on the reported network (the gate's last best, else the latest
+parameters) or on ``weights=`` (``shipped`` or a weights folder):
 
-Every proportion has its 95% Wilson interval. Outputs in ``out``:
-``curves.csv``/``curves.png`` (loss, value error, optimal-move rate on 3x3,
-scores and Elo against the previous best and the fixed opponents, per
-iteration), ``report.csv``/``report.md``/``report.png`` (the targets),
-``ratings.csv``, ``net_wins.png`` (heatmap) and the other tournament tables,
-``README.md`` (read it first), ``config.json``, ``checkpoints/``.
+* 3x3 optimal-move rate against the retrograde solver over every position of
+  ``perfect_games`` games against the perfect player and over
+  ``random_positions`` random-play positions (target >= 95% with search);
+* 5x5 wins against alpha-beta (``alphabeta_budget`` s per move; target >= 60%)
+  and against pure MCTS at equal time per move; 7x7 against MCTS and greedy;
+  seconds per move on 5x5 (B = 1; target <= 200 ms);
+* an Elo tournament on ``tournament_board`` (alphazero, alpha-beta, MCTS,
+  greedy, random) with bootstrap intervals.
 
-With ``ship=trained`` the reported network is written to
-``jaxgames/weights/alphazero_dab/`` (what `AlphaZeroAgent.from_weights`
-loads) with the command, budget and report beside it; ``ship=placeholder``
-writes the same marked untrained (a smoke run).
+Outputs in ``out`` (read ``README.md`` first): ``curves.csv``/``.png``,
+``report.csv``/``.md``/``.png`` (95% Wilson intervals), ``ratings.csv``,
+``net_wins.png``, ``config.json``, ``checkpoints/``. ``ship=trained`` writes the
+reported network with its command and report to ``jaxgames/weights/alphazero_dab/``
+(``placeholder``: the same, marked untrained). Results of the shipped network
+are in that folder's README.md.
 
-    python experiments/alphazero_dab.py                        # small CPU run: about 10 minutes on 2 cores
+    python experiments/alphazero_dab.py                        # small CPU run (about 10 minutes on 2 cores)
     python experiments/alphazero_dab.py iterations=40          # go on to iteration 40 (resumes)
-    # the long run (hours; see jaxgames/weights/alphazero_dab/README.md):
-    python experiments/alphazero_dab.py board_sizes=2x2,3x3,4x4 num_envs=64 num_simulations=16 \\
-        max_num_considered_actions=16 updates_per_iteration=32 iterations=3000 budget_minutes=240 \\
-        eval_every=100 eval_games=64 eval_positions=1000 out=results/alphazero_dab_main ship=trained
-    # the targets at full size, on the shipped weights:
-    python experiments/alphazero_dab.py iterations=0 weights=shipped out=results/alphazero_dab_eval \\
-        perfect_games=1000 random_positions=10000 games_5x5=200 games_7x7=100 tournament_rounds=20
+    python experiments/alphazero_dab.py --help                 # every setting, its default and meaning
 
-``iterations=0`` (or a count already reached) trains nothing. The report's
-settings and the run's length may change between calls on one folder
-(`NEUTRAL`); every other setting must match (`jaxgames.experiment.ResultsDir`:
-lock, config check, atomic writes). Bad settings fail before anything is written.
+Learner settings take dotted keys (``learner.num_envs=64``) or, where the last
+part is unique, the flat key (``num_envs=64``, ``board_sizes=2x2,3x3,4x4``,
+``channels=64``). The report's settings and the run's length may change
+between calls on one folder (`NEUTRAL`); every other setting must match. Bad
+settings fail before anything is written.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import pathlib
-import sys
 import time
 from typing import Optional
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+from tqdm import tqdm
 
+from jaxgames import checks, experiment
+from jaxgames.agents.alphazero import (
+    WEIGHTS_DIR, AlphaZeroAgent, load_weights, save_weights, seconds_per_move, simulations_for_budget,
+)
+from jaxgames.agents.dots_and_boxes import AlphaBetaAgent, GreedyAgent, PerfectAgent
+from jaxgames.agents.mcts import MCTSAgent
+from jaxgames.agents.simple import RandomAgent
+from jaxgames.evaluation import arena, elo, report
+from jaxgames.evaluation.alphazero import EvalConfig, ProgressEvaluator
 from jaxgames.evaluation.report import wilson_row
-from jaxgames.experiment import NEUTRAL_FIELDS, ResultsDir, command_line, parse_config
+from jaxgames.experiment import NEUTRAL_FIELDS, ResultsDir, command_line
+from jaxgames.games.dots_and_boxes import DotsAndBoxes, rules
+from jaxgames.games.dots_and_boxes.positions import random_positions
+from jaxgames.games.dots_and_boxes.search import solver
 from jaxgames.learners import alphazero as az
+from jaxgames.learners import loop
 from jaxgames.networks.dots_and_boxes import NetworkConfig
 
 SHIP = ("none", "trained", "placeholder")
@@ -81,8 +84,6 @@ NEUTRAL = NEUTRAL_FIELDS + ("iterations", "budget_minutes", "checkpoint_every") 
 
 def parse_size(text: str, name: str) -> tuple[int, int]:
     """``"3x4"`` -> ``(3, 4)``; raises ValueError naming the setting for anything else (or a bad size)."""
-    from jaxgames.games.dots_and_boxes import rules
-
     parts = str(text).lower().split("x")
     if len(parts) != 2 or not all(p.strip().isdigit() for p in parts):
         raise ValueError(f"{name} must be a board size like 3x3; got {text!r}")
@@ -92,63 +93,49 @@ def parse_size(text: str, name: str) -> tuple[int, int]:
         raise ValueError(f"{name}: {e}") from None
 
 
+def default_learner() -> az.AlphaZeroConfig:
+    """The learner of a small CPU run: 2x2 and 3x3, 32 games per size, 8 simulations per move."""
+    return az.AlphaZeroConfig(board_sizes=((2, 2), (3, 3)), network=NetworkConfig(32, 4, 16, 64), num_envs=32,
+                              num_simulations=8, max_num_considered_actions=8, buffer_capacity=1 << 15,
+                              value_target="margin")
+
+
 @dataclasses.dataclass(frozen=True)
 class Config:
-    """Settings (every field is a ``key=value`` override).
+    """Settings (every field is a ``key=value`` override; ``--help`` lists them).
 
-    Learner (`jaxgames.learners.alphazero.AlphaZeroConfig`; small defaults for a CPU run):
-        board_sizes: training boards, e.g. ``2x2,3x3,4x4``.
-        size_weights: loss weight per size (none: equal).
-        channels, num_blocks, value_channels, value_hidden: network widths (`NetworkConfig`).
-        num_envs, num_simulations, max_num_considered_actions, gumbel_scale,
-        policy_target, value_target, buffer_capacity, batch_size,
-        updates_per_iteration, learning_rate, weight_decay, max_grad_norm,
-        value_loss_weight, augment: see `AlphaZeroConfig`.
-
-    Evaluation during training (`jaxgames.learners.alphazero.EvalConfig`):
-        eval_every: iterations between evaluations (0: none; then no gate).
-        eval_board, eval_positions, eval_games, eval_simulations, gate_win_rate.
-
-    Run:
-        iterations: stop after this many iterations in all (resumed runs go on up to it; 0: no training).
-        budget_minutes: stop training after this much wall-clock time in this call (checkpointing first).
-        seed: PRNG seed of the run.
+    Attributes:
+        learner: the learner (`jaxgames.learners.alphazero.AlphaZeroConfig`, Dots-and-Boxes; its network
+            `jaxgames.networks.dots_and_boxes.NetworkConfig`).
+        eval_every: iterations between evaluations during training (0: none, and so no gate).
+        eval_board: board of the evaluation during training, e.g. 3x3 (solvable: at most 31 edges).
+        eval_positions: random-play positions of the optimal-move rate during training.
+        eval_games: arena games per opponent during training.
+        eval_simulations: search simulations per move of the agents evaluated during training.
+        gate_win_rate: score against the previous best from which the current network becomes the best.
+        iterations: stop after this many iterations in all (a resumed run goes on up to it; 0: no training).
+        budget_minutes: wall-clock minutes of training in this call (none: no budget).
+        seed: PRNG seed of the run (self-play, network, evaluation).
         checkpoint_every: iterations between checkpoints.
-        init_weights: ``shipped`` or a weights folder whose parameters start the
-            training instead of a fresh network (a fine-tune, e.g. at a lower
-            ``learning_rate``); their widths and ``value_target`` must be this
-            run's (ValueError otherwise). The optimiser state starts fresh.
-
-    Report (module docstring):
+        init_weights: shipped or a weights folder whose parameters start the training (a fine-tune, e.g.
+            at a lower learning_rate; their widths and value_target must be this run's).
         report: measure the targets after training.
-        weights: ``shipped`` or a weights folder to report on instead of the run's network.
-        agent_simulations: the agent's simulations per move.
-        perfect_games, random_positions, games_5x5, alphabeta_budget, games_7x7,
-        tournament_board, tournament_rounds: sizes of the measurements.
-        ship: ``none``, ``trained`` or ``placeholder``.
-        out: results folder; overwrite: replace another configuration's results; progress: bars.
+        weights: shipped or a weights folder to report on instead of the run's network.
+        agent_simulations: the reported agent's simulations per move.
+        perfect_games: 3x3 games against the perfect player (optimal-move rate over their positions).
+        random_positions: 3x3 random-play positions of the optimal-move rate.
+        games_5x5: 5x5 games against alpha-beta and against MCTS at equal time.
+        alphabeta_budget: alpha-beta's seconds per move.
+        games_7x7: 7x7 games against MCTS at equal time and against greedy.
+        tournament_board: board of the Elo tournament, e.g. 5x5.
+        tournament_rounds: games per pair in the Elo tournament (0: none).
+        ship: none, trained or placeholder: write the reported network to jaxgames/weights/alphazero_dab/.
+        out: results folder.
+        overwrite: replace another configuration's results in out.
+        progress: show progress bars.
     """
 
-    board_sizes: tuple[str, ...] = ("2x2", "3x3")
-    size_weights: Optional[tuple[float, ...]] = None
-    channels: int = 32
-    num_blocks: int = 4
-    value_channels: int = 16
-    value_hidden: int = 64
-    num_envs: int = 32
-    num_simulations: int = 8
-    max_num_considered_actions: int = 8
-    gumbel_scale: float = 1.0
-    policy_target: str = "gumbel"
-    value_target: str = "margin"
-    buffer_capacity: int = 1 << 15
-    batch_size: int = 128
-    updates_per_iteration: int = 8
-    learning_rate: float = 1e-3
-    weight_decay: float = 1e-4
-    max_grad_norm: float = 1.0
-    value_loss_weight: float = 1.0
-    augment: bool = True
+    learner: az.AlphaZeroConfig = dataclasses.field(default_factory=default_learner)
     eval_every: int = 5
     eval_board: str = "3x3"
     eval_positions: int = 500
@@ -176,49 +163,30 @@ class Config:
     progress: bool = True
 
     def __post_init__(self):
-        self.learner_config()  # every learner setting checked (ValueError naming it)
+        if self.learner.game != "dots_and_boxes":
+            raise ValueError(f"learner.game must be dots_and_boxes here; got {self.learner.game!r} "
+                             "(experiments/alphazero_onitama.py trains Onitama)")
         self.eval_config()
-        if isinstance(self.iterations, bool) or self.iterations < 0:
-            raise ValueError(f"iterations must be an int >= 0; got {self.iterations!r}")
-        if self.eval_every < 0:
-            raise ValueError(f"eval_every must be >= 0; got {self.eval_every}")
-        if self.budget_minutes is not None and not self.budget_minutes > 0:
-            raise ValueError(f"budget_minutes must be > 0 or none; got {self.budget_minutes!r}")
+        for name in ("iterations", "eval_every", "perfect_games", "random_positions", "games_5x5", "games_7x7",
+                     "tournament_rounds"):
+            checks.non_negative_int(name, getattr(self, name))
         for name in ("checkpoint_every", "agent_simulations"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be >= 1; got {getattr(self, name)}")
-        for name in ("perfect_games", "random_positions", "games_5x5", "games_7x7", "tournament_rounds"):
-            if getattr(self, name) < 0:
-                raise ValueError(f"{name} must be >= 0; got {getattr(self, name)}")
-        if not self.alphabeta_budget > 0:
-            raise ValueError(f"alphabeta_budget must be > 0 seconds; got {self.alphabeta_budget!r}")
+            checks.positive_int(name, getattr(self, name))
+        if self.budget_minutes is not None:
+            checks.positive_float("budget_minutes", self.budget_minutes)
+        checks.positive_float("alphabeta_budget", self.alphabeta_budget)
         parse_size(self.tournament_board, "tournament_board")
-        if self.ship not in SHIP:
-            raise ValueError(f"ship must be one of {SHIP}; got {self.ship!r}")
-        if self.weights is not None and self.weights != "shipped" and not pathlib.Path(self.weights).is_dir():
-            raise ValueError(f"weights must be 'shipped' or a weights folder; {self.weights!r} is not a folder")
-        if self.init_weights is not None and self.init_weights != "shipped" and not pathlib.Path(self.init_weights).is_dir():
-            raise ValueError(f"init_weights must be 'shipped' or a weights folder; {self.init_weights!r} is not a folder")
+        checks.choice("ship", self.ship, SHIP)
+        for name in ("weights", "init_weights"):
+            v = getattr(self, name)
+            if v is not None and v != "shipped" and not pathlib.Path(v).is_dir():
+                raise ValueError(f"{name} must be 'shipped' or a weights folder; {v!r} is not a folder")
         if self.ship != "none" and self.weights is not None:
             raise ValueError("ship= writes the run's network; it cannot be combined with weights=")
 
-    def learner_config(self) -> az.AlphaZeroConfig:
-        """The `AlphaZeroConfig` of these settings."""
-        return az.AlphaZeroConfig(
-            board_sizes=tuple(parse_size(s, "board_sizes") for s in self.board_sizes),
-            size_weights=self.size_weights,
-            network=NetworkConfig(self.channels, self.num_blocks, self.value_channels, self.value_hidden),
-            num_envs=self.num_envs, num_simulations=self.num_simulations,
-            max_num_considered_actions=self.max_num_considered_actions, gumbel_scale=self.gumbel_scale,
-            policy_target=self.policy_target, value_target=self.value_target, buffer_capacity=self.buffer_capacity,
-            batch_size=self.batch_size, updates_per_iteration=self.updates_per_iteration,
-            learning_rate=self.learning_rate, weight_decay=self.weight_decay, max_grad_norm=self.max_grad_norm,
-            value_loss_weight=self.value_loss_weight, augment=self.augment,
-        )
-
-    def eval_config(self) -> az.EvalConfig:
+    def eval_config(self) -> EvalConfig:
         """The `EvalConfig` of the evaluation during training."""
-        return az.EvalConfig(
+        return EvalConfig(
             board=parse_size(self.eval_board, "eval_board"), num_positions=self.eval_positions,
             num_games=self.eval_games, num_simulations=self.eval_simulations, gate_win_rate=self.gate_win_rate,
         )
@@ -269,22 +237,18 @@ def moves_on_positions(agent, env, states, chunk: int = 1000) -> np.ndarray:
 
 def exact_play_rows(agents: dict, config: Config, key: jax.Array) -> list[dict]:
     """Optimal-move rates on 3x3 against the retrograde solver (targets (a) and (b))."""
-    from jaxgames.agents.dots_and_boxes import PerfectAgent
-    from jaxgames.games.dots_and_boxes import DotsAndBoxes
-    from jaxgames.games.dots_and_boxes.search import solver
-
     env = DotsAndBoxes(3, 3)
     solution = solver.solve(3, 3)
     perfect = PerfectAgent(3, 3, solution=solution)
     rows = []
     k_games, k_pos = jax.random.split(key)
     if config.random_positions:
-        positions = az.random_positions(3, 3, k_pos, config.random_positions)
+        positions = random_positions(3, 3, k_pos, config.random_positions)
         edges = np.asarray(positions.board.edges)
     for name, agent in agents.items():
         if config.perfect_games:
             e, a, margin = play_recorded(env, agent, perfect, config.perfect_games, k_games)
-            _, ok = az.optimal_move_rate(solution, e, a)
+            _, ok = solver.optimal_move_rate(solution, e, a)
             rows.append(wilson_row(
                 "3x3 optimal moves, games vs perfect", int(ok.sum()), len(ok), agent=name, target=0.95,
                 games=config.perfect_games, mean_margin=float(margin.mean()),
@@ -292,7 +256,7 @@ def exact_play_rows(agents: dict, config: Config, key: jax.Array) -> list[dict]:
             ))
         if config.random_positions:
             acts = moves_on_positions(agent, env, positions)
-            _, ok = az.optimal_move_rate(solution, edges, acts)
+            _, ok = solver.optimal_move_rate(solution, edges, acts)
             rows.append(wilson_row(
                 "3x3 optimal moves, random-play positions", int(ok.sum()), len(ok), agent=name, target=0.95,
                 note=f"{config.random_positions} positions after k ~ U[0, 23] random moves",
@@ -302,8 +266,6 @@ def exact_play_rows(agents: dict, config: Config, key: jax.Array) -> list[dict]:
 
 def match_row(env, agent, opponent, games: int, key, what: str, *, target=None, move_time_limit=None) -> dict:
     """``games`` arena games (first player alternating): the agent's win rate with its Wilson interval."""
-    from jaxgames.evaluation import arena
-
     res = arena.play_match(env, agent, opponent, games, key, max_steps=env.num_actions + 1, move_time_limit=move_time_limit)
     return wilson_row(
         what, res.wins, games, agent=agent.name, opponent=opponent.name, target=target, losses=res.losses,
@@ -314,9 +276,6 @@ def match_row(env, agent, opponent, games: int, key, what: str, *, target=None, 
 
 def equal_time_mcts(agent, env, name: str = "mcts"):
     """Pure MCTS with as many simulations as fit in the agent's own time per move on ``env`` (B = 1)."""
-    from jaxgames.agents.alphazero import seconds_per_move, simulations_for_budget
-    from jaxgames.agents.mcts import MCTSAgent
-
     seconds = seconds_per_move(agent, env)
     sims = simulations_for_budget(lambda n: MCTSAgent(num_simulations=n, name=name), env, seconds, margin=1.0)
     return MCTSAgent(num_simulations=sims, name=name), seconds
@@ -324,20 +283,10 @@ def equal_time_mcts(agent, env, name: str = "mcts"):
 
 def report_rows(agent, raw, config: Config, key: jax.Array, progress: bool) -> tuple[list[dict], object]:
     """Every target row (module docstring) and the tournament."""
-    from jaxgames.agents.alphazero import seconds_per_move
-    from jaxgames.agents.dots_and_boxes import AlphaBetaAgent, GreedyAgent
-    from jaxgames.agents.simple import RandomAgent
-    from jaxgames.evaluation import elo
-    from jaxgames.games.dots_and_boxes import DotsAndBoxes
-
     keys = jax.random.split(key, 8)
     rows = []
     steps = ["exact play 3x3", "5x5", "7x7", "tournament"]
-    bar = None
-    if progress:
-        from tqdm import tqdm
-
-        bar = tqdm(total=len(steps), desc="report")
+    bar = tqdm(total=len(steps), desc="report") if progress else None
 
     def done(step):
         if bar is not None:
@@ -378,7 +327,6 @@ def report_rows(agent, raw, config: Config, key: jax.Array, progress: bool) -> t
 # ----------------------------------------------------------------------------- figures and tables
 def write_curves(rd: ResultsDir, history: list) -> None:
     """``curves.csv`` and ``curves.png``: losses, value error, optimal-move rate, scores and Elo per iteration."""
-    from jaxgames.evaluation import report
 
     def draw(axes, it, names):
         ax = axes[0, 1]
@@ -407,30 +355,29 @@ def write_curves(rd: ResultsDir, history: list) -> None:
 
 def write_report(rd: ResultsDir, rows: list, tournament, config: Config) -> list[str]:
     """``report.csv``, ``report.md``, ``report.png``, the tournament files; returns the Markdown lines of the report."""
-    from jaxgames.evaluation import report
-
     more = []
     if tournament is not None:
         with rd.staging() as tmp:
             report.write_tournament(tournament, tmp, games_per_lineup=config.tournament_rounds)
+        ratings = [{**r, "interval": f"[{r['elo_low']:.0f}, {r['elo_high']:.0f}]"} for r in report.ratings_rows(tournament)]
         more += ["", f"Elo tournament on {config.tournament_board} ({config.tournament_rounds} games per pair, first player "
                  "alternating; [ratings.csv](ratings.csv), heatmap [net_wins.png](net_wins.png)):", "",
-                 "| agent | Elo | 95% interval | Bradley-Terry | win rate |", "|---|---:|---|---:|---:|"]
-        for r in report.ratings_rows(tournament):
-            more.append(f"| {r['agent']} | {r['elo']:.0f} | [{r['elo_low']:.0f}, {r['elo_high']:.0f}] | {r['bradley_terry']:.0f} | {r['win_rate']:.3f} |")
+                 experiment.markdown_table(
+                     ratings, ["agent", "elo", "interval", "bradley_terry", "win_rate"],
+                     formats={"elo": ".0f", "bradley_terry": ".0f", "win_rate": ".3f"},
+                     headers={"elo": "Elo", "interval": "95% interval", "bradley_terry": "Bradley-Terry",
+                              "win_rate": "win rate"})]
     return report.write_targets(rd, rows, more)
 
 
 def write_readme(rd, config, result, source, report_lines, seconds, argv) -> str:
     """``README.md`` (`jaxgames.evaluation.report.write_run_readme`); returns its text."""
-    from jaxgames.evaluation import report
-
-    lc = config.learner_config()
+    lc = config.learner
     training = None if result is None else (
-        f"Training: boards {', '.join(config.board_sizes)}; network {lc.network}; {lc.num_envs} games per size per "
-        f"iteration, {lc.num_simulations} Gumbel simulations per self-play move; {lc.updates_per_iteration} AdamW steps "
-        f"of {lc.batch_size} positions per size per iteration. {result.length_text()}"
-        ". Curves: [curves.csv](curves.csv), [curves.png](curves.png).")
+        f"Training: boards {az.show_board_sizes(lc.board_sizes).replace(',', ', ')}; network {lc.network}; "
+        f"{lc.num_envs} games per size per iteration, {lc.num_simulations} Gumbel simulations per self-play move; "
+        f"{lc.updates_per_iteration} AdamW steps of {lc.batch_size} positions per size per iteration. "
+        f"{az.length_text(result)}. Curves: [curves.csv](curves.csv), [curves.png](curves.png).")
     return report.write_run_readme(
         rd, title="AlphaZero for Dots-and-Boxes (issue 12)", command=command_line("experiments/alphazero_dab.py", argv),
         seconds=seconds, training=training, source=source, report_heading="Targets", report_lines=report_lines,
@@ -438,14 +385,13 @@ def write_readme(rd, config, result, source, report_lines, seconds, argv) -> str
 
 
 # ----------------------------------------------------------------------------- run
-def initial_params(config: Config, lc: az.AlphaZeroConfig):
+def initial_params(config: Config):
     """The parameters of ``init_weights`` (a fine-tune's start), checked against the run's network.
 
     Raises:
         ValueError: weights of other widths or another ``value_target`` (both named).
     """
-    from jaxgames.agents.alphazero import load_weights
-
+    lc = config.learner
     params, meta = load_weights(None if config.init_weights == "shipped" else config.init_weights)
     theirs = NetworkConfig(**meta["network"])
     if theirs != lc.network or meta["value_target"] != lc.value_target:
@@ -461,25 +407,24 @@ def run(config: Config, argv=()) -> dict:
 
     Raises:
         jaxgames.experiment.ResultsDirLocked, ConfigMismatch: see `jaxgames.experiment.ResultsDir`.
-        ValueError: weights that do not fit the network settings.
+        ValueError: weights that do not fit the network settings (before anything is written).
+        jaxgames.learners.loop.NonFiniteLoss: training diverged (the last good checkpoint is kept).
     """
-    from jaxgames.agents.alphazero import AlphaZeroAgent, load_weights
-
-    lc = config.learner_config()
-    ckpt_dir = pathlib.Path(config.out) / "checkpoints"
+    learner = az.AlphaZeroLearner(config.learner)
+    # checked before the folder is claimed
+    initial = None if config.init_weights is None else learner.start_from(initial_params(config))
     start = time.perf_counter()
-    initial = None if config.init_weights is None else initial_params(config, lc)  # checked before anything is written
     with ResultsDir(config.out, config, overwrite=config.overwrite, neutral=NEUTRAL) as rd:
-        if config.overwrite:
-            az.clear_other_run(ckpt_dir, lc, config.seed)
         result = None
         if config.weights is None or config.iterations > 0:
-            evaluator = az.ProgressEvaluator(lc, config.eval_config(), seed=config.seed) if config.eval_every else None
-            result = az.train(
-                lc, num_iterations=config.iterations, seed=config.seed, directory=ckpt_dir,
-                checkpoint_every=config.checkpoint_every, eval_every=config.eval_every, evaluator=evaluator,
-                budget_seconds=None if config.budget_minutes is None else 60.0 * config.budget_minutes,
-                progress=config.progress, initial_params=initial,
+            # name "": the evaluation's metrics keep their plain names in curves.csv (optimal_rate_raw, elo_vs_best, ...)
+            evaluations = [loop.Evaluation(ProgressEvaluator(config.learner, config.eval_config(), seed=config.seed),
+                                           every=config.eval_every)] if config.eval_every else []
+            result = loop.train(
+                learner, num_iterations=config.iterations, key=jax.random.key(config.seed),
+                checkpoint_dir=pathlib.Path(config.out) / "checkpoints", checkpoint_every=config.checkpoint_every,
+                budget_minutes=config.budget_minutes, evaluations=evaluations, progress=config.progress,
+                progress_keys=("loss", "value_loss"), overwrite=config.overwrite, initial_state=initial,
             )
             write_curves(rd, result.history)
         if config.weights is not None:
@@ -488,7 +433,7 @@ def run(config: Config, argv=()) -> dict:
             source = f"weights {config.weights} ({'trained' if meta.get('trained') else 'UNTRAINED placeholder'})"
         else:
             params, source = az.reported_params(result.state)
-            network, value_target = lc.network, lc.value_target
+            network, value_target = config.learner.network, config.learner.value_target
         report_lines, rows = [], []
         if config.report:
             agent = AlphaZeroAgent(params, network=network, value_target=value_target, num_simulations=config.agent_simulations)
@@ -504,10 +449,8 @@ def run(config: Config, argv=()) -> dict:
 
 def ship_weights(config: Config, result, params, rows: list, argv) -> pathlib.Path:
     """Writes the reported network with its command, budget and report into ``jaxgames/weights/alphazero_dab/``."""
-    from jaxgames.agents.alphazero import WEIGHTS_DIR, save_weights
-
     trained = config.ship == "trained"
-    lc = config.learner_config()
+    lc = config.learner
     h = result.history if result is not None else []
     save_weights(
         WEIGHTS_DIR, params, network=lc.network, value_target=lc.value_target, trained=trained,
@@ -516,7 +459,7 @@ def ship_weights(config: Config, result, params, rows: list, argv) -> pathlib.Pa
         iterations=len(h),
         training_seconds=az.training_seconds(h),
         budget_minutes=config.budget_minutes,
-        board_sizes=list(config.board_sizes),
+        board_sizes=az.show_board_sizes(lc.board_sizes).split(","),
         device=jax.devices()[0].platform,
         recorded=time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         config=dataclasses.asdict(config),
@@ -526,9 +469,8 @@ def ship_weights(config: Config, result, params, rows: list, argv) -> pathlib.Pa
 
 
 def main(argv=None):
-    """Entry point: ``python experiments/alphazero_dab.py [key=value ...]``."""
-    argv = list(sys.argv[1:] if argv is None else argv)
-    return run(parse_config(Config, argv), argv)
+    """Entry point: ``python experiments/alphazero_dab.py [key=value ...]`` (``--help`` lists every setting)."""
+    return experiment.main(Config, run, argv, prog="experiments/alphazero_dab.py", summary=__doc__.split("\n\n")[0])
 
 
 if __name__ == "__main__":

@@ -1,61 +1,63 @@
-"""AlphaZero-lite on Onitama (issue 13; seed 001 sections 6-7): self-play and MCTS instead of a minimax curriculum.
+"""AlphaZero on Onitama: self-play and tree search in place of a minimax curriculum.
 
-Trains with the Dots-and-Boxes learner's code, `jaxgames.learners.alphazero`
-with ``game="onitama"`` (its `OnitamaAdapter`: Gumbel self-play on random
-deals in the canonical 1250-action space -> device replay -> AdamW with the
-left-right mirror (mirrored cards) as augmentation -> the arena gate against
-the previous best), resumable from ``<out>/checkpoints`` (Orbax): rerunning
-the same command continues where the last run stopped (``iterations=`` or
-``budget_minutes=`` may be raised to go on). Every ``eval_every`` iterations
-the current network (deterministic search, ``eval_simulations``) plays
-``eval_games`` games against each of ``eval_opponents`` (random,
-`MinimaxAgent` depth 1-3, `AlphaBetaAgent` depth 1-4; seats alternating) and
-the previous best (the gate). The value target is the outcome (+1/-1/0 from
-the mover's side; a draw at ``max_turns``).
+Sources: Silver et al. 2018 (AlphaZero, Science 362:1140) and Danihelka et al.
+2022 (Gumbel MuZero, ICLR), as implemented by `jaxgames.learners.alphazero`
+with ``game="onitama"`` (`OnitamaAdapter`: the 1250 canonical actions, the
+left-right mirror with mirrored cards as augmentation, the outcome +1/-1/0 as
+value target, a draw at ``max_turns``); Dasgupta and Chong 2021, "Mastering
+the game of Onitama with Reinforcement Learning", sections 6-7 (the opponents
+and the 200-turn limit); issue 13's target.
 
-Then, unless ``report=false``, the final report on the reported network (the
-last best of the gate; the latest parameters if the gate never promoted) or
-on ``weights=`` (``shipped`` or a weights folder): the issue's target,
-**AlphaZero wins >= 60% of 400 games against alpha-beta depth 2** over random
-deals, seats alternating (``final_games``, ``final_opponent``), and the same
-against ``report_opponents``, each win rate with its 95% Wilson interval;
-the agent's seconds per move (B = 1).
+The run: ``loop.train(AlphaZeroLearner(config.learner), ...)`` with Orbax
+checkpoints in ``<out>/checkpoints`` (rerunning a command resumes it; raise
+``iterations=`` or ``budget_minutes=`` to go on) and, every ``eval_every``
+iterations, `jaxgames.evaluation.alphazero.ArenaEvaluator`: ``eval_games``
+games (seats alternating, random deals) against each of ``eval_opponents``
+and against the previous best (the gate). Then, unless ``report=false``, the
+report on the reported network (the gate's last best, else the latest
+parameters) or on ``weights=`` (``shipped`` or a weights folder): the target,
+**wins >= 60% of 400 games against alpha-beta depth 2** (``final_games``,
+``final_opponent``), the same against ``report_opponents``, each with its
+95% Wilson interval, and seconds per move (B = 1).
 
-Outputs in ``out``: ``curves.csv``/``curves.png`` (losses, value error,
-policy accuracy, win rates during training), ``report.csv``/``report.md``/
-``report.png``, ``README.md`` (read it first), ``config.json``,
-``checkpoints/``. With ``ship=trained`` the reported network goes to
-``jaxgames/weights/alphazero_onitama/`` with the command, budget and report
-(never the placeholder of a smoke run: ``ship=trained`` refuses a run of
-fewer than ``min_ship_iterations`` iterations).
+Outputs in ``out`` (read ``README.md`` first): ``curves.csv``/``.png``,
+``report.csv``/``.md``/``.png``, ``config.json``, ``checkpoints/``.
+``ship=trained`` writes the reported network with its command and report to
+``jaxgames/weights/alphazero_onitama/`` (refused for fewer than
+``min_ship_iterations`` iterations); results of the shipped network are in
+that folder's README.md.
 
-    python experiments/alphazero_onitama.py                   # small CPU run: a few minutes on 2 cores
+    python experiments/alphazero_onitama.py                   # small CPU run (a few minutes on 2 cores)
     python experiments/alphazero_onitama.py iterations=20     # go on to iteration 20 (resumes)
-    # the long run (hours; see jaxgames/weights/alphazero_onitama/README.md):
-    python experiments/alphazero_onitama.py num_envs=128 num_simulations=32 max_num_considered_actions=16 \\
-        channels=64 num_blocks=4 updates_per_iteration=32 buffer_capacity=32768 iterations=400 budget_minutes=480 \\
-        eval_every=20 eval_games=64 final_games=400 out=results/alphazero_onitama_long ship=trained
+    python experiments/alphazero_onitama.py --help            # every setting, its default and meaning
 
-``iterations=0`` (or a count already reached) trains nothing. Report
+Learner settings take dotted keys (``learner.num_envs=128``) or, where the last
+part is unique, the flat key (``num_envs=128``, ``channels=48``). The report's
 settings and the run's length may change between calls on one folder
-(`NEUTRAL`); every other setting must match (`jaxgames.experiment.ResultsDir`).
-Bad settings fail before anything is written.
+(`NEUTRAL`); every other setting must match. Bad settings fail before anything
+is written.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import pathlib
-import sys
 import time
 from typing import Optional
 
 import jax
 import numpy as np
 
+from jaxgames import checks, experiment
+from jaxgames.agents.alphazero import WEIGHTS_DIRS, AlphaZeroAgent, load_weights, save_weights, seconds_per_move
+from jaxgames.agents.onitama import AGENTS
+from jaxgames.evaluation import arena, report
+from jaxgames.evaluation.alphazero import ArenaEvaluator
 from jaxgames.evaluation.report import wilson_row
-from jaxgames.experiment import NEUTRAL_FIELDS, ResultsDir, command_line, parse_config
+from jaxgames.experiment import NEUTRAL_FIELDS, ResultsDir, command_line
+from jaxgames.games.onitama import Onitama
 from jaxgames.learners import alphazero as az
+from jaxgames.learners import loop
 from jaxgames.networks.onitama import NetworkConfig
 
 SHIP = ("none", "trained")
@@ -67,47 +69,43 @@ NEUTRAL = NEUTRAL_FIELDS + ("iterations", "budget_minutes", "checkpoint_every") 
 """Settings a resumed run may change (how long it trains, and the final report)."""
 
 
+def default_learner() -> az.AlphaZeroConfig:
+    """The learner of a small CPU run: 32 games of 32 moves per iteration, 16 simulations per move."""
+    return az.AlphaZeroConfig(game="onitama", network=NetworkConfig(32, 3, 4, 64), num_envs=32, num_simulations=16,
+                              max_num_considered_actions=16, buffer_capacity=1 << 14, selfplay_steps=32)
+
+
 @dataclasses.dataclass(frozen=True)
 class Config:
-    """Settings (every field is a ``key=value`` override).
+    """Settings (every field is a ``key=value`` override; ``--help`` lists them).
 
-    Learner (`jaxgames.learners.alphazero.AlphaZeroConfig` with ``game="onitama"``; small CPU defaults):
-        channels, num_blocks, value_channels, value_hidden: network widths (`jaxgames.networks.onitama.NetworkConfig`).
-        num_envs, num_simulations, max_num_considered_actions, gumbel_scale, policy_target,
-        buffer_capacity, batch_size, updates_per_iteration, learning_rate, weight_decay,
-        max_grad_norm, value_loss_weight, augment, max_turns, selfplay_steps: see `AlphaZeroConfig`.
-
-    Evaluation during training (`jaxgames.learners.alphazero.ArenaEvaluator`):
-        eval_every: iterations between evaluations (0: none; then no gate).
-        eval_games, eval_simulations, gate_win_rate, eval_opponents (names of `OPPONENTS`).
-
-    Run:
-        iterations, budget_minutes, seed, checkpoint_every.
-
-    Report (module docstring):
-        report, weights, agent_simulations, final_games, final_opponent, report_opponents,
-        report_games, ship, min_ship_iterations; out, overwrite, progress.
+    Attributes:
+        learner: the learner (`jaxgames.learners.alphazero.AlphaZeroConfig` with game onitama; its network
+            `jaxgames.networks.onitama.NetworkConfig`).
+        eval_every: iterations between evaluations during training (0: none, and so no gate).
+        eval_games: arena games per opponent during training.
+        eval_simulations: search simulations per move of the agents evaluated during training.
+        gate_win_rate: score against the previous best from which the current network becomes the best.
+        eval_opponents: fixed opponents during training, among random, minimax1-3, alphabeta1-4.
+        iterations: stop after this many iterations in all (a resumed run goes on up to it; 0: no training).
+        budget_minutes: wall-clock minutes of training in this call (none: no budget).
+        seed: PRNG seed of the run (self-play, network, evaluation).
+        checkpoint_every: iterations between checkpoints.
+        report: measure the target after training.
+        weights: shipped or a weights folder to report on instead of the run's network.
+        agent_simulations: the reported agent's simulations per move.
+        final_games: games of the target match (seats alternating, random deals).
+        final_opponent: opponent of the target match (60% wins against alphabeta2).
+        report_opponents: further opponents of the report.
+        report_games: games against each further opponent.
+        ship: none or trained: write the reported network to jaxgames/weights/alphazero_onitama/.
+        min_ship_iterations: fewest iterations of a run that ship=trained accepts.
+        out: results folder.
+        overwrite: replace another configuration's results in out.
+        progress: show progress bars.
     """
 
-    channels: int = 32
-    num_blocks: int = 3
-    value_channels: int = 4
-    value_hidden: int = 64
-    num_envs: int = 32
-    num_simulations: int = 16
-    max_num_considered_actions: int = 16
-    gumbel_scale: float = 1.0
-    policy_target: str = "gumbel"
-    buffer_capacity: int = 1 << 14
-    batch_size: int = 128
-    updates_per_iteration: int = 8
-    learning_rate: float = 1e-3
-    weight_decay: float = 1e-4
-    max_grad_norm: float = 1.0
-    value_loss_weight: float = 1.0
-    augment: bool = True
-    max_turns: int = 200
-    selfplay_steps: int = 32
+    learner: az.AlphaZeroConfig = dataclasses.field(default_factory=default_learner)
     eval_every: int = 4
     eval_games: int = 16
     eval_simulations: int = 16
@@ -131,29 +129,23 @@ class Config:
     progress: bool = True
 
     def __post_init__(self):
-        self.learner_config()  # every learner setting checked (ValueError naming it)
-        if isinstance(self.iterations, bool) or self.iterations < 0:
-            raise ValueError(f"iterations must be an int >= 0; got {self.iterations!r}")
-        if self.eval_every < 0:
-            raise ValueError(f"eval_every must be >= 0; got {self.eval_every}")
-        if self.budget_minutes is not None and not self.budget_minutes > 0:
-            raise ValueError(f"budget_minutes must be > 0 or none; got {self.budget_minutes!r}")
+        if self.learner.game != "onitama":
+            raise ValueError(f"learner.game must be onitama here; got {self.learner.game!r} "
+                             "(experiments/alphazero_dab.py trains Dots-and-Boxes)")
+        for name in ("iterations", "eval_every", "final_games", "report_games", "min_ship_iterations"):
+            checks.non_negative_int(name, getattr(self, name))
         for name in ("checkpoint_every", "agent_simulations", "eval_games", "eval_simulations"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be >= 1; got {getattr(self, name)}")
-        for name in ("final_games", "report_games", "min_ship_iterations"):
-            if getattr(self, name) < 0:
-                raise ValueError(f"{name} must be >= 0; got {getattr(self, name)}")
-        if not 0.0 <= self.gate_win_rate <= 1.0:
-            raise ValueError(f"gate_win_rate must be in [0, 1]; got {self.gate_win_rate!r}")
+            checks.positive_int(name, getattr(self, name))
+        if self.budget_minutes is not None:
+            checks.positive_float("budget_minutes", self.budget_minutes)
+        checks.probability("gate_win_rate", self.gate_win_rate)
         for name in ("eval_opponents", "report_opponents"):
             for o in getattr(self, name):
                 if o not in OPPONENTS:
                     raise ValueError(f"{name}: unknown opponent {o!r}; choose from {OPPONENTS}")
         if self.final_opponent not in OPPONENTS:
             raise ValueError(f"final_opponent: unknown opponent {self.final_opponent!r}; choose from {OPPONENTS}")
-        if self.ship not in SHIP:
-            raise ValueError(f"ship must be one of {SHIP}; got {self.ship!r}")
+        checks.choice("ship", self.ship, SHIP)
         if self.weights is not None and self.weights != "shipped" and not pathlib.Path(self.weights).is_dir():
             raise ValueError(f"weights must be 'shipped' or a weights folder; {self.weights!r} is not a folder")
         if self.ship != "none" and self.weights is not None:
@@ -162,32 +154,14 @@ class Config:
             raise ValueError(f"ship=trained needs iterations >= min_ship_iterations={self.min_ship_iterations}; "
                              f"got iterations={self.iterations} (a smoke run is not a trained network)")
 
-    def learner_config(self) -> az.AlphaZeroConfig:
-        """The `AlphaZeroConfig` of these settings."""
-        return az.AlphaZeroConfig(
-            game="onitama",
-            network=NetworkConfig(self.channels, self.num_blocks, self.value_channels, self.value_hidden),
-            num_envs=self.num_envs, num_simulations=self.num_simulations,
-            max_num_considered_actions=self.max_num_considered_actions, gumbel_scale=self.gumbel_scale,
-            policy_target=self.policy_target, buffer_capacity=self.buffer_capacity,
-            batch_size=self.batch_size, updates_per_iteration=self.updates_per_iteration,
-            learning_rate=self.learning_rate, weight_decay=self.weight_decay, max_grad_norm=self.max_grad_norm,
-            value_loss_weight=self.value_loss_weight, augment=self.augment, max_turns=self.max_turns,
-            selfplay_steps=self.selfplay_steps,
-        )
-
-    def env(self):
+    def env(self) -> Onitama:
         """The arena's game: Onitama, canonical actions, random deals, the run's turn limit."""
-        from jaxgames.games.onitama import Onitama
+        return Onitama(max_turns=self.learner.max_turns)
 
-        return Onitama(max_turns=self.max_turns)
-
-    def evaluator(self) -> az.ArenaEvaluator:
-        """The evaluation during training."""
-        from jaxgames.agents.onitama import AGENTS
-
-        return az.ArenaEvaluator(
-            self.learner_config(), self.env(), {o: AGENTS[o]() for o in self.eval_opponents},
+    def evaluator(self) -> ArenaEvaluator:
+        """The evaluation during training (its keys: ``seed`` and the iteration, so resume is exact)."""
+        return ArenaEvaluator(
+            self.learner, self.env(), {o: AGENTS[o]() for o in self.eval_opponents},
             num_games=self.eval_games, num_simulations=self.eval_simulations, gate_win_rate=self.gate_win_rate,
             seed=self.seed,
         )
@@ -196,8 +170,6 @@ class Config:
 # ----------------------------------------------------------------------------- measurements
 def match_row(env, agent, opponent, games: int, key, *, target=None) -> dict:
     """``games`` arena games, seats alternating: the agent's win rate with its Wilson interval."""
-    from jaxgames.evaluation import arena
-
     res = arena.play_match(env, agent, opponent, games, key, max_steps=env.max_turns + 1)
     return wilson_row(
         f"wins vs {opponent.name}", res.wins, games, agent=agent.name, opponent=opponent.name, target=target,
@@ -208,9 +180,6 @@ def match_row(env, agent, opponent, games: int, key, *, target=None) -> dict:
 
 def report_rows(agent, config: Config, key: jax.Array) -> list[dict]:
     """The target row (``final_games`` against ``final_opponent``), the other opponents, seconds per move."""
-    from jaxgames.agents.alphazero import seconds_per_move
-    from jaxgames.agents.onitama import AGENTS
-
     env = config.env()
     keys = jax.random.split(key, 2 + len(config.report_opponents))
     rows = [{"measure": "seconds per move (B=1)", "agent": agent.name, "rate": seconds_per_move(agent, env),
@@ -226,7 +195,6 @@ def report_rows(agent, config: Config, key: jax.Array) -> list[dict]:
 # ----------------------------------------------------------------------------- figures and tables
 def write_curves(rd: ResultsDir, history: list) -> None:
     """``curves.csv`` and ``curves.png``: losses, value error, policy accuracy, win rates per iteration."""
-    from jaxgames.evaluation import report
 
     def draw(axes, it, names):
         ax = axes[0, 1]
@@ -244,22 +212,13 @@ def write_curves(rd: ResultsDir, history: list) -> None:
     report.write_curves(rd, history, draw, grid=(1, 3), size=(15, 3.8))
 
 
-def write_report(rd: ResultsDir, rows: list) -> list[str]:
-    """``report.csv``, ``report.md``, ``report.png``; returns the Markdown lines of the report."""
-    from jaxgames.evaluation import report
-
-    return report.write_targets(rd, rows)
-
-
 def write_readme(rd, config, result, source, report_lines, seconds, argv) -> str:
     """``README.md`` (`jaxgames.evaluation.report.write_run_readme`); returns its text."""
-    from jaxgames.evaluation import report
-
-    lc = config.learner_config()
+    lc = config.learner
     training = None if result is None else (
         f"Training: network {lc.network}; {lc.num_envs} self-play games in parallel, {lc.selfplay_steps} moves each per "
         f"iteration, {lc.num_simulations} Gumbel simulations per move; {lc.updates_per_iteration} AdamW steps of "
-        f"{lc.batch_size} positions per iteration (mirror augmentation: {lc.augment}). {result.length_text()}"
+        f"{lc.batch_size} positions per iteration (mirror augmentation: {lc.augment}). {az.length_text(result)}"
         ". Curves: [curves.csv](curves.csv), [curves.png](curves.png).")
     return report.write_run_readme(
         rd, title="AlphaZero-lite on Onitama (issue 13)", command=command_line("experiments/alphazero_onitama.py", argv),
@@ -274,23 +233,20 @@ def run(config: Config, argv=()) -> dict:
     Raises:
         jaxgames.experiment.ResultsDirLocked, ConfigMismatch: see `jaxgames.experiment.ResultsDir`.
         ValueError: weights that are not Onitama's or do not fit their network.
+        jaxgames.learners.loop.NonFiniteLoss: training diverged (the last good checkpoint is kept).
     """
-    from jaxgames.agents.alphazero import AlphaZeroAgent, load_weights
-
-    lc = config.learner_config()
-    ckpt_dir = pathlib.Path(config.out) / "checkpoints"
+    learner = az.AlphaZeroLearner(config.learner)
     start = time.perf_counter()
     with ResultsDir(config.out, config, overwrite=config.overwrite, neutral=NEUTRAL) as rd:
-        if config.overwrite:
-            az.clear_other_run(ckpt_dir, lc, config.seed)
         result = None
         if config.weights is None or config.iterations > 0:
-            result = az.train(
-                lc, num_iterations=config.iterations, seed=config.seed, directory=ckpt_dir,
-                checkpoint_every=config.checkpoint_every, eval_every=config.eval_every,
-                evaluator=config.evaluator() if config.eval_every else None,
-                budget_seconds=None if config.budget_minutes is None else 60.0 * config.budget_minutes,
-                progress=config.progress,
+            # name "": the evaluation's metrics keep their plain names in curves.csv (win_rate_vs_random, ...)
+            evaluations = [loop.Evaluation(config.evaluator(), every=config.eval_every)] if config.eval_every else []
+            result = loop.train(
+                learner, num_iterations=config.iterations, key=jax.random.key(config.seed),
+                checkpoint_dir=pathlib.Path(config.out) / "checkpoints", checkpoint_every=config.checkpoint_every,
+                budget_minutes=config.budget_minutes, evaluations=evaluations, progress=config.progress,
+                progress_keys=("loss", "value_loss"), overwrite=config.overwrite,
             )
             write_curves(rd, result.history)
         if config.weights is not None:
@@ -301,12 +257,12 @@ def run(config: Config, argv=()) -> dict:
             source = f"weights {config.weights} ({'trained' if meta.get('trained') else 'UNTRAINED placeholder'})"
         else:
             params, source = az.reported_params(result.state)
-            network = lc.network
+            network = config.learner.network
         report_lines, rows = [], []
         if config.report:
             agent = AlphaZeroAgent(params, network=network, num_simulations=config.agent_simulations)
             rows = report_rows(agent, config, jax.random.key(config.seed + 7919))
-            report_lines = write_report(rd, rows)
+            report_lines = report.write_targets(rd, rows)
         text = write_readme(rd, config, result, source, report_lines, time.perf_counter() - start, argv)
         if config.ship == "trained":
             ship_weights(config, result, params, rows, argv)
@@ -316,9 +272,7 @@ def run(config: Config, argv=()) -> dict:
 
 def ship_weights(config: Config, result, params, rows: list, argv) -> pathlib.Path:
     """Writes the reported network with its command, budget and report into ``jaxgames/weights/alphazero_onitama/``."""
-    from jaxgames.agents.alphazero import WEIGHTS_DIRS, save_weights
-
-    lc = config.learner_config()
+    lc = config.learner
     h = result.history if result is not None else []
     save_weights(
         WEIGHTS_DIRS["onitama"], params, network=lc.network, value_target=lc.value_target, trained=True,
@@ -336,9 +290,8 @@ def ship_weights(config: Config, result, params, rows: list, argv) -> pathlib.Pa
 
 
 def main(argv=None):
-    """Entry point: ``python experiments/alphazero_onitama.py [key=value ...]``."""
-    argv = list(sys.argv[1:] if argv is None else argv)
-    return run(parse_config(Config, argv), argv)
+    """Entry point: ``python experiments/alphazero_onitama.py [key=value ...]`` (``--help`` lists every setting)."""
+    return experiment.main(Config, run, argv, prog="experiments/alphazero_onitama.py", summary=__doc__.split("\n\n")[0])
 
 
 if __name__ == "__main__":

@@ -29,7 +29,6 @@ concurrent run, a refusal to mix in a run of other settings unless
 from __future__ import annotations
 
 import dataclasses
-import sys
 
 import jax
 import numpy as np
@@ -38,7 +37,8 @@ from tqdm import tqdm
 import jaxgames
 from jaxgames.agents.battlesnake import HeuristicAgent, RandomAgent, RandomSafeAgent
 from jaxgames.evaluation import elo, report
-from jaxgames.experiment import ResultsDir, check_positive, parse_config
+from jaxgames import experiment
+from jaxgames.experiment import ResultsDir, check_positive
 from jaxgames.games.battlesnake import rules
 
 AGENTS = ("random", "random_safe", "heuristic")
@@ -104,14 +104,8 @@ def elimination_table(t: elo.Tournament) -> list[dict]:
 
 
 def run(config: Config) -> elo.Tournament:
-    """Plays the round robin, writes tables, figures and the README into ``config.out``; returns the `elo.Tournament`.
-
-    Raises:
-        jaxgames.experiment.ResultsDirLocked: another run writes into ``config.out``.
-        jaxgames.experiment.ConfigMismatch: ``config.out`` holds another configuration's results.
-    """
-    with ResultsDir(config.out, config, overwrite=config.overwrite) as rd:
-        return _run(config, rd)
+    """Plays the round robin, writes tables, figures and the README into ``config.out``; returns the `elo.Tournament` (raises as `jaxgames.experiment.in_results_dir`)."""
+    return experiment.in_results_dir(config, _run)
 
 
 def _run(config: Config, rd: ResultsDir) -> elo.Tournament:
@@ -177,7 +171,7 @@ def _run(config: Config, rd: ResultsDir) -> elo.Tournament:
 
 def main(argv=None):
     """Entry point: ``python experiments/battlesnake_round_robin.py [key=value ...]``."""
-    run(parse_config(Config, sys.argv[1:] if argv is None else argv))
+    experiment.main(Config, lambda config, _: run(config), argv, summary=__doc__.splitlines()[0])
 
 
 if __name__ == "__main__":

@@ -34,7 +34,6 @@ move under the 200 ms limit; hours on 2 cores).
 from __future__ import annotations
 
 import dataclasses
-import sys
 import time
 
 import jax
@@ -45,7 +44,8 @@ import jaxgames
 from jaxgames.agents import FirstLegalAgent, RandomAgent
 from jaxgames.agents.dots_and_boxes import AlphaBetaAgent
 from jaxgames.evaluation import arena
-from jaxgames.experiment import ResultsDir, check_names, check_positive, parse_config
+from jaxgames import experiment
+from jaxgames.experiment import ResultsDir, check_names, check_positive
 from jaxgames.games.dots_and_boxes.search.bitboard import bitboard
 
 SEED_TABLE = {
@@ -119,14 +119,8 @@ def make_opponent(name: str, config: Config):
 
 
 def run(config: Config) -> list[dict]:
-    """Plays every match, writes the table into ``config.out``, returns its rows.
-
-    Raises:
-        jaxgames.experiment.ResultsDirLocked: another run writes into ``config.out``.
-        jaxgames.experiment.ConfigMismatch: ``config.out`` holds another configuration's results.
-    """
-    with ResultsDir(config.out, config, overwrite=config.overwrite) as rd:
-        return _run(config, rd)
+    """Plays every match, writes the table into ``config.out``, returns its rows (raises as `jaxgames.experiment.in_results_dir`)."""
+    return experiment.in_results_dir(config, _run)
 
 
 def _run(config: Config, rd: ResultsDir) -> list[dict]:
@@ -170,7 +164,7 @@ def _run(config: Config, rd: ResultsDir) -> list[dict]:
 
 def main(argv=None):
     """Entry point: ``python experiments/dab_agents_table.py [key=value ...]``."""
-    run(parse_config(Config, sys.argv[1:] if argv is None else argv))
+    experiment.main(Config, lambda config, _: run(config), argv, summary=__doc__.splitlines()[0])
 
 
 if __name__ == "__main__":

@@ -27,7 +27,6 @@ cores) or ``full=true`` (10 minutes per search, boards up to 3x3 plus 2x4).
 from __future__ import annotations
 
 import dataclasses
-import sys
 
 import matplotlib
 
@@ -36,7 +35,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 from tqdm import tqdm  # noqa: E402
 
-from jaxgames.experiment import ResultsDir, check_names, parse_config  # noqa: E402
+from jaxgames import experiment  # noqa: E402
+from jaxgames.experiment import ResultsDir, check_names  # noqa: E402
 from jaxgames.games.dots_and_boxes import rules  # noqa: E402
 from jaxgames.games.dots_and_boxes.search import minimax, solver  # noqa: E402
 
@@ -91,14 +91,8 @@ def parse_board(text: str) -> tuple[int, int]:
 
 
 def run(config: Config) -> list[dict]:
-    """Runs the study and writes CSV and figures into ``config.out``; returns the rows.
-
-    Raises:
-        jaxgames.experiment.ResultsDirLocked: another run writes into ``config.out``.
-        jaxgames.experiment.ConfigMismatch: ``config.out`` holds another configuration's results.
-    """
-    with ResultsDir(config.out, config, overwrite=config.overwrite) as rd:
-        return _run(config, rd)
+    """Runs the study and writes CSV and figures into ``config.out``; returns the rows (raises as `jaxgames.experiment.in_results_dir`)."""
+    return experiment.in_results_dir(config, _run)
 
 
 def _run(config: Config, rd: ResultsDir) -> list[dict]:
@@ -157,8 +151,7 @@ def _run(config: Config, rd: ResultsDir) -> list[dict]:
 
 def main(argv=None):
     """Entry point: ``python experiments/dab_minimax_study.py [key=value ...]``."""
-    config = parse_config(Config, sys.argv[1:] if argv is None else argv)
-    rows = run(config)
+    rows = experiment.main(Config, lambda config, _: run(config), argv, summary=__doc__.splitlines()[0])
     for r in rows:
         print(f"{r['board']:>4} {r['variant']:>10} {r['status']:>8} value={r['value']!s:>3} solver={r['solver_value']:>3} "
               f"t={r['seconds']} keys={r['table_keys']}")

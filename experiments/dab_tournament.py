@@ -31,7 +31,6 @@ simulations, 100 ms alpha-beta moves).
 from __future__ import annotations
 
 import dataclasses
-import sys
 
 import jax
 from tqdm import tqdm
@@ -40,7 +39,8 @@ import jaxgames
 from jaxgames.agents import FirstLegalAgent, RandomAgent
 from jaxgames.agents.dots_and_boxes import AlphaBetaAgent, GreedyAgent, PerfectAgent
 from jaxgames.evaluation import elo, report
-from jaxgames.experiment import ResultsDir, check_names, check_positive, parse_config
+from jaxgames import experiment
+from jaxgames.experiment import ResultsDir, check_names, check_positive
 from jaxgames.games.dots_and_boxes.search import solver
 
 AGENTS = ("random", "first_open_edge", "greedy", "mcts", "alphabeta", "perfect")
@@ -113,14 +113,8 @@ def make_agent(name: str, config: Config):
 
 
 def run(config: Config) -> elo.Tournament:
-    """Plays the tournament, writes tables and plots into ``config.out``, returns the `elo.Tournament`.
-
-    Raises:
-        jaxgames.experiment.ResultsDirLocked: another run writes into ``config.out``.
-        jaxgames.experiment.ConfigMismatch: ``config.out`` holds another configuration's results.
-    """
-    with ResultsDir(config.out, config, overwrite=config.overwrite) as rd:
-        return _run(config, rd)
+    """Plays the tournament, writes tables and plots into ``config.out``, returns the `elo.Tournament` (raises as `jaxgames.experiment.in_results_dir`)."""
+    return experiment.in_results_dir(config, _run)
 
 
 def _run(config: Config, rd: ResultsDir) -> elo.Tournament:
@@ -153,7 +147,7 @@ def _run(config: Config, rd: ResultsDir) -> elo.Tournament:
 
 def main(argv=None):
     """Entry point: ``python experiments/dab_tournament.py [key=value ...]``."""
-    run(parse_config(Config, sys.argv[1:] if argv is None else argv))
+    experiment.main(Config, lambda config, _: run(config), argv, summary=__doc__.splitlines()[0])
 
 
 if __name__ == "__main__":

@@ -63,7 +63,6 @@ from __future__ import annotations
 import dataclasses
 import functools
 import pathlib
-import sys
 import time
 import zlib
 
@@ -74,7 +73,8 @@ import numpy as np
 import jaxgames
 from jaxgames.analysis import equilibria
 from jaxgames.dynamics import empirical, fields
-from jaxgames.experiment import NEUTRAL_FIELDS, ResultsDir, check_names, check_positive, config_key, parse_config
+from jaxgames import experiment
+from jaxgames.experiment import NEUTRAL_FIELDS, ResultsDir, check_names, check_positive, config_key
 from jaxgames.games import matrix
 from jaxgames.learners import tabular
 
@@ -125,6 +125,35 @@ class Config:
     compiled call), ``progress``, ``out``, ``resume`` and ``overwrite`` do not
     change results (`NEUTRAL`). Every value is checked here, before anything
     is written: tuples must be non-empty without repeats, sizes positive.
+
+    Attributes:
+        games: matrix games (`jaxgames.registered_games`), comma-separated.
+        learners: learners (epsilon_greedy, boltzmann, lenient_boltzmann, faq_boltzmann, faq_lenient_boltzmann).
+        num_iterations: iterations of every run.
+        learning_rate: alpha of every learner.
+        temperature_starts: Boltzmann temperatures tau at the start, one setting each.
+        temperature_end: tau at the end of a ``linear``/``exponential`` schedule.
+        temperature_schedule: constant, linear or exponential.
+        epsilons: epsilon-greedy exploration rates, one setting each.
+        epsilon_end: epsilon at the end of a non-constant schedule.
+        epsilon_schedule: constant, linear or exponential.
+        leniencies: lenient learners' kappa (rewards collected per update), one setting each.
+        faq_beta: the FAQ learners' beta (1 = no frequency adjustment).
+        start_grid: starting policies per player axis (a grid of start_grid^2 starts in 2x2 games).
+        seeds: random seeds per start.
+        tolerance: max-abs distance of a policy from a target that counts as converged.
+        verdict_share: share of runs that must converge to a target for a Yes verdict.
+        cycling_range: swing of the policy over the final window above which a run counts as cycling.
+        record_every: iterations between recorded policies (the trajectory figures).
+        chunk_size: runs per compiled call (memory only; does not change results).
+        empirical_grid: grid points per axis of the measured flow (0: no empirical fields).
+        empirical_runs: short runs per grid point of the measured flow.
+        empirical_horizon: iterations of each such run.
+        full: the full sweep (9x9 starts x 10 seeds, four temperatures, three leniencies).
+        out: results folder.
+        resume: reuse this configuration's cached runs in ``out``.
+        progress: show progress bars.
+        overwrite: replace another configuration's results in ``out``.
     """
 
     games: tuple[str, ...] = matrix.SEED_GAMES
@@ -1023,8 +1052,8 @@ def write_report(cfg: Config, rows: list[dict], figures: dict, rd: ResultsDir, s
     rd.write_text("README.md", "\n".join(lines))
 
 
-def main(argv: list[str]) -> pathlib.Path:
-    cfg = parse_config(Config, argv)  # every bad override fails here, before the folder is touched
+def run(cfg: Config, argv=()) -> pathlib.Path:
+    """Runs the experiment into ``cfg.out`` and returns that folder (raises as `jaxgames.experiment.ResultsDir`)."""
     with ResultsDir(cfg.out, cfg, overwrite=cfg.overwrite, neutral=NEUTRAL) as rd:
         key = jax.random.key(0)
         results, classes, rows = {}, {}, []
@@ -1058,5 +1087,10 @@ def main(argv: list[str]) -> pathlib.Path:
     return out
 
 
+def main(argv=None) -> pathlib.Path:
+    """The command line (`jaxgames.experiment.main`): ``--help``, and a bad setting exits 2 before anything is written."""
+    return experiment.main(Config, run, argv, summary=__doc__.splitlines()[0])
+
+
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    main()

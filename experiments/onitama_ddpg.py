@@ -1,28 +1,28 @@
-"""The seed's DDPG validity study on Onitama (seed 001, sections 5-6.1): all actor variants side by side, one compiled run.
+"""The DDPG validity study on Onitama: every actor variant side by side in one compiled run.
 
-Trains every variant of `jaxgames.networks.ddpg` (``num_seeds`` runs each)
-against the minimax curriculum with `jaxgames.learners.ddpg` (read its
-docstring for the design: one ``lax.scan`` over all runs, the opponent's
-depth chosen per run by ``lax.switch`` inside ``lax.map``), in compiled chunks
-of ``chunk`` iterations with an Orbax checkpoint after each
-(``<out>/checkpoints``): rerunning the same command resumes where the last
-run stopped, bit for bit, and ``iterations=`` may be raised to go on. Writes
-into ``out`` (`jaxgames.experiment.ResultsDir`: lock, config check, atomic
-writes):
+Source: A. Dasgupta and Y. Q. Chong, "Mastering the game of Onitama with
+Reinforcement Learning" (NUS USP group report, 2021), sections 5-6.1. Trains
+every variant of `jaxgames.networks.ddpg` (``num_seeds`` runs each) against
+the minimax curriculum with `jaxgames.learners.ddpg` (its docstring has the
+design) on the training spine `jaxgames.learners.loop`: compiled chunks of
+``chunk`` iterations, an Orbax checkpoint after each (``<out>/checkpoints``),
+so rerunning the same command resumes where the last run stopped, bit for
+bit, and ``iterations=`` may be raised to go on. Writes into ``out``
+(`jaxgames.experiment.ResultsDir`: lock, config check, atomic writes):
 
-* ``curves.csv``: per run and iteration the seed's section 6.1 metrics:
+* ``curves.csv``: per run and iteration the report's section 6.1 metrics:
   actor loss (and its policy and validity parts), critic loss, valid rate
   (share of the agent's moves whose policy argmax was legal), each with its
   moving average over 50 iterations (one iteration = one agent move in each
-  of the run's ``num_envs`` games: the seed's "turns"), and the curriculum
+  of the run's ``num_envs`` games: the report's "turns"), and the curriculum
   depth;
 * ``episodes.csv``: per run and game: the iteration it ended, the result
   (+1/0/-1), the depth it was played at and the win rate's moving average
-  over 50 games (the seed's "episodes");
+  over 50 games (the report's "episodes"); only a header if no game ended;
 * ``summary.csv``: per run: valid rate over the first and the last 10% of
   iterations, win rate over its last 50 games, depth reached, games played;
 * ``training_curves.png``: actor loss, valid rate, win rate (moving averages
-  of 50) and depth, one line per run (the seed's figures 6.1-6.8 in one);
+  of 50) and depth, one line per run (the report's figures 6.1-6.8 in one);
 * ``actors/<variant>_seed<k>/``: each trained actor (`jaxgames.agents.ddpg.save_weights`;
   load with `jaxgames.agents.ddpg.load_agent`) for the tournament;
 * ``metrics_upto_<iteration>.npz``: the raw records of each chunk (kept for a resume); ``README.md``.
@@ -30,168 +30,80 @@ writes):
     python experiments/onitama_ddpg.py                               # default: a few minutes on 2 cores
     python experiments/onitama_ddpg.py iterations=3000               # go on (resumes)
     python experiments/onitama_ddpg.py validity_loss=bce out=results/onitama_ddpg_bce
-    python experiments/onitama_ddpg.py conv_features=64,128 hidden=256,256 num_envs=32 iterations=100000  # the seed's widths
+    python experiments/onitama_ddpg.py conv_features=64,128 hidden=256,256 num_envs=32 iterations=100000  # the report's widths
+    python experiments/onitama_ddpg.py --help                        # every setting, its default and meaning
 
-**Measured (does it learn?).** The default config (8 variants x 1 seed,
-8 games per run, 1500 iterations = 12,000 agent moves per variant, about
-1,500-1,850 games each, all against depth 1: no run reached 60 wins in 100),
-on the 2-core CPU shared with other jobs (load average 6-9), ``seed=0``;
-valid rate (share of moves whose policy argmax was legal) averaged over the
-first and the last 10% of iterations, and the win rate over the last 50
-games:
+The learner's settings nest under ``learner`` (`DDPGConfig`): ``learner.num_envs=32``,
+or ``num_envs=32`` for short; the run's length is ``iterations`` (it sets
+``learner.num_iterations``).
 
-    python experiments/onitama_ddpg.py out=/tmp/ddpg_run                        # 388 s
-    python experiments/onitama_ddpg.py validity_loss=bce out=/tmp/ddpg_run_bce  # 412 s
-
-    variant                        MSE (the seed's)              BCE (seed section 7)
-                                   valid first -> last, wins     valid first -> last, wins
-    val_after_actions              0.412 -> 0.451   0.06         0.399 -> 0.364   0.18
-    actions_after_val              0.699 -> 0.345   0.06         0.709 -> 0.283   0.12
-    val_branch_actions             0.449 -> 0.391   0.12         0.405 -> 0.313   0.04
-    val_after_actions_multiply     0.138 -> 0.115   0.10         0.147 -> 0.292   0.06
-    actions_after_val_multiply     0.826 -> 0.407   0.16         0.822 -> 0.423   0.22
-    val_branch_actions_multiply    0.307 -> 0.215   0.10         0.314 -> 0.566   0.10
-    dual                           0.234 -> 0.384   0.16         0.236 -> 0.327   0.18
-    actions_only                   0.440 -> 0.129   0.12         0.440 -> 0.129   0.12
-
-What this short run shows: the validity *layers* learn the mask (the MSE
-validity loss falls from about 0.19-0.25 in the first updates to 0.04-0.06
-for the branched, ``actions_after_val`` and ``dual`` actors; 0.18 for
-``val_after_actions``, whose validity layer sees only the 40 action
-probabilities), but the *policy's* argmax becomes legal more often only for
-some variants: with the seed's MSE ``dual`` (0.23 -> 0.38) and
-``val_after_actions`` (0.41 -> 0.45); with BCE the three multiply forms that
-rise (``val_branch_actions_multiply`` 0.31 -> 0.57,
-``val_after_actions_multiply`` 0.15 -> 0.29, ``dual`` 0.24 -> 0.33),
-consistent with the seed's section 7 argument that BCE pushes a wrong mask
-entry harder. Variants whose random initial policy happened to favour legal
-moves (``actions_after_val``: 0.70 at the start) drift down as the critic's
-gradient moves the policy, and ``actions_only``, which has no validity
-signal, falls to 0.13. The win rate against depth 1 stays at 0.04-0.22: far
-from the seed's "reasonably quick" wins at depth 1, which took it 10,000
-episodes with much wider networks; this is a 6-minute run, not a
-reproduction.
-
-The default is deliberately small (narrow networks, 8 games per run, depth
-at most 2) so that it runs in a few minutes on 2 cores; the seed trained
-each variant for 10,000 episodes with 128-channel convolutions and 256-unit
-layers.
-
-**The seed's episode budget, narrow networks** (2026-11-22, one pinned core
-of the 2-core CPU, 882 s; the actors the tournament plays):
-
-    python experiments/onitama_ddpg.py num_envs=16 iterations=6000 out=results/onitama_ddpg
-
-96,000 agent moves per variant, 11,700-15,100 games each (the seed's
-preliminary test: 10,000 episodes), all against depth 1 (no run ever had 60
-wins in its last 100 games):
-
-    variant                        valid first -> last 10%   wins, last 50 games
-    val_after_actions              0.423 -> 0.381            0.08
-    actions_after_val              0.449 -> 0.338            0.04
-    val_branch_actions             0.365 -> 0.284            0.10
-    val_after_actions_multiply     0.144 -> 0.208            0.14
-    actions_after_val_multiply     0.733 -> 0.392            0.12
-    val_branch_actions_multiply    0.290 -> 0.428            0.10
-    dual                           0.177 -> 0.064            0.08
-    actions_only                   0.444 -> 0.389            0.20
-
-Eight times the default budget changed nothing of substance. The seed's
-claim that the multiply forms reach a valid rate of 1 is NOT reproduced: the
-policy argmax stays legal 6-43% of the time, and most variants end below
-where they started, as the critic's gradient pulls the policy away from the
-validity layer's mask. The win rate against depth 1 (0.04-0.20 over the last
-50 games) sits inside the seed's "fluctuating between 0.1 and 0.5" for
-depth 1 only at its low end. Untested difference that may matter: the
-seed's widths (``conv_features=64,128 hidden=256,256``), several times the
-cost of this run.
+The default is small (narrow networks, 8 games per run, depth at most 2) so
+that it runs in a few minutes on 2 cores; measured runs and what they show:
+``benchmarks/README.md``, "Onitama DDPG validity study".
 """
 
 from __future__ import annotations
 
 import dataclasses
-import pathlib
-import sys
 import time
 
 import jax
 import numpy as np
 
+from jaxgames import checks, experiment
 from jaxgames.agents.ddpg import save_weights
-from jaxgames.experiment import NEUTRAL_FIELDS, ResultsDir, parse_config, command_line
-from jaxgames.games.onitama import cards
+from jaxgames.experiment import NEUTRAL_FIELDS, ResultsDir, command_line, markdown_table
 from jaxgames.learners import ddpg as D
-from jaxgames.networks.ddpg import VARIANTS
+from jaxgames.learners import loop
 
-NEUTRAL = NEUTRAL_FIELDS + ("iterations", "chunk")
+NEUTRAL = NEUTRAL_FIELDS + ("iterations", "learner.num_iterations", "learner.chunk")
 """Settings a resumed run may change (how long it trains and how often it checkpoints: not what an iteration computes)."""
 
 MOVING_AVERAGE = 50
-"""The seed's smoothing window (section 5.6: "the moving average of the last 50 turns and episodes")."""
+"""The report's smoothing window (section 5.6: "the moving average of the last 50 turns and episodes")."""
+
+EPISODE_FIELDS = ("variant", "seed", "episode", "iteration", "outcome", "depth", "win_rate_ma50")
+"""The columns of ``episodes.csv`` (written even when no game ended)."""
+
+
+_LEARNER = D.DDPGConfig(num_iterations=1500)
+"""The experiment's learner defaults: `DDPGConfig`'s, for ``iterations`` iterations."""
 
 
 @dataclasses.dataclass(frozen=True)
 class Config:
-    """Settings (every field is a ``key=value`` override).
+    """Settings (every field is a ``key=value`` override; the learner's as ``learner.<name>=`` or ``<name>=``).
 
-    Learner settings (`jaxgames.learners.ddpg.DDPGConfig`, same names and
-    meanings): variants, num_seeds, num_envs, buffer_size, batch_size,
-    learning_starts, updates_per_iteration, actor_learning_rate,
-    critic_learning_rate, gamma, tau, validity_loss, validity_weight,
-    critic_action, conv_features, card_features, hidden, norm, min_depth,
-    max_depth, advance_wins, window, max_turns, deck.
-
-    Run settings:
-        iterations: train up to this many iterations in all (a resumed run goes on up to it).
-        chunk: iterations per compiled call, per checkpoint and per progress-bar step.
+    Attributes:
+        learner: the learner's settings (`jaxgames.learners.ddpg.DDPGConfig`); its ``num_iterations``
+            follows ``iterations``.
+        iterations: train up to this many iterations in all (one agent move per game each; a resumed
+            run goes on up to it); sets ``learner.num_iterations``.
         seed: PRNG seed.
-        out: results folder.
+        out: results folder (checkpoints in ``<out>/checkpoints``).
         overwrite: replace the results and checkpoints of another configuration in ``out``.
         progress: show a progress bar.
+
+    Raises:
+        ValueError: ``learner.num_iterations`` set to another value than ``iterations`` (the run's
+            length is given once, as ``iterations``).
     """
 
-    variants: tuple[str, ...] = VARIANTS
-    num_seeds: int = 1
-    num_envs: int = 8
-    buffer_size: int = 4096
-    batch_size: int = 64
-    learning_starts: int = 256
-    updates_per_iteration: int = 1
-    actor_learning_rate: float = 3e-4
-    critic_learning_rate: float = 1e-3
-    gamma: float = 0.99
-    tau: float = 0.005
-    validity_loss: str = "mse"
-    validity_weight: float = 1.0
-    critic_action: str = "policy"
-    conv_features: tuple[int, ...] = (16, 32)
-    card_features: int = 10
-    hidden: tuple[int, ...] = (64, 64)
-    norm: str = "layer"
-    min_depth: int = 1
-    max_depth: int = 2
-    advance_wins: int = 60
-    window: int = 100
-    max_turns: int = 200
-    deck: tuple[str, ...] = cards.SEED_CARDS
-    iterations: int = 1500
-    chunk: int = 100
+    learner: D.DDPGConfig = _LEARNER
+    iterations: int = _LEARNER.num_iterations
     seed: int = 0
     out: str = "results/onitama_ddpg"
     overwrite: bool = False
     progress: bool = True
 
     def __post_init__(self):
-        self.learner_config()  # every learner setting checked (ValueError/TypeError naming it)
-        for name in ("iterations", "chunk"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-                raise ValueError(f"{name} must be an int >= 1; got {v!r}")
-
-    def learner_config(self) -> D.DDPGConfig:
-        """The `DDPGConfig` of these settings."""
-        names = {f.name for f in dataclasses.fields(D.DDPGConfig)} - {"num_iterations"}
-        return D.DDPGConfig(num_iterations=self.iterations, **{n: getattr(self, n) for n in names})
+        if not isinstance(self.learner, D.DDPGConfig):
+            raise TypeError(f"learner must be a DDPGConfig; got {type(self.learner).__name__}")
+        checks.positive_int("iterations", self.iterations)
+        if self.learner.num_iterations not in (self.iterations, _LEARNER.num_iterations):
+            raise ValueError(f"learner.num_iterations={self.learner.num_iterations} differs from iterations="
+                             f"{self.iterations}: give the run's length as iterations={self.learner.num_iterations}")
+        object.__setattr__(self, "learner", dataclasses.replace(self.learner, num_iterations=self.iterations))
 
 
 def moving_average(x: np.ndarray, n: int = MOVING_AVERAGE) -> np.ndarray:
@@ -239,7 +151,7 @@ def tables(cfg: D.DDPGConfig, m: D.Metrics) -> tuple[list, list, list]:
 
 
 def plot(cfg: D.DDPGConfig, curves: list, episodes: list):
-    """The seed's figure 6.1-6.8 metrics, one line per run, in one figure."""
+    """The report's figure 6.1-6.8 metrics, one line per run, in one figure."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -267,7 +179,7 @@ def plot(cfg: D.DDPGConfig, curves: list, episodes: list):
     axes[1, 1].set_yticks(range(cfg.min_depth, cfg.max_depth + 1))
     axes[1, 1].set_ylim(cfg.min_depth - 0.5, cfg.max_depth + 0.5)
     axes[0, 1].legend(fontsize=7)
-    fig.suptitle(f"DDPG validity study (seed 001 section 6.1): {cfg.num_envs} games per run, "
+    fig.suptitle(f"DDPG validity study (Dasgupta and Chong 2021, section 6.1): {cfg.num_envs} games per run, "
                  f"validity loss {cfg.validity_loss}")
     fig.tight_layout()
     return fig
@@ -275,26 +187,16 @@ def plot(cfg: D.DDPGConfig, curves: list, episodes: list):
 
 def run(config: Config, argv=()) -> dict:
     """Trains (or resumes), writes every output; returns ``{"summary": rows, "seconds": float}``."""
-    cfg = config.learner_config()
+    cfg = config.learner
     start = time.time()
     with ResultsDir(config.out, config, overwrite=config.overwrite, neutral=NEUTRAL) as rd:
-        bar = None
-        if config.progress:
-            from tqdm import tqdm
+        def store(done, metrics, result):  # before the chunk's checkpoint: every checkpointed chunk has its records
+            rd.save_npz(f"metrics_upto_{done:09d}.npz", jax.tree.map(np.asarray, metrics["records"]._asdict()))
 
-            bar = tqdm(total=config.iterations, desc="ddpg iterations", unit="it")
-
-        def on_chunk(done, state, metrics):
-            rd.save_npz(f"metrics_upto_{done:09d}.npz", jax.tree.map(np.asarray, metrics._asdict()))
-            if bar is not None:
-                bar.n = done
-                bar.set_postfix(depth=",".join(map(str, np.asarray(state.curriculum.depth).tolist())))
-                bar.refresh()
-
-        state, _ = D.train(cfg, jax.random.key(config.seed), chunk=config.chunk,
-                           checkpoint_dir=rd.path / "checkpoints", on_chunk=on_chunk, overwrite=config.overwrite)
-        if bar is not None:
-            bar.close()
+        state = loop.train(D.DDPGLearner(cfg), num_iterations=config.iterations, key=jax.random.key(config.seed),
+                           checkpoint_dir=rd.path / "checkpoints", callback=store, progress=config.progress,
+                           progress_keys=("valid_rate", "actor_loss", "depth"), overwrite=config.overwrite,
+                           neutral=("num_iterations", "chunk")).state
         # every chunk's records, this call's and earlier calls' (up to the state's iteration)
         upto = int(state.iteration)
         files = sorted(rd.path.glob("metrics_upto_*.npz"))
@@ -313,7 +215,7 @@ def run(config: Config, argv=()) -> dict:
                                f"{upto}: rerun with overwrite=true")
         curves, episodes, summary = tables(cfg, metrics)
         rd.write_csv("curves.csv", curves)
-        rd.write_csv("episodes.csv", episodes)
+        rd.write_csv("episodes.csv", episodes, fieldnames=EPISODE_FIELDS)
         rd.write_csv("summary.csv", summary)
         rd.save_figure(plot(cfg, curves, episodes), "training_curves.png", dpi=110)
         command = command_line("experiments/onitama_ddpg.py", argv)
@@ -327,25 +229,25 @@ def run(config: Config, argv=()) -> dict:
                           "validity_loss": cfg.validity_loss, "trained": True})
         seconds = time.time() - start
         lines = [
-            "# DDPG validity study (seed 001, sections 5-6.1)", "",
+            "# DDPG validity study (Dasgupta and Chong 2021, sections 5-6.1)", "",
             f"Command: `{command}`  ", f"Iterations: {upto} ({cfg.num_envs} games per run; this call: {seconds:.0f} s)",
             "", "Open `training_curves.png` first; `summary.csv`:", "",
-            "| variant | seed | valid rate, first 10% | valid rate, last 10% | win rate, last 50 games | games | depth |",
-            "| --- | --- | --- | --- | --- | --- | --- |",
+            markdown_table(summary, ["variant", "seed", "valid_rate_first10pct", "valid_rate_last10pct",
+                                     "win_rate_last50", "games", "depth_reached"],
+                           formats={"valid_rate_first10pct": ".3f", "valid_rate_last10pct": ".3f",
+                                    "win_rate_last50": ".2f"},
+                           headers={"valid_rate_first10pct": "valid rate, first 10%",
+                                    "valid_rate_last10pct": "valid rate, last 10%",
+                                    "win_rate_last50": "win rate, last 50 games", "depth_reached": "depth"}),
+            "", "Trained actors: `actors/<variant>_seed<k>/` (`jaxgames.agents.ddpg.load_agent`).", "",
         ]
-        for r in summary:
-            lines.append(f"| {r['variant']} | {r['seed']} | {r['valid_rate_first10pct']:.3f} | "
-                         f"{r['valid_rate_last10pct']:.3f} | {r['win_rate_last50']:.2f} | {r['games']} | "
-                         f"{r['depth_reached']} |")
-        lines += ["", "Trained actors: `actors/<variant>_seed<k>/` (`jaxgames.agents.ddpg.load_agent`).", ""]
         rd.write_text("README.md", "\n".join(lines))
     return {"summary": summary, "seconds": seconds}
 
 
 def main(argv=None):
-    argv = sys.argv[1:] if argv is None else argv
-    config = parse_config(Config, argv)
-    result = run(config, argv)
+    """Entry point: ``python experiments/onitama_ddpg.py [key=value ...]`` (``--help`` lists every setting)."""
+    result = experiment.main(Config, run, argv, prog="experiments/onitama_ddpg.py", summary=__doc__.splitlines()[0])
     for r in result["summary"]:
         print(f"{r['variant']:30s} seed {r['seed']}: valid rate {r['valid_rate_first10pct']:.3f} -> "
               f"{r['valid_rate_last10pct']:.3f}, win rate (last 50) {r['win_rate_last50']:.2f}, "

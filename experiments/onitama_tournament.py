@@ -134,8 +134,10 @@ import jax
 import numpy as np
 
 import jaxgames
+from jaxgames import weights_io
 from jaxgames.evaluation import arena, elo, report
-from jaxgames.experiment import NEUTRAL_FIELDS, ResultsDir, check_names, check_positive, config_key, parse_config, command_line
+from jaxgames import experiment
+from jaxgames.experiment import NEUTRAL_FIELDS, ResultsDir, check_names, check_positive, config_key, command_line
 from jaxgames.games.onitama import cards
 from jaxgames.networks.ddpg import VARIANTS
 
@@ -230,25 +232,25 @@ def make_entrants(config: Config, env) -> tuple[list, dict, list[str]]:
 
     agents, identity, notes = [], {}, []
     if config.use_ddpg:
-        from jaxgames.agents.ddpg import METADATA_FILE, WEIGHTS_FILE, load_agent
+        from jaxgames.agents.ddpg import load_agent
 
         folder = pathlib.Path(config.ddpg)
         missing = [v for v in config.variants
-                   if not (folder / "actors" / f"{v}_seed{config.ddpg_seed}" / WEIGHTS_FILE).is_file()]
+                   if not (folder / "actors" / f"{v}_seed{config.ddpg_seed}" / weights_io.PARAMS_FILE).is_file()]
         if missing:
             raise FileNotFoundError(
                 f"no trained DDPG actor for {', '.join(missing)} in {folder / 'actors'} "
-                f"(expected <variant>_seed{config.ddpg_seed}/{WEIGHTS_FILE}). Train them first with\n"
+                f"(expected <variant>_seed{config.ddpg_seed}/{weights_io.PARAMS_FILE}). Train them first with\n"
                 f"    python experiments/onitama_ddpg.py out={folder}\n"
                 f"(about 6 minutes on 2 cores), or play without them: ddpg=none")
         for v in config.variants:
             actor = folder / "actors" / f"{v}_seed{config.ddpg_seed}"
             agent = load_agent(actor, name=v)
-            meta = json.loads((actor / METADATA_FILE).read_text())
+            meta = json.loads((actor / weights_io.METADATA_FILE).read_text())
             if meta.get("deck") not in (None, list(config.deck)) or meta.get("max_turns") not in (None, config.max_turns):
                 notes.append(f"{v}: trained with other game settings than this tournament's")
             agents.append(agent)
-            identity[v] = ("ddpg", v, _checksum(actor / WEIGHTS_FILE), "greedy, legal actions only")
+            identity[v] = ("ddpg", v, _checksum(actor / weights_io.PARAMS_FILE), "greedy, legal actions only")
     for name in config.agents:
         if name == "alphazero":
             agent, why = _alphazero(config)
@@ -272,7 +274,7 @@ def _alphazero(config: Config):
     from jaxgames.agents import alphazero as az
 
     folder = pathlib.Path(config.alphazero) if config.alphazero else az.WEIGHTS_DIRS["onitama"]
-    params_path, meta_path = folder / az.PARAMS_FILE, folder / az.METADATA_FILE
+    params_path, meta_path = folder / weights_io.PARAMS_FILE, folder / weights_io.METADATA_FILE
     if not params_path.is_file() or not meta_path.is_file():
         return None, (f"no weights in {folder} (train and ship them with experiments/alphazero_onitama.py, "
                       f"or give alphazero=<folder>)")
@@ -489,10 +491,8 @@ def _run(config, rd, env, agents, identity, notes, argv):
 
 def main(argv=None):
     """Entry point: ``python experiments/onitama_tournament.py [key=value ...]``."""
-    argv = sys.argv[1:] if argv is None else argv
     try:
-        config = parse_config(Config, argv)
-        run(config, argv)
+        experiment.main(Config, run, argv, summary=__doc__.splitlines()[0])
     except FileNotFoundError as e:
         sys.exit(str(e))
 

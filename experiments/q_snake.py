@@ -1,9 +1,10 @@
 """AlphaSnake Zero (seed 003, sections 3-4): Q-value self-play on 11x11 Battlesnake, its figures, and the trained snake against the baselines.
 
-Trains with `jaxgames.learners.q_snake.train` (self-play -> backward-recursion
-targets -> Adam -> pit, the learn-to-walk curriculum first), resumable from
-``<out>/checkpoints`` (Orbax, `jaxgames.checkpoint`): rerunning the same
-command continues where the last run stopped (``generations=`` or
+Trains `jaxgames.learners.q_snake.QSnakeLearner` with `jaxgames.learners.loop.train`
+(self-play -> backward-recursion targets -> Adam, then the pit hook of
+`jaxgames.evaluation.q_snake`; the learn-to-walk curriculum first), resumable
+from ``<out>/checkpoints``: rerunning the same command continues where the
+last run stopped (``generations=``, the run's ``num_iterations``, or
 ``budget_minutes=`` may be raised to go on). Then:
 
 * ``generations.csv``: per generation the seed's figures 4-5 (deaths by
@@ -36,6 +37,10 @@ loads) with the command, the budget and the evaluation beside it;
     python experiments/q_snake.py                                   # small CPU run, a few minutes
     python experiments/q_snake.py generations=10                    # go on to generation 10 (resumes)
     python experiments/q_snake.py generations=0 baseline_games=1000 # evaluate the checkpoint, no training
+    python experiments/q_snake.py --help                            # every setting, its default and meaning
+
+The learner's settings nest under ``learner`` (`QSnakeConfig`):
+``learner.num_games=64``, or ``num_games=64`` for short.
 
 ``generations=0`` (or any count already reached) trains nothing: it restores
 the checkpoint and runs the evaluation, figures and shipping only. The
@@ -53,13 +58,16 @@ from __future__ import annotations
 
 import dataclasses
 import pathlib
-import sys
 import time
 
 import jax
 import numpy as np
 
-from jaxgames.experiment import NEUTRAL_FIELDS, ResultsDir, parse_config, command_line
+from jaxgames import checks, experiment
+from jaxgames.evaluation import q_snake as qe
+from jaxgames.evaluation.stats import wilson_interval
+from jaxgames.experiment import NEUTRAL_FIELDS, ResultsDir, command_line, markdown_table
+from jaxgames.learners import loop
 from jaxgames.learners import q_snake as qs
 
 BASELINES = ("random_safe", "heuristic")
@@ -68,71 +76,32 @@ NEUTRAL = NEUTRAL_FIELDS + ("generations", "budget_minutes", "ship", "checkpoint
                             "baseline_max_turns", "gif_turns")
 """Settings a resumed run may change (how long it trains, and the final evaluation: not what training computes)."""
 
-_LEARNER_FIELDS = tuple(f.name for f in dataclasses.fields(qs.QSnakeConfig))
-
 
 @dataclasses.dataclass(frozen=True)
 class Config:
-    """Settings (every field is a ``key=value`` override).
+    """Settings (every field is a ``key=value`` override; the learner's as ``learner.<name>=`` or ``<name>=``).
 
-    Learner settings (`jaxgames.learners.q_snake.QSnakeConfig`, defaults made
-    small for a CPU run): board_size, num_snakes, head_multiplier,
-    body_multiplier, max_turns, num_turns,
-    features, num_games, power, walk_generations, walk_health_loss, sampler,
-    gap_growth, targets, bootstrap, recursion, trace_lambda, loss, optimizer, learning_rate, batch_size,
-    train_steps, reflect, pit_team_games, pit_solo_games, pit_max_turns,
-    pit_policy, pit_alpha, pit_gate, death_targets, opponent_games, ema_decay, eval_every, eval_games, reference_generation.
-
-    Run settings:
-        generations: stop after this many generations in all (a resumed run goes on up to it).
-        budget_minutes: stop training after this much wall-clock time in this
-            call (checkpointing first); None: no budget.
+    Attributes:
+        learner: the learner's settings (`jaxgames.learners.q_snake.QSnakeConfig`), made small for a CPU run.
+        generations: stop after this many generations in all (a resumed run goes on up to it;
+            `loop.train`'s ``num_iterations``).
+        budget_minutes: stop training after this many wall-clock minutes in this call
+            (checkpointing first); none: no budget.
         seed: PRNG seed of the run.
         checkpoint_every: generations between checkpoints.
         baseline_games: games per lineup of the final evaluation (a multiple of 4: every seat equally).
-        baseline_max_turns: turn limit of those games.
+        baseline_max_turns: turn limit of those games (turns).
         gif_turns: turns drawn at most in ``game.gif`` (0: no GIF).
-        ship: ``"none"``, ``"trained"`` or ``"placeholder"`` (module docstring).
+        ship: ``none``, ``trained`` or ``placeholder``: write the final best network into
+            ``jaxgames/weights/q_snake/`` (module docstring).
         out: results folder (checkpoints in ``<out>/checkpoints``).
         overwrite: replace the results and checkpoints of another configuration in ``out``.
         progress: show progress bars.
     """
 
-    board_size: int = 11
-    num_snakes: int = 4
-    head_multiplier: float = 0.1
-    body_multiplier: float = 0.1
-    max_turns: int = 500
-    num_turns: int = 96
-    features: tuple[int, ...] = (16, 16, 16)
-    num_games: int = 32
-    power: float = 6.0
-    walk_generations: int = 2
-    walk_health_loss: int = 9
-    sampler: str = "exponential"
-    gap_growth: float = 2.0
-    targets: str = "taken"
-    bootstrap: str = "recorded"
-    recursion: str = "eq7"
-    trace_lambda: float = 0.8
-    loss: str = "bce"
-    optimizer: str = "adam"
-    learning_rate: float = 1e-3
-    batch_size: int = 128
-    train_steps: int = 50
-    reflect: bool = True
-    pit_team_games: int = 16
-    pit_solo_games: int = 16
-    pit_max_turns: int = 300
-    pit_policy: str = "sample"
-    pit_alpha: float = 0.01
-    pit_gate: bool = True
-    death_targets: bool = False
-    opponent_games: int = 0
-    ema_decay: float = 0.0
-    eval_every: int = 5
-    eval_games: int = 16
-    reference_generation: int = 0
+    learner: qs.QSnakeConfig = qs.QSnakeConfig(num_turns=96, features=(16, 16, 16), num_games=32, walk_generations=2,
+                                               batch_size=128, train_steps=50, pit_team_games=16, pit_solo_games=16,
+                                               eval_games=16)
     generations: int = 4
     budget_minutes: float | None = None
     seed: int = 0
@@ -146,46 +115,30 @@ class Config:
     progress: bool = True
 
     def __post_init__(self):
-        self.learner_config()  # every learner setting checked (ValueError naming it)
-        if isinstance(self.generations, bool) or self.generations < 0:
-            raise ValueError(f"generations must be an int >= 0; got {self.generations!r}")
-        if self.budget_minutes is not None and not self.budget_minutes > 0:
-            raise ValueError(f"budget_minutes must be > 0 or none; got {self.budget_minutes!r}")
-        if self.checkpoint_every < 1:
-            raise ValueError(f"checkpoint_every must be >= 1; got {self.checkpoint_every}")
-        if self.baseline_games < 0 or self.baseline_games % 4:
+        if not isinstance(self.learner, qs.QSnakeConfig):
+            raise TypeError(f"learner must be a QSnakeConfig; got {type(self.learner).__name__}")
+        checks.non_negative_int("generations", self.generations)
+        if self.budget_minutes is not None:
+            checks.positive_float("budget_minutes", self.budget_minutes)
+        checks.positive_int("checkpoint_every", self.checkpoint_every)
+        if checks.non_negative_int("baseline_games", self.baseline_games) % 4:
             raise ValueError(f"baseline_games must be a multiple of 4 (every seat equally often), >= 0; got {self.baseline_games}")
-        if self.baseline_max_turns < 1:
-            raise ValueError(f"baseline_max_turns must be >= 1; got {self.baseline_max_turns}")
-        if self.gif_turns < 0:
-            raise ValueError(f"gif_turns must be >= 0; got {self.gif_turns}")
-        if self.ship not in SHIP:
-            raise ValueError(f"ship must be one of {SHIP}; got {self.ship!r}")
-        if self.ship != "none" and self.num_snakes != 4:
-            raise ValueError(f"ship: the shipped snake is evaluated in 4-snake games; got num_snakes={self.num_snakes}")
-
-    def learner_config(self) -> qs.QSnakeConfig:
-        return qs.QSnakeConfig(**{k: getattr(self, k) for k in _LEARNER_FIELDS})
+        checks.positive_int("baseline_max_turns", self.baseline_max_turns)
+        checks.non_negative_int("gif_turns", self.gif_turns)
+        checks.choice("ship", self.ship, SHIP)
+        if self.ship != "none" and self.learner.num_snakes != 4:
+            raise ValueError("ship: the shipped snake is evaluated in 4-snake games; "
+                             f"got learner.num_snakes={self.learner.num_snakes}")
 
 
 # ----------------------------------------------------------------------------- evaluation against the baselines
-def wilson(successes: int, trials: int) -> tuple[float, float]:
-    """95% Wilson score interval of a proportion (scipy's ``binomtest(...).proportion_ci``)."""
-    from scipy.stats import binomtest
-
-    if trials == 0:
-        return float("nan"), float("nan")
-    ci = binomtest(int(successes), int(trials)).proportion_ci(confidence_level=0.95, method="wilson")
-    return float(ci.low), float(ci.high)
-
-
 def baseline_table(agents: dict, config: Config, key: jax.Array, progress: bool) -> list[dict]:
     """Each agent alone against three copies of each baseline: win rate with its 95% Wilson interval."""
     from jaxgames.agents.battlesnake import HeuristicAgent, RandomSafeAgent
     from jaxgames.evaluation import arena
     from jaxgames.games.battlesnake import Battlesnake
 
-    env = Battlesnake(board_size=config.board_size, num_snakes=4, max_turns=config.baseline_max_turns, observation="none")
+    env = Battlesnake(board_size=config.learner.board_size, num_snakes=4, max_turns=config.baseline_max_turns, observation="none")
     opponents = {"random_safe": RandomSafeAgent(), "heuristic": HeuristicAgent()}
     pairs = [(a, o) for o in BASELINES for a in agents]
     rows = []
@@ -200,7 +153,7 @@ def baseline_table(agents: dict, config: Config, key: jax.Array, progress: bool)
         mine = res.agent_of_seat == 0
         wins = int(res.won()[mine].sum())
         games = int(mine.sum())
-        low, high = wilson(wins, games)
+        low, high = wilson_interval(wins, games)
         causes = res.stats["eliminated_cause"][mine]
         rows.append({"agent": name, "opponents": f"3x {opp}", "games": games, "wins": wins, "win_rate": wins / games,
                      "ci_low": low, "ci_high": high, "fair_share": 0.25,
@@ -218,7 +171,7 @@ def play_gif_game(agent, config: Config, key: jax.Array):
     from jaxgames.agents.battlesnake import HeuristicAgent
     from jaxgames.games.battlesnake import Battlesnake
 
-    env = Battlesnake(board_size=config.board_size, num_snakes=4, max_turns=config.baseline_max_turns, observation="none")
+    env = Battlesnake(board_size=config.learner.board_size, num_snakes=4, max_turns=config.baseline_max_turns, observation="none")
     heuristic = HeuristicAgent()
     pol_a, pol_h = jax.jit(agent.batched_policy(env)), jax.jit(heuristic.batched_policy(env))
     step = jax.jit(env.step)
@@ -288,7 +241,7 @@ def write_figures(rd: ResultsDir, history: list, evaluations: list) -> None:
         g = np.array([r["generation"] for r in played])
         n = np.array([r["opponent_games"] for r in played])
         wins = np.rint(np.array([r["opponent_win_rate"] for r in played]) * n).astype(int)
-        low, high = np.array([wilson(int(w), int(k)) for w, k in zip(wins, n)]).T
+        low, high = np.array([wilson_interval(int(w), int(k)) for w, k in zip(wins, n)]).T
         rate = wins / n
         fig, ax = _figure("Network snake against 3 heuristic snakes (training games)", "win rate (95% Wilson)")
         ax.errorbar(g, rate, yerr=[rate - low, high - rate], fmt="o-", ms=3, capsize=2)
@@ -346,10 +299,11 @@ def _slope_interval(x: np.ndarray, y: np.ndarray) -> tuple[float, float, float]:
 
 def _pit_power(config: Config, h: list) -> list[str]:
     """README lines: how likely one pit promotes a candidate that is truly better by 5 or 10 points, and the scores seen."""
-    if not h or not (config.pit_team_games + config.pit_solo_games):
+    lc = config.learner
+    if not h or not (lc.pit_team_games + lc.pit_solo_games):
         return []
-    S, team, solo = config.num_snakes, config.pit_team_games, config.pit_solo_games
-    th = qs.pit_threshold(team, solo, S, config.pit_alpha)
+    S, team, solo = lc.num_snakes, lc.pit_team_games, lc.pit_solo_games
+    th = qs.pit_threshold(team, solo, S, lc.pit_alpha)
     power = {d: qs.pit_pass_probability(team, solo, th, 0.5 + d, qs.rank_pmf_with_edge(S, d)) for d in (0.0, 0.05, 0.10)}
     lines = [
         f"Pit score (`q_snake.pit_score_pmf`): {S - 1} per 2v2 game won plus, per 1v3 game, the number of other snakes the "
@@ -374,7 +328,7 @@ def _pit_power(config: Config, h: list) -> list[str]:
 
 def _fair_score(config: Config, decided_team: int) -> float:
     """The pit score a network equal to the best expects with ``decided_team`` decided team games: (S - 1)/2 per game."""
-    return (config.num_snakes - 1) * (decided_team + config.pit_solo_games) / 2
+    return (config.learner.num_snakes - 1) * (decided_team + config.learner.pit_solo_games) / 2
 
 
 def _promotion_segments(config: Config, h: list) -> list[str]:
@@ -384,17 +338,19 @@ def _promotion_segments(config: Config, h: list) -> list[str]:
         return []
     lines = ["After each promotion, the candidates that met the promoted network (until the next promotion): their mean pit "
              "score against the mean score a network equal to the best expects with the same decided team games. "
-             "Generations pitted by the earlier rule are left out.", "",
-             "| promoted at | candidates | mean pit score | equal network's | below it |", "|---:|---:|---:|---:|---:|"]
+             "Generations pitted by the earlier rule are left out.", ""]
+    rows = []
     for i, p in enumerate(promoted):
         end = promoted[i + 1] if i + 1 < len(promoted) else h[-1]["generation"]
         seg = [r for r in h if p < r["generation"] <= end and "pit_score" in r]
-        if not seg:
-            continue
-        score = np.array([r["pit_score"] for r in seg], float)
-        fair = np.array([_fair_score(config, int(r["pit_decided_team"])) for r in seg])
-        lines.append(f"| {p} | {len(seg)} | {score.mean():.1f} | {fair.mean():.1f} | {int(np.sum(score < fair))} of {len(seg)} |")
-    return lines + [""]
+        if seg:
+            score = np.array([r["pit_score"] for r in seg], float)
+            fair = np.array([_fair_score(config, int(r["pit_decided_team"])) for r in seg])
+            rows.append({"promoted at": p, "candidates": len(seg), "mean pit score": score.mean(),
+                         "equal network's": fair.mean(), "below it": f"{int(np.sum(score < fair))} of {len(seg)}"})
+    table = markdown_table(rows, ["promoted at", "candidates", "mean pit score", "equal network's", "below it"],
+                           formats={"mean pit score": ".1f", "equal network's": ".1f"})
+    return lines + table.splitlines() + [""]
 
 
 def _opponent_lines(h: list) -> list[str]:
@@ -410,27 +366,42 @@ def _opponent_lines(h: list) -> list[str]:
         if rows:
             n = sum(r["opponent_games"] for r in rows)
             w = int(round(sum(r["opponent_win_rate"] * r["opponent_games"] for r in rows)))
-            a, b = wilson(w, n)
+            a, b = wilson_interval(w, n)
             last = min(hi, rows[-1]["generation"])
             out.append(f"* generations {lo}-{last}: {w} of {n} games won, {w / n:.1%} [{a:.1%}, {b:.1%}]")
     return out
 
 
-def write_readme(rd: ResultsDir, config: Config, result: qs.TrainResult, baselines: list, seconds: float, argv) -> str:
-    h = result.history
+def reference_rows(result: loop.TrainResult) -> list[dict]:
+    """The evaluations against the reference generation, one row per evaluated generation (``generation`` first)."""
+    prefix = "reference/"
+    return [{"generation": r["iteration"], **{k[len(prefix):]: v for k, v in r.items() if k.startswith(prefix)}}
+            for r in result.evaluations if r["evaluation"] == "reference" and prefix + "team_win_rate" in r]
+
+
+_EVALUATION_COLUMNS = {"generation": "gen", "team_win_rate": "2v2 win rate", "solo_win_rate": "1v3 win rate",
+                       "solo_game_length": "1v3 length", "solo_food_per_snake": "1v3 food/snake",
+                       "solo_collisions_per_snake": "1v3 collisions/snake",
+                       "solo_heads_hunted_per_snake": "1v3 hunted/snake"}
+"""The README's table against the reference generation: column -> header."""
+
+
+def write_readme(rd: ResultsDir, config: Config, result: loop.TrainResult, baselines: list, seconds: float, argv) -> str:
+    h, lc = result.history, config.learner
+    evaluations = reference_rows(result)
     accepted = sum(r["accepted"] for r in h)
     lines = [
         "# AlphaSnake Zero (seed 003): Q-value self-play on Battlesnake",
         "",
         f"Command: `{command_line('experiments/q_snake.py', argv)}`; settings in [config.json](config.json). "
         f"Device: {jax.devices()[0].platform}. {len(h)} generations in all "
-        f"({'resumed at generation ' + str(result.resumed_from) if result.resumed_from is not None else 'fresh start'}; "
-        f"stopped by {result.stopped}); this call took {seconds / 60:.1f} min. Network: features {list(config.features)}; "
-        f"{config.num_games} self-play slots x {config.num_turns} turns per generation, {config.train_steps} Adam steps of "
-        f"{config.batch_size}; the candidate replaced the best {accepted} times "
-        + ("(every generation: `pit_gate=false`)." if not config.pit_gate else
-           f"(pit score threshold {qs.pit_threshold(config.pit_team_games, config.pit_solo_games, config.num_snakes, config.pit_alpha)} "
-           f"in {config.pit_team_games} 2v2 + {config.pit_solo_games} 1v3 games when every 2v2 game is decided)."),
+        f"({'resumed at generation ' + str(result.resumed_from) if result.resumed_from else 'fresh start'}; "
+        f"stopped by {'the budget' if result.stopped_by_budget else 'generations'}); this call took {seconds / 60:.1f} min. Network: features {list(lc.features)}; "
+        f"{lc.num_games} self-play slots x {lc.num_turns} turns per generation, {lc.train_steps} Adam steps of "
+        f"{lc.batch_size}; the candidate replaced the best {accepted} times "
+        + ("(every generation: `pit_gate=false`)." if not lc.pit_gate else
+           f"(pit score threshold {qs.pit_threshold(lc.pit_team_games, lc.pit_solo_games, lc.num_snakes, lc.pit_alpha)} "
+           f"in {lc.pit_team_games} 2v2 + {lc.pit_solo_games} 1v3 games when every 2v2 game is decided)."),
         "",
         *_pit_power(config, h),
         *_promotion_segments(config, h),
@@ -441,30 +412,33 @@ def write_readme(rd: ResultsDir, config: Config, result: qs.TrainResult, baselin
     ]
     if baselines:
         lines += ["", "## The final snake and the baselines, each alone against three copies of a baseline", "",
-                  f"{config.baseline_games} standard {config.board_size}x{config.board_size} 4-snake games per row, seats rotated, "
+                  f"{config.baseline_games} standard {lc.board_size}x{lc.board_size} 4-snake games per row, seats rotated, "
                   "spawns drawn per game; a win is placing first alone (truncated games are no win). 95% Wilson intervals "
                   "([baselines.csv](baselines.csv)). Targets: q_snake >= 40% against 3x heuristic, >= 80% against 3x random_safe "
                   "(fair share 25%).", "",
-                  "| agent | opponents | games | win rate | 95% interval | mean length | survived |", "|---|---|---:|---:|---|---:|---:|"]
-        for r in baselines:
-            lines.append(f"| {r['agent']} | {r['opponents']} | {r['games']} | {r['win_rate']:.3f} | "
-                         f"[{r['ci_low']:.3f}, {r['ci_high']:.3f}] | {r['mean_length']:.0f} | {r['survived']:.2f} |")
+                  markdown_table([{**r, "interval": f"[{r['ci_low']:.3f}, {r['ci_high']:.3f}]"} for r in baselines],
+                                 ["agent", "opponents", "games", "win_rate", "interval", "mean_length", "survived"],
+                                 formats={"win_rate": ".3f", "mean_length": ".0f", "survived": ".2f"},
+                                 headers={"win_rate": "win rate", "interval": "95% interval", "mean_length": "mean length"})]
     if h:
         lines += ["", "## Per generation (self-play; [generations.csv](generations.csv))", "",
-                  "| gen | health loss | games | length | starv+wall | head | body+self | food/game | hunted/game | pit score | accepted | loss |",
-                  "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
-        for r in h:
-            lines.append(f"| {r['generation']} | {r['health_loss']} | {r['games']} | {r['game_length']:.1f} | "
-                         f"{r['starvation_wall_share']:.2f} | {r['deaths_head_share']:.2f} | "
-                         f"{r['deaths_body_share'] + r['deaths_self_share']:.2f} | {r['food_per_game']:.2f} | "
-                         f"{r['heads_hunted_per_game']:.2f} | {r.get('pit_score', '-')} | {r['accepted']} | {r['loss_mean']:.4f} |")
-    if result.evaluations:
+                  markdown_table(
+                      [{**r, "body_self_share": r["deaths_body_share"] + r["deaths_self_share"],
+                        "pit_score": r.get("pit_score", "-")} for r in h],
+                      ["generation", "health_loss", "games", "game_length", "starvation_wall_share", "deaths_head_share",
+                       "body_self_share", "food_per_game", "heads_hunted_per_game", "pit_score", "accepted", "loss_mean"],
+                      formats={"game_length": ".1f", "starvation_wall_share": ".2f", "deaths_head_share": ".2f",
+                               "body_self_share": ".2f", "food_per_game": ".2f", "heads_hunted_per_game": ".2f",
+                               "loss_mean": ".4f"},
+                      headers={"generation": "gen", "health_loss": "health loss", "game_length": "length",
+                               "starvation_wall_share": "starv+wall", "deaths_head_share": "head",
+                               "body_self_share": "body+self", "food_per_game": "food/game",
+                               "heads_hunted_per_game": "hunted/game", "pit_score": "pit score", "loss_mean": "loss"})]
+    if evaluations:
         lines += ["", "## Against the reference generation ([evaluations.csv](evaluations.csv))", "",
-                  "| gen | 2v2 win rate | 1v3 win rate | 1v3 length | 1v3 food/snake | 1v3 collisions/snake | 1v3 hunted/snake |",
-                  "|---:|---:|---:|---:|---:|---:|---:|"]
-        for r in result.evaluations:
-            lines.append(f"| {r['generation']} | {r['team_win_rate']:.3f} | {r['solo_win_rate']:.3f} | {r['solo_game_length']:.1f} | "
-                         f"{r['solo_food_per_snake']:.2f} | {r['solo_collisions_per_snake']:.2f} | {r['solo_heads_hunted_per_snake']:.2f} |")
+                  markdown_table(evaluations, list(_EVALUATION_COLUMNS),
+                                 formats=dict(zip(_EVALUATION_COLUMNS, ("", ".3f", ".3f", ".1f", ".2f", ".2f", ".2f"))),
+                                 headers=_EVALUATION_COLUMNS)]
     lines += ["", "Figures: [deaths.png](deaths.png), [food_length.png](food_length.png), [heads_hunted.png](heads_hunted.png), "
               "[collisions.png](collisions.png), [win_rate.png](win_rate.png)"
               + (", [opponents.png](opponents.png)" if any(r.get("opponent_games") for r in h) else "")
@@ -486,43 +460,42 @@ def run(config: Config, argv=()) -> dict:
     """
     from jaxgames.agents.q_snake import QSnakeAgent
 
-    lc = config.learner_config()
-    qs.check_memory(lc)
+    lc = config.learner
+    learner = qs.QSnakeLearner(lc)  # refuses settings that do not fit in memory
     ckpt_dir = pathlib.Path(config.out) / "checkpoints"
     qs.check_checkpoint_shapes(lc, ckpt_dir)
     start = time.perf_counter()
     with ResultsDir(config.out, config, overwrite=config.overwrite, neutral=NEUTRAL) as rd:
-        if config.overwrite and ckpt_dir.exists():
-            from jaxgames.checkpoint import Checkpointer
 
-            Checkpointer(ckpt_dir, qs.checkpoint_config(lc, config.seed), overwrite=True).close()
-
-        def write_tables(history, evaluations):
-            if history:
-                rd.write_csv("generations.csv", history, fieldnames=_fields(history))
+        def write_tables(result):
+            if result.history:
+                rd.write_csv("generations.csv", result.history, fieldnames=_fields(result.history))
+            evaluations = reference_rows(result)
             if evaluations:
                 rd.write_csv("evaluations.csv", evaluations, fieldnames=_fields(evaluations))
 
-        result = qs.train(
-            lc, generations=config.generations, seed=config.seed, checkpoint_dir=ckpt_dir,
-            budget_seconds=None if config.budget_minutes is None else 60.0 * config.budget_minutes,
-            checkpoint_every=config.checkpoint_every, progress=config.progress, callback=write_tables,
+        result = loop.train(
+            learner, num_iterations=config.generations, key=jax.random.key(config.seed), checkpoint_dir=ckpt_dir,
+            checkpoint_every=config.checkpoint_every, budget_minutes=config.budget_minutes,
+            evaluations=qe.hooks(learner), callback=lambda it, metrics, so_far: write_tables(so_far),
+            progress=config.progress, progress_keys=("game_length", "starvation_wall_share", "accepted", "loss_mean"),
+            overwrite=config.overwrite,
         )
-        write_tables(result.history, result.evaluations)
-        write_figures(rd, result.history, result.evaluations)
+        write_tables(result)
+        write_figures(rd, result.history, reference_rows(result))
         best = result.state.best
         snake = QSnakeAgent(best, features=lc.features, board_size=lc.board_size, head_multiplier=lc.head_multiplier,
                             body_multiplier=lc.body_multiplier, trained=True, name="q_snake")
         key = jax.random.key(config.seed + 7919)
         gif_key, base_key = jax.random.split(key)
-        if config.gif_turns and config.num_snakes == 4:
+        if config.gif_turns and lc.num_snakes == 4:
             from jaxgames.games.battlesnake import render
 
             boards = play_gif_game(snake, config, gif_key)
             with rd.staging() as tmp:
                 render.save_game(boards, str(tmp / "game.gif"), fps=6)
         baselines = []
-        if config.baseline_games and config.num_snakes == 4:
+        if config.baseline_games and lc.num_snakes == 4:
             from jaxgames.agents.battlesnake import HeuristicAgent, RandomSafeAgent
 
             agents = {"q_snake": snake, "random_safe": RandomSafeAgent(), "heuristic": HeuristicAgent()}
@@ -542,22 +515,22 @@ def _fields(rows: list) -> list:
     return names
 
 
-def ship_weights(config: Config, result: qs.TrainResult, baselines: list, argv) -> pathlib.Path:
+def ship_weights(config: Config, result: loop.TrainResult, baselines: list, argv) -> pathlib.Path:
     """Writes the final best network and its metadata (command, budget, evaluation) into the shipped weights folder."""
     from jaxgames.agents.q_snake import WEIGHTS_DIR, save_weights
 
     trained = config.ship == "trained"
-    h = result.history
+    h, lc = result.history, config.learner
     metadata = {
         "trained": trained,
         "note": "trained by experiments/q_snake.py" if trained else (
             f"UNTRAINED PLACEHOLDER: a {len(h)}-generation smoke run ({sum(r['seconds'] for r in h) / 60:.1f} min of "
             "training), not the trained snake of issue 11"),
-        "features": list(config.features),
-        "board_size": config.board_size,
-        "num_snakes": config.num_snakes,
-        "head_multiplier": config.head_multiplier,
-        "body_multiplier": config.body_multiplier,
+        "features": list(lc.features),
+        "board_size": lc.board_size,
+        "num_snakes": lc.num_snakes,
+        "head_multiplier": lc.head_multiplier,
+        "body_multiplier": lc.body_multiplier,
         "generations": len(h),
         "accepted": sum(r["accepted"] for r in h),
         "training_seconds": sum(r["seconds"] for r in h),
@@ -573,9 +546,8 @@ def ship_weights(config: Config, result: qs.TrainResult, baselines: list, argv) 
 
 
 def main(argv=None):
-    """Entry point: ``python experiments/q_snake.py [key=value ...]``."""
-    argv = list(sys.argv[1:] if argv is None else argv)
-    return run(parse_config(Config, argv), argv)
+    """Entry point: ``python experiments/q_snake.py [key=value ...]`` (``--help`` lists every setting)."""
+    return experiment.main(Config, run, argv, prog="experiments/q_snake.py", summary=__doc__.splitlines()[0])
 
 
 if __name__ == "__main__":

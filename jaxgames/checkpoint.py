@@ -10,7 +10,10 @@ results folder follows (``shared/STYLE.md``, "Results and checkpoints"):
   ``overwrite=True``, which deletes the old run's steps first;
 * the same lock as the experiments: a second live run on the folder gets
   `jaxgames.experiment.ResultsDirLocked`;
-* a latest step that cannot be restored (a damaged or partial copy) is moved
+* a content checksum per leaf of every saved step (``checksums.json``),
+  verified on a restore with a template;
+* a latest step that cannot be restored (a damaged or partial copy, or one
+  whose content does not match its checksums) is moved
   aside to ``.corrupt/`` with a `CheckpointWarning` and the previous good step
   is restored instead.
 
@@ -36,41 +39,41 @@ restores them as typed keys) or raw ``uint32`` keys. Restoring with
 own containers (NamedTuples, ``flax.struct`` dataclasses) and dtypes; without
 it the tree comes back as nested dicts and lists.
 
-Several JAX processes (``jax.distributed.initialize``; every process runs the
-same code on the same folder, which all of them can reach): Orbax's
-``CheckpointManager`` must be created and called on every process, so every
-process creates a `Checkpointer` and calls `save`, `restore`, `latest` and
-`close` with the same arguments, in the same order. Process 0 alone takes the
-lock, checks and writes ``config.json`` (and the manifest), and moves damaged
-steps aside; the others wait for it at a barrier and then check their own
-config against the ``config.json`` it left (`ConfigMismatch` if it differs),
-so every process raises the same kind of error. Each process writes the
-shards of the arrays it holds; process 0 finalises the step. Restoring:
-a template leaf that is a `jax.Array` or a ``jax.ShapeDtypeStruct`` with a
-``sharding`` comes back on that sharding (e.g. split over a global mesh);
-a leaf without one (numpy, a ``ShapeDtypeStruct`` without sharding, or every
-leaf when there is no template) comes back whole on the process's first local
-device, so ``np.asarray`` of it works on every process.
+Several JAX processes (``jax.distributed.initialize``, one shared folder):
+every process creates a `Checkpointer` and calls `save`, `restore`, `latest`
+and `close` with the same arguments in the same order, as Orbax requires.
+Process 0 alone takes the lock, writes ``config.json`` and moves damaged
+steps aside; the others check their config against it after a barrier, so
+every process raises the same kind of error. A template leaf with a
+``sharding`` is restored on that sharding; any other leaf comes back whole
+on the process's first local device.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import pathlib
 import re
 import shutil
 import time
 import warnings
+import zlib
 from typing import Any, Sequence
 
 import jax
 import numpy as np
+import orbax.checkpoint as ocp
+from jax.experimental import multihost_utils
 
-from jaxgames.experiment import ConfigMismatch, NEUTRAL_FIELDS, ResultsDir, ResultsDirError, ResultsDirLocked
+from jaxgames.experiment import (ConfigMismatch, NEUTRAL_FIELDS, ResultsDir, ResultsDirError, ResultsDirLocked,
+                                 atomic_write_bytes)
 
 __all__ = ["Checkpointer", "CheckpointError", "CheckpointWarning"]
 
 CORRUPT_DIR = ".corrupt"
+CHECKSUMS_NAME = "checksums.json"
+"""Per step, one CRC-32 per leaf of the saved pytree (None for a leaf not held whole by this process)."""
 _STEP_RE = re.compile(r"^\d+$")
 _ORBAX_TMP_RE = re.compile(r"^\d+\.orbax-checkpoint-tmp-\d+$")
 
@@ -94,8 +97,6 @@ def _multiprocess() -> bool:
 def _barrier(name: str) -> None:
     """Every process waits here until all have arrived (a no-op with one process)."""
     if _multiprocess():
-        from jax.experimental import multihost_utils
-
         multihost_utils.sync_global_devices(f"jaxgames.checkpoint.{name}")
 
 
@@ -103,9 +104,21 @@ def _allgather_int(value: int) -> list[int]:
     """``value`` of every process, in process order (a barrier too); ``[value]`` with one process."""
     if not _multiprocess():
         return [int(value)]
-    from jax.experimental import multihost_utils
-
     return [int(v) for v in np.asarray(multihost_utils.process_allgather(np.int32(value))).reshape(-1)]
+
+
+def _leaf_checksums(tree: Any) -> list:
+    """CRC-32 of each array leaf's bytes (typed PRNG keys: of their key data); None for Python
+    scalars and for arrays not held whole by this process."""
+    out = []
+    for leaf in jax.tree.leaves(tree):
+        if hasattr(leaf, "dtype") and jax.dtypes.issubdtype(leaf.dtype, jax.dtypes.prng_key):
+            leaf = jax.random.key_data(leaf)
+        if not hasattr(leaf, "dtype") or (isinstance(leaf, jax.Array) and not leaf.is_fully_addressable):
+            out.append(None)
+            continue
+        out.append(zlib.crc32(np.ascontiguousarray(np.asarray(leaf)).tobytes()))
+    return out
 
 
 class _CheckpointDir(ResultsDir):
@@ -115,6 +128,8 @@ class _CheckpointDir(ResultsDir):
         for item in self.path.iterdir():
             if item.is_dir() and (_STEP_RE.match(item.name) or _ORBAX_TMP_RE.match(item.name) or item.name == CORRUPT_DIR):
                 shutil.rmtree(item)
+            elif item.name == CHECKSUMS_NAME:
+                item.unlink()
         super()._clear_previous(diffs)
 
 
@@ -148,8 +163,6 @@ class Checkpointer:
 
     def __init__(self, directory: str | os.PathLike, config: Any, *, max_to_keep: int | None = 3,
                  overwrite: bool = False, neutral: Sequence[str] = NEUTRAL_FIELDS, async_save: bool = True):
-        import orbax.checkpoint as ocp
-
         if max_to_keep is not None and max_to_keep < 1:
             raise ValueError(f"max_to_keep must be >= 1 or None; got {max_to_keep}")
         self._ocp = ocp
@@ -203,7 +216,7 @@ class Checkpointer:
                                            "(another run uses the folder; its error names the holder)")
                 # process 0 has written config.json (or refused the folder's): this process's config must match it
                 checker = _CheckpointDir(folder.path, folder.config, overwrite=False, neutral=folder.neutral)
-                checker._check_config()
+                checker.check_config()
                 if first == _OPEN_MISMATCH:
                     raise ConfigMismatch(f"checkpoint folder {folder.path}: process 0's config differs from the "
                                          "folder's config.json (see process 0's error)")
@@ -274,6 +287,10 @@ class Checkpointer:
         if step < 0 or (latest is not None and step <= latest):
             raise ValueError(f"step must be >= 0 and above the latest saved step {latest}; got {step}")
         manager.save(step, args=self._ocp.args.StandardSave(pytree), force=True)
+        if self._primary:
+            sums = {k: v for k, v in self._checksums().items() if int(k) in manager.all_steps() or int(k) == step}
+            sums[str(step)] = _leaf_checksums(pytree)
+            atomic_write_bytes(self.directory / CHECKSUMS_NAME, (json.dumps(sums) + "\n").encode())
         if wait:
             manager.wait_until_finished()
 
@@ -282,9 +299,11 @@ class Checkpointer:
         self._live().wait_until_finished()
 
     def restore(self, step: int, template: Any = None) -> Any:
-        """The pytree saved as ``step``; with ``template``, in its structure and dtypes.
+        """The pytree saved as ``step``; with ``template``, in its structure and dtypes, checked against
+        the content checksums recorded when it was saved (`CHECKSUMS_NAME`).
 
         Raises:
+            CheckpointError: with ``template``, content that does not match its checksums.
             whatever orbax raises for a missing or damaged step (FileNotFoundError, ValueError, ...).
         """
         manager = self._live()
@@ -301,7 +320,31 @@ class Checkpointer:
         abstract = jax.tree.map(self._ocp.utils.to_shape_dtype_struct, template)
         if _multiprocess():
             abstract = jax.tree.map(_on_a_local_device_if_unsharded, abstract)
-        return manager.restore(int(step), args=self._ocp.args.StandardRestore(abstract))
+        return self._verified(step, manager.restore(int(step), args=self._ocp.args.StandardRestore(abstract)))
+
+    def _checksums(self) -> dict:
+        try:
+            sums = json.loads((self.directory / CHECKSUMS_NAME).read_text())
+            return sums if isinstance(sums, dict) else {}
+        except (OSError, ValueError):
+            return {}
+
+    def _verified(self, step: int, tree: Any) -> Any:
+        """``tree`` if its leaves match the checksums recorded when ``step`` was saved (or none were).
+
+        Only restores with a template are checked: without one the leaves may come back in another order.
+        """
+        want = self._checksums().get(str(int(step)))
+        if want is None:
+            return tree
+        got = _leaf_checksums(tree)
+        if len(got) != len(want):
+            raise CheckpointError(f"step {step} restored {len(got)} leaves; {len(want)} were saved")
+        bad = [i for i, (w, g) in enumerate(zip(want, got)) if w is not None and g is not None and w != g]
+        if bad:
+            raise CheckpointError(f"step {step}: the content of {len(bad)} leaves (first: leaf {bad[0]}) does not "
+                                  f"match the checksum recorded when it was saved ({CHECKSUMS_NAME}): damaged on disk")
+        return tree
 
     def latest(self, template: Any = None) -> tuple[int, Any] | None:
         """``(step, pytree)`` of the newest step that restores, or None if nothing was saved yet.

@@ -42,22 +42,28 @@ def non_negative_int(name: str, value: Any) -> int:
 
 
 def real(name: str, value: Any, lo: float | None = None, hi: float | None = None, *,
-         lo_open: bool = False, hi_open: bool = False) -> float:
+         lo_open: bool = False, hi_open: bool = False, dtype: Any = None) -> float:
     """``value`` as a finite float in the interval from ``lo`` to ``hi`` (open ends where asked; None: unbounded).
+
+    With ``dtype`` (e.g. ``np.float32``, what a jitted learner computes in) the
+    value must also be finite in that dtype: ``1e300`` is a finite Python float
+    but overflows float32 to ``inf``.
 
     Raises:
         TypeError: not a real number (bools are refused).
-        ValueError: NaN, infinite or out of range.
+        ValueError: NaN, infinite (in ``dtype`` too, if given) or out of range.
     """
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
         raise TypeError(f"{name} must be a number; got {value!r}")
     value = float(value)
     below = lo is not None and (value < lo or (lo_open and value == lo))
     above = hi is not None and (value > hi or (hi_open and value == hi))
-    if not math.isfinite(value) or below or above:
+    overflows = dtype is not None and math.isfinite(value) and abs(value) > float(np.finfo(dtype).max)
+    if not math.isfinite(value) or overflows or below or above:
         left = "(-inf" if lo is None else f"{'(' if lo_open else '['}{lo:g}"
         right = "inf)" if hi is None else f"{hi:g}{')' if hi_open else ']'}"
-        raise ValueError(f"{name} must be a finite number in {left}, {right}; got {value!r}")
+        finite = f"finite {np.dtype(dtype).name} number" if dtype is not None else "finite number"
+        raise ValueError(f"{name} must be a {finite} in {left}, {right}; got {value!r}")
     return value
 
 

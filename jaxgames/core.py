@@ -41,11 +41,9 @@ The rules every game shares, enforced here once:
 * **Keys.** A game with chance events (``env.stochastic``, e.g. Battlesnake's
   food) *requires* a key in ``step``: omitting it raises ``ValueError``,
   since a silent default key would spawn the same food in every game of a
-  batch. Deterministic games accept ``key=None`` (solvers and search need no
-  key to step them). We did not follow Pgx v2 in requiring a key everywhere
-  because our deterministic games are also stepped on the host by exact
-  solvers and search, where a key is noise; the rule that matters (no silent
-  shared randomness) holds either way.
+  batch. Deterministic games accept ``key=None``: unlike Pgx v2, which
+  requires a key everywhere, because exact solvers and search step them on
+  the host, where a key is noise.
 * **Parameters.** Numeric settings that fix no shape (rewards, Battlesnake's
   health loss, matrix payoffs) live in ``env.default_params``, a
   ``flax.struct`` pytree that ``init``/``step`` take as an optional, possibly

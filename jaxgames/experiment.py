@@ -104,29 +104,44 @@ def _fields(cls) -> dict[str, tuple[dataclasses.Field, Any]]:
     return {f.name: (f, hints[f.name]) for f in dataclasses.fields(cls) if f.init}
 
 
-def _nested_class(annotation: Any) -> type | None:
-    return annotation if isinstance(annotation, type) and dataclasses.is_dataclass(annotation) else None
+def _nested_class(annotation: Any, default: Any = None) -> type | None:
+    """The dataclass a field nests: its annotation, or else the class of its default (a field typed
+    ``Any`` whose default is a dataclass instance, e.g. a learner's game-dependent ``network``)."""
+    if isinstance(annotation, type) and dataclasses.is_dataclass(annotation):
+        return annotation
+    return type(default) if dataclasses.is_dataclass(default) and not isinstance(default, type) else None
 
 
-def setting_keys(cls: type) -> dict[str, tuple[dataclasses.Field, Any]]:
+def _default(f: dataclasses.Field, base: Any = None, missing: Any = None) -> Any:
+    """A field's default: its value in ``base`` (an instance), else its declared default, else ``missing``."""
+    if base is not None:
+        return getattr(base, f.name)
+    if f.default is not dataclasses.MISSING:
+        return f.default
+    return f.default_factory() if f.default_factory is not dataclasses.MISSING else missing
+
+
+def setting_keys(cls: type, base: Any = None) -> dict[str, tuple[dataclasses.Field, Any]]:
     """Every ``key=value`` key of the config class ``cls``: nested dataclass fields as dotted keys
-    (``learner.num_envs``), each with its field and type annotation."""
+    (``learner.num_envs``), each with its field and type annotation (``base``: the instance whose
+    values are the defaults)."""
     out = {}
     for name, (f, annotation) in _fields(cls).items():
-        inner = _nested_class(annotation)
+        default = _default(f, base)
+        inner = _nested_class(annotation, default)
         if inner is not None:
-            out.update({f"{name}.{k}": v for k, v in setting_keys(inner).items()})
+            out.update({f"{name}.{k}": v for k, v in setting_keys(inner, default).items()})
         else:
             out[name] = (f, annotation)
     return out
 
 
 def _resolve(key: str, keys: dict) -> str:
-    """The dotted key that ``key`` names: itself, or the one nested key whose last part it is (the flat
-    spelling of older command lines, e.g. ``num_envs`` for ``learner.num_envs``)."""
+    """The dotted key that ``key`` names: itself, or the one nested key it ends (the flat spelling of older
+    command lines, e.g. ``num_envs`` for ``learner.num_envs``; ``network.channels`` for ``learner.network.channels``)."""
     if key in keys:
         return key
-    matches = [k for k in keys if k.rsplit(".", 1)[-1] == key]
+    matches = [k for k in keys if k.endswith("." + key)]
     if len(matches) == 1:
         return matches[0]
     hint = f"; did you mean one of {', '.join(matches)}?" if matches else f"; known keys: {', '.join(sorted(keys))}"
@@ -136,13 +151,11 @@ def _resolve(key: str, keys: dict) -> str:
 def _build(cls: type, overrides: dict, prefix: str = "", base: Any = None):
     kwargs = {}
     for name, (f, annotation) in _fields(cls).items():
-        inner = _nested_class(annotation)
+        default = _default(f, base)
+        inner = _nested_class(annotation, default)
         if inner is not None:
             sub = {k: v for k, v in overrides.items() if k.startswith(f"{prefix}{name}.")}
             if sub:
-                default = getattr(base, name) if base is not None else (
-                    f.default if f.default is not dataclasses.MISSING else
-                    f.default_factory() if f.default_factory is not dataclasses.MISSING else None)
                 kwargs[name] = _build(inner, sub, f"{prefix}{name}.", default)
         elif f"{prefix}{name}" in overrides:
             kwargs[name] = overrides[f"{prefix}{name}"]
@@ -158,7 +171,8 @@ def parse_config(cls: type[C], argv: Sequence[str]) -> C:
     that is the last part of exactly one dotted key stands for it
     (``num_envs=64``). Values are typed by the field annotations (tuples as
     comma-separated lists, ``none`` for None); a field whose metadata has a
-    ``"parse"`` callable gets the text through it.
+    ``"parse"`` callable gets the text through it. A field typed ``Any`` whose
+    default is a dataclass nests like one (``learner.network.channels``).
 
     Args:
         cls: a dataclass type.
@@ -207,24 +221,25 @@ def _docstring_help(cls: type) -> dict[str, str]:
 
 
 def describe(cls: type) -> list[dict]:
-    """One row per ``key=value`` setting of ``cls``: ``key``, ``type``, ``default`` and ``help`` (the field's
-    ``metadata["help"]``, else its entry in the class docstring, else in the nested class's)."""
+    """One row per ``key=value`` setting of ``cls``: ``key``, ``type``, ``default``, ``help`` (the field's
+    ``metadata["help"]``, else its entry in the docstring of its class or a base class) and ``show`` (the
+    field's ``metadata["show"]``, a function writing the default as a value the command line takes)."""
     rows = []
 
     def walk(c: type, prefix: str, base: Any):
-        docs = _docstring_help(c)
+        docs = {}
+        for k in reversed(c.__mro__):  # a subclass's entries win; a base class documents inherited fields
+            docs.update(_docstring_help(k))
         for name, (f, annotation) in _fields(c).items():
-            default = getattr(base, name) if base is not None else (
-                f.default if f.default is not dataclasses.MISSING else
-                f.default_factory() if f.default_factory is not dataclasses.MISSING else dataclasses.MISSING)
-            inner = _nested_class(annotation)
+            default = _default(f, base, dataclasses.MISSING)
+            inner = _nested_class(annotation, default)
             if inner is not None:
                 walk(inner, f"{prefix}{name}.", None if default is dataclasses.MISSING else default)
                 continue
             kind = getattr(annotation, "__name__", None) or str(annotation).replace("typing.", "")
             rows.append({"key": prefix + name, "type": kind,
                          "default": "(required)" if default is dataclasses.MISSING else default,
-                         "help": f.metadata.get("help") or docs.get(name, "")})
+                         "help": f.metadata.get("help") or docs.get(name, ""), "show": f.metadata.get("show", _show)})
 
     walk(cls, "", None)
     return rows
@@ -247,7 +262,7 @@ def help_text(cls: type, prog: str, summary: str = "") -> str:
         lines += [summary.strip(), ""]
     lines.append("settings (key: type = default  meaning):")
     for r in describe(cls):
-        lines.append(f"  {r['key']}: {r['type']} = {_show(r['default'])}")
+        lines.append(f"  {r['key']}: {r['type']} = {r['show'](r['default'])}")
         if r["help"]:
             lines.append(f"      {r['help']}")
     return "\n".join(lines)
@@ -276,6 +291,18 @@ def main(cls: type[C], run: Any, argv: Sequence[str] | None = None, *, prog: str
         print(f"{prog}: error: {err}", file=sys.stderr)
         raise SystemExit(2) from None
     return run(config, argv)
+
+
+def in_results_dir(config: Any, body: Any, *, neutral: Sequence[str] = NEUTRAL_FIELDS) -> Any:
+    """``body(config, rd)`` inside the results folder ``rd`` of ``config.out`` (a `ResultsDir`: lock,
+    config check, ``config.overwrite``), closed afterwards whatever happens.
+
+    Raises:
+        ResultsDirLocked: another run writes into ``config.out``.
+        ConfigMismatch: ``config.out`` holds another configuration's results.
+    """
+    with ResultsDir(config.out, config, overwrite=getattr(config, "overwrite", False), neutral=neutral) as rd:
+        return body(config, rd)
 
 
 def markdown_table(rows: Sequence[Mapping], columns: Sequence[str] | None = None, *,
@@ -592,7 +619,7 @@ class ResultsDir:
         try:
             self._remove_temporaries()
             self._manifest = self._read_manifest()
-            self._check_config()
+            self.check_config()
             self.write_json(CONFIG_NAME, config_dict(self.config))
         except BaseException:
             self._lock.release()
@@ -622,7 +649,8 @@ class ResultsDir:
                           stacklevel=4)
             return []
 
-    def _check_config(self) -> None:
+    def check_config(self) -> None:
+        """Raises `ConfigMismatch` if the folder's ``config.json`` holds other settings (nothing is written)."""
         config_path = self.path / CONFIG_NAME
         if not config_path.exists():
             return

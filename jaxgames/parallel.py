@@ -28,21 +28,16 @@ Contents:
 
 Which results are bitwise equal to one device: a computation whose rows are
 independent (the tabular sweep, the arena with JAX agents) is the same program
-per row on any number of devices, and its random numbers are the same because
-every row has its own key (with ``jax_threefry_partitionable``, the default,
-``split(key, n)[:m] == split(key, m)``): tested bitwise. A reduction across
-the batch (a loss averaged over a minibatch, the gradients, BatchNorm
-statistics) is summed in a different order once it is split over devices
-(per-device partial sums, then an all-reduce), so it agrees with one device
-only up to float32 rounding; and a network evaluated on a per-device batch of
-another size may round differently too (XLA tiles the convolutions by batch
-size: AlphaZero self-play's policy targets differed by < 1e-6 on 8 forced CPU
-devices), so learner self-play is float32-close rather than bitwise.
+per row on any number of devices, with the same random numbers (one key per
+row; with ``jax_threefry_partitionable``, ``split(key, n)[:m] == split(key, m)``):
+tested bitwise. A reduction across the batch (a minibatch loss, gradients,
+BatchNorm statistics) is summed in another order once split over devices, so
+learners agree with one device up to float32 rounding only.
 
 Multi-host recipe
 -----------------
-One process per host (per GPU is also possible), every process runs the
-same script. At the very start, before any other JAX call::
+One process per host, every process runs the same script and, before any
+other JAX call::
 
     import jax
     from jaxgames import parallel
@@ -53,77 +48,22 @@ same script. At the very start, before any other JAX call::
     if jax.process_index() == 0:
         save(out)                           # results were gathered to every process
 
-Inputs are global: every process builds the same host arrays (same seed,
-same settings) and `shard_batch` hands each device its slice (built with
-``jax.make_array_from_callback``, so no process needs the others' data).
-`gather` uses ``jax.experimental.multihost_utils.process_allgather`` when
-there is more than one process.
-
-SLURM (2 nodes x 4 GPUs, one task per node; ``jax.distributed.initialize()``
-reads ``SLURM_*`` variables itself)::
-
-    #!/bin/bash
-    #SBATCH --nodes=2
-    #SBATCH --ntasks-per-node=1
-    #SBATCH --gpus-per-node=4
-    #SBATCH --time=04:00:00
-    srun .venv/bin/python my_sweep.py        # your script, calling initialize_distributed first
-
-Multi-GPU or CPU hosts without a cluster manager (run on every host, with
-its own process id)::
+Inputs are global: every process builds the same host arrays and `shard_batch`
+hands each device its slice (``jax.make_array_from_callback``). Under SLURM,
+``srun .venv/bin/python my_sweep.py`` (``jax.distributed.initialize()`` reads
+``SLURM_*`` itself). Without a cluster manager, on every host with its own id::
 
     JAX_COORDINATOR_ADDRESS=10.0.0.1:1234 JAX_NUM_PROCESSES=2 JAX_PROCESS_ID=0 \\
         .venv/bin/python my_sweep.py      # JAX_PROCESS_ID=1 on the 2nd host
 
-(`initialize_distributed` passes these environment variables on.) CPU-only
-processes also need ``jax.config.update("jax_cpu_collectives_implementation",
-"gloo")`` before initialising (checked by hand: a sweep on 2 processes x 2
-forced CPU devices on one machine equals the 1-device sweep bitwise). A TPU pod
-slice: the same command on every worker, e.g. ``gcloud compute tpus tpu-vm
-ssh NAME --worker=all --command="cd jaxgames && .venv/bin/python
-my_sweep.py"``; ``jax.distributed.initialize()`` needs no
-arguments there.
-
-Checkpoints (Orbax): an ``orbax.checkpoint.CheckpointManager`` is meant to
-be created and called on ALL processes of a job (its docstring: "created and
-called across all processes within a single job"), on a directory every
-process can reach (a shared file system or a bucket): every process calls
-``save``/``restore`` with the same step, each writes the shards of the
-arrays it holds, and the primary process (``primary_host``, 0 by default)
-creates the directories and finalises the step. Saving from process 0 alone
-leaves the other processes' shards unwritten or blocks at Orbax's barriers.
-Restoring onto a mesh: pass a template whose leaves are
-``jax.ShapeDtypeStruct(shape, dtype, sharding=...)``.
-
-`jaxgames.checkpoint.Checkpointer` (what `jaxgames.learners.alphazero.train`
-and `jaxgames.learners.q_snake.train` use) follows these rules on several
-processes: every process creates it on the same folder and calls it with the
-same steps; process 0 alone takes the folder's ``fcntl.flock``, checks and
-writes ``config.json`` and the manifest, and moves damaged steps aside,
-while the others wait for it at a barrier
-(``multihost_utils.sync_global_devices``) and then check their own config
-against the ``config.json`` it left, so a wrong config or a folder locked by
-another job raises on every process (`jaxgames.experiment.ConfigMismatch`,
-`jaxgames.experiment.ResultsDirLocked`) instead of leaving some waiting;
-`Checkpointer.latest` counts a step as restored only if every process
-restored it, so all fall back to the same step, and ``close`` meets at a barrier before process 0
-unlocks. Restores land on the template's shardings (a leaf split over a
-global mesh comes back split the same way); a template leaf without a
-sharding, or every leaf when there is no template, comes back whole on the
-process's first local device. The learners' resume relies on that last
-rule: AlphaZero-lite restores with its freshly initialised, unsharded state
-as the template and Q-snake with none, so every restored array is whole on
-its process and their copy through the host (``np.asarray``) never meets an
-array split across processes; `train_iteration` / the learner then shards
-it again (`shard_batch`, `replicate`). Tested on 2 processes x 2 CPU devices
-on one machine (``tests/test_checkpoint_multiprocess.py``: a batch split
-over both processes and replicated leaves saved, restored onto their
-shardings and whole, a damaged step skipped together, a wrong config
-refused on both). The learners' multi-process resume was checked by hand,
-not in the test suite (its compiles would double the tests' time): on 2
-processes x 2 CPU devices with a 4-device mesh, AlphaZero-lite trained 1
-iteration then resumed to 2, and Q-snake 1 generation then resumed to 2,
-each ended with the state of a straight 2-step run, bitwise.
+The coordinator listens on every network interface by default (JAX's
+default); for a run that must stay private add
+``JAX_COORDINATOR_BIND_ADDRESS=10.0.0.1:1234`` (the address of a private
+interface) on process 0. Checkpoints on several processes: every process
+creates the same `jaxgames.checkpoint.Checkpointer` on a folder all of them
+reach and calls it in the same order (its docstring); the learners' resume
+through `jaxgames.learners.loop.train` follows that rule
+(``tests/test_checkpoint_multiprocess.py``).
 """
 
 from __future__ import annotations
@@ -134,6 +74,7 @@ from typing import Any, Callable
 
 import jax
 import numpy as np
+from jax.experimental import multihost_utils
 from jax.sharding import AxisType, Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
@@ -324,7 +265,6 @@ def gather(tree):
     """
     if jax.process_count() == 1:
         return jax.tree.map(np.asarray, jax.device_get(tree))
-    from jax.experimental import multihost_utils
 
     def one(x):
         if isinstance(x, jax.Array) and not x.is_fully_addressable:
@@ -387,9 +327,9 @@ def initialize_distributed(**kwargs) -> None:
     """``jax.distributed.initialize`` for multi-host runs (call first, on every process).
 
     Without arguments JAX detects SLURM, Open MPI and TPU pods itself; the
-    environment variables ``JAX_COORDINATOR_ADDRESS``, ``JAX_NUM_PROCESSES``
-    and ``JAX_PROCESS_ID`` are passed on when set (hosts without a cluster
-    manager). Keyword arguments go to ``jax.distributed.initialize`` and win.
+    environment variables ``JAX_COORDINATOR_ADDRESS``, ``JAX_NUM_PROCESSES``,
+    ``JAX_PROCESS_ID`` and ``JAX_COORDINATOR_BIND_ADDRESS`` are passed on when
+    set (hosts without a cluster manager). Keyword arguments go to ``jax.distributed.initialize`` and win.
 
     Raises:
         ValueError: ``JAX_NUM_PROCESSES``/``JAX_PROCESS_ID`` not integers.
@@ -398,6 +338,7 @@ def initialize_distributed(**kwargs) -> None:
         "coordinator_address": os.environ.get("JAX_COORDINATOR_ADDRESS"),
         "num_processes": os.environ.get("JAX_NUM_PROCESSES"),
         "process_id": os.environ.get("JAX_PROCESS_ID"),
+        "coordinator_bind_address": os.environ.get("JAX_COORDINATOR_BIND_ADDRESS"),
     }
     for name in ("num_processes", "process_id"):
         if env[name] is not None:

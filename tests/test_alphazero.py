@@ -21,28 +21,44 @@ Expected values come from outside the code under test:
 * Symmetry: the solver's move values (`tests/reference`'s independent
   minimax) of a transformed position are the transformed move values.
 * Replay buffer: a plain Python ring (write at a pointer, advance it mod capacity).
+* Losses (AlphaZero, Silver et al. 2018): the policy cross-entropy
+  ``-sum_a pi(a) log softmax(logits)(a)`` over the legal moves and the value
+  squared error ``(v - z)^2``, both batch means, recomputed in numpy from the
+  network's outputs; with all-zero parameters the policy is uniform over the
+  ``n`` legal moves and the value 0, so the losses are ``mean log n`` and
+  ``mean z^2``.
+* Shipped weights against the random agent: if they were no better than it,
+  the wins of 40 games would be Binomial(40, 1/2) or worse (3x3 has 9 boxes,
+  no draws); 35 wins or more has probability below 1e-6 under that.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from scipy.stats import binomtest
 
+from jaxgames import experiment
 from jaxgames.agents import alphazero as agent_lib
 from jaxgames.agents.alphazero import AlphaZeroAgent
+from jaxgames.agents.simple import RandomAgent
+from jaxgames.evaluation import arena
 from jaxgames.experiment import ConfigMismatch
 from jaxgames.games.dots_and_boxes import DotsAndBoxes
 from jaxgames.games.dots_and_boxes import symmetry
 from jaxgames.games.dots_and_boxes.search import solver
 from jaxgames.learners import alphazero as az
+from jaxgames.learners import buffer as replay
+from jaxgames.learners import loop
 from jaxgames.networks import dots_and_boxes as nets
 from jaxgames.networks.dots_and_boxes import NetworkConfig
 from jaxgames.search import mcts
-from tests.experiment_helpers import assert_refused_before_writing, load_experiment
+from tests.experiment_helpers import load_experiment
 from tests.reference.dots_and_boxes_reference import reference_solver
 
 TINY_NET = NetworkConfig(channels=8, num_blocks=1, value_channels=4, value_hidden=8)
@@ -170,9 +186,9 @@ def test_search_settings_are_checked_before_tracing():
 # ----------------------------------------------------------------------------- replay buffer
 def test_replay_buffer_is_a_ring():
     cap = 5
-    buf = az.buffer_init(jnp.int32(0), cap)
+    buf = replay.buffer_init(jnp.int32(0), cap)
     ref, ptr, size = [0] * cap, 0, 0
-    add = jax.jit(az.buffer_add)
+    add = jax.jit(replay.buffer_add)
     for items, valid in [
         (np.arange(3), None),
         (np.arange(3, 7), np.array([True, False, True, True])),
@@ -186,8 +202,8 @@ def test_replay_buffer_is_a_ring():
         assert np.asarray(buf.data).tolist() == ref
         assert int(buf.insert) == ptr and int(buf.size) == size
     assert ref == [14, 15, 16, 17, 13]  # by hand: the last five, the oldest (13) next to go
-    small = add(az.buffer_init(jnp.int32(0), cap), jnp.asarray([7, 8], jnp.int32))
-    drawn = np.asarray(az.buffer_sample(small, jax.random.key(0), 64))
+    small = add(replay.buffer_init(jnp.int32(0), cap), jnp.asarray([7, 8], jnp.int32))
+    drawn = np.asarray(replay.buffer_sample(small, jax.random.key(0), 64))
     assert set(drawn.tolist()) == {7, 8}  # only the items held, never the empty slots
 
 
@@ -250,23 +266,95 @@ def test_selfplay_value_targets_on_1x1_are_closed_form():
     assert np.all(np.asarray(env_states.step_count) == 0)  # every slot restarted
 
 
+def _train(config, directory, num_iterations, seed=3, **kwargs):
+    return loop.train(az.AlphaZeroLearner(config), num_iterations=num_iterations, key=jax.random.key(seed),
+                      checkpoint_dir=directory, **kwargs)
+
+
 def test_resumed_run_equals_a_straight_run(tmp_path):
-    straight = az.train(TINY, num_iterations=3, seed=3, directory=tmp_path / "a")
-    first = az.train(TINY, num_iterations=1, seed=3, directory=tmp_path / "b")
+    straight = _train(TINY, tmp_path / "a", 3)
+    first = _train(TINY, tmp_path / "b", 1)
     assert first.resumed_from == 0 and int(first.state.iteration) == 1
-    resumed = az.train(TINY, num_iterations=3, seed=3, directory=tmp_path / "b")
+    resumed = _train(TINY, tmp_path / "b", 3)
     assert resumed.resumed_from == 1
     for a, b in zip(jax.tree.leaves(straight.state), jax.tree.leaves(resumed.state)):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
     assert [h["loss"] for h in straight.history] == [h["loss"] for h in resumed.history]
-    # A checkpoint of another config is refused, naming the difference, and left untouched.
-    other = az.AlphaZeroConfig(**{**TINY.__dict__, "network": NetworkConfig(channels=4, num_blocks=1, value_channels=4, value_hidden=8)})
+    # A checkpoint of another config or key is refused, naming the difference, and left untouched.
+    other = dataclasses.replace(TINY, network=NetworkConfig(channels=4, num_blocks=1, value_channels=4, value_hidden=8))
     before = sorted(p.name for p in (tmp_path / "b").iterdir())
     with pytest.raises(ConfigMismatch, match="network.channels: 8 in the folder, 4 in this run"):
-        az.train(other, num_iterations=4, seed=3, directory=tmp_path / "b")
-    with pytest.raises(ConfigMismatch, match="seed: 3 in the folder, 4 in this run"):
-        az.train(TINY, num_iterations=4, seed=4, directory=tmp_path / "b")
+        _train(other, tmp_path / "b", 4)
+    with pytest.raises(ConfigMismatch, match="key: "):
+        _train(TINY, tmp_path / "b", 4, seed=4)
     assert sorted(p.name for p in (tmp_path / "b").iterdir()) == before
+
+
+def _batch_1x2():
+    """Four 1x2 positions (3, 2, 5 and 0 of 7 edges drawn), random legal policy targets and values in [-1, 1]."""
+    env = DotsAndBoxes(1, 2)
+    states = stack(*[env.from_dbn(dbn_of(7, d)) for d in ({0, 3, 6}, {1, 4}, {0, 1, 2, 4, 6}, set())])
+    rng = np.random.default_rng(7)
+    legal = ~np.asarray(states.board.edges)
+    policy = np.where(legal, rng.random(legal.shape), 0.0)
+    policy /= policy.sum(-1, keepdims=True)
+    value = rng.uniform(-1, 1, len(legal))
+    samples = az.Sample(board=states.board, policy=jnp.asarray(policy, jnp.float32), value=jnp.asarray(value, jnp.float32))
+    return states, samples, legal, policy, value
+
+
+def test_losses_by_hand_on_a_fixed_batch():
+    """Cross-entropy and squared error recomputed in numpy (module docstring), and in closed form at zero parameters."""
+    states, samples, legal, policy, value = _batch_1x2()
+    params = nets.init_params(TINY_NET, jax.random.key(5))
+    zeros = jax.tree.map(jnp.zeros_like, params)
+    got, got_zero = jax.jit(lambda p, z, s: (az.losses(TINY, p, (1, 2), s), az.losses(TINY, z, (1, 2), s)))(params, zeros, samples)
+    logits, v = nets.PolicyValueNet(TINY_NET).apply(params, states.observation)
+    logits, v = np.asarray(logits, np.float64), np.asarray(v, np.float64)
+    masked = np.where(legal, logits, -np.inf)
+    logp = masked - masked.max(-1, keepdims=True)
+    logp = logp - np.log(np.exp(logp).sum(-1, keepdims=True))
+    policy_loss = -np.mean([np.sum(policy[i][legal[i]] * logp[i][legal[i]]) for i in range(len(policy))])
+    np.testing.assert_allclose(float(got["policy_loss"]), policy_loss, rtol=1e-5)
+    np.testing.assert_allclose(float(got["value_loss"]), np.mean((v - value) ** 2), rtol=1e-5)
+    np.testing.assert_allclose(float(got_zero["policy_loss"]), np.mean(np.log(legal.sum(-1))), rtol=1e-6)
+    np.testing.assert_allclose(float(got_zero["value_loss"]), np.mean(value ** 2), rtol=1e-6)
+
+
+def test_updates_lower_the_loss_on_a_fixed_batch():
+    """Ten update steps on the positions of one self-play call: the loss on those positions falls every step
+    (a flipped sign anywhere in the loss or the step would make it rise)."""
+    state = az.init_state(TINY, jax.random.key(0))
+    fns = az._compiled(TINY)  # the compiled self-play and update the other tests use
+    buffers = tuple(fns.selfplay[i](state.params, state.env_states[i], state.buffers[i], jax.random.key(1 + i))[1]
+                    for i in range(len(TINY.board_sizes)))
+    held = [jax.tree.map(lambda x: x[:int(b.size)], b.data) for b in buffers]
+
+    @jax.jit
+    def fixed_loss(params):
+        total = 0.0
+        for size, batch in zip(TINY.board_sizes, held):
+            m = az.losses(TINY, params, size, batch)
+            total = total + m["policy_loss"] + TINY.value_loss_weight * m["value_loss"]
+        return total
+
+    params, opt_state = state.params, state.opt_state
+    seen = [float(fixed_loss(params))]
+    for k in jax.random.split(jax.random.key(2), 10):
+        params, opt_state, _ = fns.update_step(params, opt_state, buffers, k)
+        seen.append(float(fixed_loss(params)))
+    assert all(b < a for a, b in zip(seen, seen[1:])), seen
+    assert seen[-1] < 0.95 * seen[0]
+
+
+def test_a_non_finite_loss_stops_the_run(tmp_path):
+    """NaN parameters (e.g. a corrupted fine-tune start) give NaN losses: the driver stops at iteration 1."""
+    learner = az.AlphaZeroLearner(TINY)
+    nan_params = jax.tree.map(lambda x: jnp.full_like(x, jnp.nan), nets.init_params(TINY_NET, jax.random.key(0)))
+    with pytest.raises(loop.NonFiniteLoss, match="iteration 1: non-finite loss"):
+        loop.train(learner, num_iterations=2, key=jax.random.key(3), checkpoint_dir=tmp_path,
+                   initial_state=lambda s: s.replace(params=nan_params, best_params=nan_params))
+    assert not any(p.name.isdigit() for p in tmp_path.iterdir())  # no checkpoint of the NaN state
 
 
 # ----------------------------------------------------------------------------- agent and bad input
@@ -285,9 +373,6 @@ def test_agent_plays_any_board_and_loads_weights(tmp_path):
     s = env.from_dbn("1" * (env.num_actions - 2) + "00")  # two edges left: the last two
     acts, _ = raw.act_batch(env, stack(s), jax.random.key(1), np.zeros(1, np.int32), np.ones(1, bool))
     assert acts[0] in (env.num_actions - 2, env.num_actions - 1)
-    # The shipped weights (a placeholder until the real run ships trained ones) load and say what they are.
-    _, shipped = agent_lib.load_weights()
-    assert isinstance(shipped["trained"], bool) and shipped["command"].startswith("python experiments/alphazero_dab.py")
     # Weights of another shape: refused, naming the file and the leaf.
     meta = json.loads((tmp_path / "metadata.json").read_text())
     meta["network"]["channels"] = 16
@@ -310,53 +395,120 @@ def test_bad_inputs_raise_clear_errors():
         AlphaZeroAgent(params, network=TINY_NET).batched_policy(jaxgames.make("matrix_pd"))
     with pytest.raises(ValueError, match="channels must be a positive int; got 0"):
         NetworkConfig(channels=0)
-    with pytest.raises(ValueError, match=r"num_rows must be in \[1, 15\]; got 0"):
+    with pytest.raises(ValueError, match=r"board_sizes: num_rows must be in \[1, 15\]; got 0"):
         az.AlphaZeroConfig(board_sizes=((0, 2),))
     with pytest.raises(ValueError, match="value_target"):
         az.AlphaZeroConfig(value_target="score")
-    with pytest.raises(ValueError, match="num_simulations must be a positive int; got -1"):
+    with pytest.raises(ValueError, match=r"num_simulations must be an int in \[1, inf\]; got -1"):
         az.AlphaZeroConfig(num_simulations=-1)
-    with pytest.raises(ValueError, match="num_iterations must be an int >= 0; got -1"):
-        az.train(TINY, num_iterations=-1)
-    with pytest.raises(ValueError, match="budget_seconds must be a positive number; got 0"):
-        az.train(TINY, num_iterations=1, budget_seconds=0)
+    with pytest.raises(TypeError, match="config must be an AlphaZeroConfig"):
+        az.AlphaZeroLearner({"num_envs": 4})
+    assert az.AlphaZeroConfig() == az.AlphaZeroConfig(board_sizes=((2, 2), (3, 3)), network=NetworkConfig(), value_target="margin")
+
+
+@pytest.mark.parametrize("field, value", [
+    ("learning_rate", float("inf")), ("learning_rate", 1e300), ("learning_rate", 0.0), ("weight_decay", float("nan")),
+    ("value_loss_weight", float("inf")), ("gumbel_scale", float("nan")), ("max_grad_norm", -1.0),
+    ("size_weights", (1.0, float("inf"))),
+])
+def test_non_finite_settings_are_refused(field, value):
+    """Issue 30: every float must be finite in float32 (1e300 overflows it) and in range."""
+    with pytest.raises(ValueError, match=f"{field} must be a finite float32 number"):
+        dataclasses.replace(TINY, **{field: value})
+
+
+def refused_before_writing(exp, cases, out):
+    """Each ``(argv, message)``, with ``out=<out>`` added, fails in the config's parser with a ValueError matching
+    ``message``, and ``out`` is never created."""
+    for argv, message in cases:
+        with pytest.raises(ValueError, match=message):
+            experiment.parse_config(exp.Config, list(argv) + [f"out={out}"])
+    assert not out.exists()
 
 
 def test_experiment_refuses_bad_settings_before_writing(tmp_path):
     exp = load_experiment("alphazero_dab")
-    assert_refused_before_writing(exp, [
+    refused_before_writing(exp, [
         (["colour=red"], "unknown key 'colour'"),
         (["board_sizes=0x2"], r"board_sizes: num_rows must be in \[1, 15\]; got 0"),
         (["board_sizes=3by3"], "board_sizes must be a board size like 3x3; got '3by3'"),
-        (["num_simulations=0"], "num_simulations must be a positive int; got 0"),
-        (["alphabeta_budget=0"], "alphabeta_budget must be > 0 seconds; got 0.0"),
-        (["budget_minutes=-1"], "budget_minutes must be > 0 or none; got -1.0"),
+        (["num_simulations=0"], r"num_simulations must be an int in \[1, inf\]; got 0"),
+        (["learner.learning_rate=inf"], "learning_rate must be a finite float32 number"),
+        (["learning_rate=1e300"], "learning_rate must be a finite float32 number"),
+        (["weight_decay=nan"], "weight_decay must be a finite float32 number"),
+        (["value_loss_weight=inf"], "value_loss_weight must be a finite float32 number"),
+        (["gumbel_scale=nan"], "gumbel_scale must be a finite float32 number"),
+        (["alphabeta_budget=0"], r"alphabeta_budget must be a finite number in \(0, inf\); got 0.0"),
+        (["budget_minutes=-1"], r"budget_minutes must be a finite number in \(0, inf\); got -1.0"),
         (["channels=0"], "NetworkConfig.channels must be a positive int; got 0"),
         (["weights=/no/such/folder"], "weights must be 'shipped' or a weights folder"),
         (["init_weights=/no/such/folder"], "init_weights must be 'shipped' or a weights folder"),
     ], tmp_path / "run")
+    # the flat spellings of the README's commands and the dotted keys name the same settings
+    flat = experiment.parse_config(exp.Config, ["board_sizes=3x3,4x4", "size_weights=3,1", "channels=16", "num_envs=8"])
+    dotted = experiment.parse_config(exp.Config, ["learner.board_sizes=3x3,4x4", "learner.size_weights=3,1",
+                                           "learner.network.channels=16", "learner.num_envs=8"])
+    assert flat == dotted and flat.learner.board_sizes == ((3, 3), (4, 4)) and flat.learner.network.channels == 16
+    assert experiment.parse_config(exp.Config, ["network.channels=16"]).learner.network.channels == 16  # a dotted suffix
+    assert all(row["help"] for row in experiment.describe(exp.Config))  # every setting has a description
+    page = experiment.help_text(exp.Config, "experiments/alphazero_dab.py")
+    assert "learner.board_sizes: tuple | None = 2x2,3x3" in page and "channels of the trunk" in page
 
 
 def test_a_fine_tune_starts_from_the_given_parameters(tmp_path):
     start = nets.init_params(TINY_NET, jax.random.key(42))
-    fresh = az.train(TINY, num_iterations=0, seed=3)
-    tuned = az.train(TINY, num_iterations=0, seed=3, initial_params=start)
+    learner = az.AlphaZeroLearner(TINY)
+    fresh = loop.train(learner, num_iterations=0, key=jax.random.key(3))
+    tuned = loop.train(learner, num_iterations=0, key=jax.random.key(3), initial_state=learner.start_from(start))
     for got in (tuned.state.params, tuned.state.best_params):
         for a, b in zip(jax.tree.leaves(got), jax.tree.leaves(start)):
             np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
     assert not all(np.array_equal(a, b) for a, b in zip(jax.tree.leaves(fresh.state.params), jax.tree.leaves(start)))
-    # parameters of another network: refused, naming the leaf, before the checkpoint folder exists
+    # parameters of another network: refused, naming the leaf, before any folder exists
     other = nets.init_params(NetworkConfig(channels=4, num_blocks=1, value_channels=4, value_hidden=8), jax.random.key(0))
-    with pytest.raises(ValueError, match="initial_params do not fit the network.*shape"):
-        az.train(TINY, num_iterations=1, seed=3, directory=tmp_path / "c", initial_params=other)
-    assert not (tmp_path / "c").exists()
+    with pytest.raises(ValueError, match="starting parameters do not fit the network.*shape"):
+        learner.start_from(other)
     # the experiment: init_weights of other widths are refused before its results folder is written
     agent_lib.save_weights(tmp_path / "w", start, network=TINY_NET, value_target="margin", trained=False, command="test")
     exp = load_experiment("alphazero_dab")
-    config = exp.parse_config(exp.Config, [f"init_weights={tmp_path / 'w'}", f"out={tmp_path / 'run'}"])
+    config = experiment.parse_config(exp.Config, [f"init_weights={tmp_path / 'w'}", f"out={tmp_path / 'run'}"])
     with pytest.raises(ValueError, match="init_weights=.* hold a network .*channels=8.*this run's is"):
         exp.run(config)
     assert not (tmp_path / "run").exists()
+
+
+# The experiment's learner settings that make `TINY` (its compiled self-play and update are reused).
+TINY_ARGV = ["board_sizes=1x1,1x2", "channels=8", "num_blocks=1", "value_channels=4", "value_hidden=8", "num_envs=4",
+             "num_simulations=4", "max_num_considered_actions=4", "buffer_capacity=64", "batch_size=8",
+             "updates_per_iteration=2", "report=false", "progress=false"]
+
+
+def test_experiment_runs_resumes_and_stops_on_a_non_finite_loss(tmp_path):
+    exp = load_experiment("alphazero_dab")
+    assert experiment.parse_config(exp.Config, TINY_ARGV).learner == TINY
+    out = f"out={tmp_path / 'run'}"
+    first = exp.main(TINY_ARGV + ["iterations=1", "eval_every=0", out])["result"]
+    second = exp.main(TINY_ARGV + ["iterations=2", "eval_every=0", out])["result"]
+    assert first.resumed_from == 0 and second.resumed_from == 1 and len(second.history) == 2
+    curves = (tmp_path / "run" / "curves.csv").read_text().splitlines()
+    assert len(curves) == 3 and "policy_loss" in curves[0]
+    assert "2 iterations in all (resumed at iteration 1)" in (tmp_path / "run" / "README.md").read_text()
+    # AdamW steps of 1e30 (finite in float32) overflow the network: the run stops, naming the iteration
+    with pytest.raises(loop.NonFiniteLoss, match="iteration [12]: non-finite loss"):
+        exp.main(TINY_ARGV + ["iterations=3", "eval_every=0", "learning_rate=1e30", f"out={tmp_path / 'nan'}"])
+    with pytest.raises(SystemExit) as stop:  # the command line: a bad setting is one line and exit 2
+        exp.main(["learning_rate=inf"])
+    assert stop.value.code == 2
+
+
+def test_shipped_weights_are_trained_and_beat_random_on_3x3():
+    """The raw policy of the shipped network against the random agent, 40 games on 3x3 (module docstring)."""
+    _, meta = agent_lib.load_weights()
+    assert meta["trained"] is True and meta["command"].startswith("python experiments/alphazero_dab.py")
+    agent = AlphaZeroAgent.from_weights(search=False, name="raw")
+    res = arena.play_match(DotsAndBoxes(3, 3), agent, RandomAgent(), 40, jax.random.key(0), max_steps=25)
+    assert res.wins + res.losses == 40
+    assert binomtest(res.wins, 40, 0.5, alternative="greater").pvalue < 1e-6, res
 
 
 def test_simulations_for_budget_climbs_the_ladder(monkeypatch):
@@ -379,18 +531,3 @@ def test_init_params_first_called_under_another_trace():
     outside = nets.init_params(config, jax.random.key(3))  # a cached tracer would raise UnexpectedTracerError
     for a, b in zip(jax.tree.leaves(inside), jax.tree.leaves(outside)):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
-
-
-def test_checkpoint_identity_of_a_dots_and_boxes_run_is_unchanged_by_the_game_adapters():
-    """A folder written before the game adapters (no ``game``, ``max_turns``, ``selfplay_steps``) stays resumable."""
-    before = {  # the keys of run_identity at commit 818feee, by hand
-        "board_sizes", "size_weights", "num_envs", "num_simulations", "max_num_considered_actions", "gumbel_scale",
-        "policy_target", "value_target", "buffer_capacity", "batch_size", "updates_per_iteration", "learning_rate",
-        "weight_decay", "max_grad_norm", "value_loss_weight", "augment", "network.channels", "network.num_blocks",
-        "network.value_channels", "network.value_hidden", "seed",
-    }
-    identity = az.run_identity(TINY, 3)
-    assert set(identity) == before
-    assert identity["board_sizes"] == [[1, 1], [1, 2]] and identity["value_target"] == "margin"
-    assert az.AlphaZeroConfig.from_json(TINY.to_json()) == TINY
-    assert az.AlphaZeroConfig() == az.AlphaZeroConfig(board_sizes=((2, 2), (3, 3)), network=NetworkConfig(), value_target="margin")

@@ -22,6 +22,9 @@ Expected values come from outside the code under test:
   first two turns (the masters start four rows apart): every game is a
   two-turn draw, so each of 4 slots plays 8 / 2 = 4 games in 8 steps and
   every value target is 0.
+* Shipped weights against the random agent: no better than it would give
+  Binomial(20, 1/2) wins or fewer (draws and turn-limit stops count as not
+  won); 19 wins or more of 20 has probability below 1e-4 under that.
 """
 
 from __future__ import annotations
@@ -32,14 +35,20 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from scipy.stats import binomtest
 
+from jaxgames import experiment
 from jaxgames.agents import alphazero as agent_lib
 from jaxgames.agents.alphazero import AlphaZeroAgent
-from jaxgames.games.onitama import Onitama, cards, rules
+from jaxgames.agents.simple import RandomAgent
+from jaxgames.evaluation import arena
+from jaxgames.evaluation.alphazero import ArenaEvaluator
+from jaxgames.games.onitama import Onitama, cards
 from jaxgames.learners import alphazero as az
+from jaxgames.learners import loop
 from jaxgames.networks import onitama as nets
 from jaxgames.search import mcts
-from tests.experiment_helpers import assert_refused_before_writing, load_experiment
+from tests.experiment_helpers import load_experiment
 
 TINY_NET = nets.NetworkConfig(channels=8, num_blocks=1, value_channels=2, value_hidden=8)
 
@@ -213,15 +222,32 @@ def test_tiny_iteration_under_jit_has_closed_form_targets():
 
 
 def test_resumed_run_equals_a_straight_run(tmp_path):
-    config = TINY  # the compiled self-play and update of the test above are reused
-    straight = az.train(config, num_iterations=2, seed=1, directory=tmp_path / "a")
-    az.train(config, num_iterations=1, seed=1, directory=tmp_path / "b")
-    resumed = az.train(config, num_iterations=2, seed=1, directory=tmp_path / "b")
+    learner = az.AlphaZeroLearner(TINY)  # the compiled self-play and update of the test above are reused
+    straight = loop.train(learner, num_iterations=2, key=jax.random.key(1), checkpoint_dir=tmp_path / "a")
+    loop.train(learner, num_iterations=1, key=jax.random.key(1), checkpoint_dir=tmp_path / "b")
+    resumed = loop.train(learner, num_iterations=2, key=jax.random.key(1), checkpoint_dir=tmp_path / "b")
     assert resumed.resumed_from == 1
     for a, b in zip(jax.tree.leaves(straight.state), jax.tree.leaves(resumed.state)):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
     assert [h["loss"] for h in straight.history] == [h["loss"] for h in resumed.history]
-    assert az.run_identity(config, 1)["game"] == "onitama"
+    assert '"game": "onitama"' in (tmp_path / "b" / "config.json").read_text()  # the folder is tied to the game
+
+
+# The experiment's learner settings that make `TINY` (its compiled self-play and update are reused).
+TINY_ARGV = ["channels=8", "num_blocks=1", "value_channels=2", "value_hidden=8", "num_envs=4", "num_simulations=4",
+             "max_num_considered_actions=4", "buffer_capacity=64", "batch_size=8", "updates_per_iteration=2",
+             "max_turns=2", "selfplay_steps=8", "report=false", "progress=false", "eval_every=0"]
+
+
+def test_experiment_runs_and_resumes(tmp_path):
+    exp = load_experiment("alphazero_onitama")
+    assert experiment.parse_config(exp.Config, TINY_ARGV).learner == TINY
+    out = f"out={tmp_path / 'run'}"
+    first = exp.main(TINY_ARGV + ["iterations=1", out])["result"]
+    second = exp.main(TINY_ARGV + ["iterations=2", out])["result"]
+    assert first.resumed_from == 0 and second.resumed_from == 1 and len(second.history) == 2
+    assert len((tmp_path / "run" / "curves.csv").read_text().splitlines()) == 3
+    assert "2 iterations in all (resumed at iteration 1)" in (tmp_path / "run" / "README.md").read_text()
 
 
 # ----------------------------------------------------------------------------- agent, weights, bad input
@@ -263,7 +289,7 @@ r...b
 
 def test_seed_space_agent_plays_the_one_move_win():
     """All-zero parameters give a uniform prior and value 0, so the search finds Boar's capture (module
-    docstring). In the seed space (seed section 4.2, ``piece * 8 + slot * 4 + move``) that move is, by hand:
+    docstring). In the seed space (Dasgupta and Chong 2021, section 4.2: ``piece * 8 + slot * 4 + move``) that move is, by hand:
     piece 4 (the master), slot 1 (Boar, the higher card id), move 0 (Boar's forward square is the first of its
     picture in reading order): 4 * 8 + 1 * 4 + 0 = 36."""
     seed_env = Onitama(action_space="seed")
@@ -277,15 +303,15 @@ def test_seed_space_agent_plays_the_one_move_win():
     assert bool(after.terminated) and np.asarray(after.rewards).tolist() == [1.0, -1.0]  # Red took the Blue master
 
 
-def test_shipped_onitama_weights_are_trained_and_play_legal_moves():
+def test_shipped_onitama_weights_are_trained_and_beat_random():
+    """The raw policy of the shipped network against the random agent, 20 games (module docstring)."""
     params, meta = agent_lib.load_weights(game="onitama")
     assert meta["game"] == "onitama" and meta["trained"] is True and meta["iterations"] >= 50
     assert meta["command"].startswith("python experiments/alphazero_onitama.py")
-    agent = AlphaZeroAgent.from_weights(game="onitama", num_simulations=4)
+    agent = AlphaZeroAgent.from_weights(game="onitama", search=False, name="raw")
     env = Onitama()
-    states = jax.vmap(env.init)(jax.random.split(jax.random.key(3), 8))
-    actions = np.asarray(jax.jit(agent.batched_policy(env))(states, jax.random.split(jax.random.key(4), 8), states.current_player))
-    assert np.all(np.asarray(states.legal_action_mask)[np.arange(8), actions])
+    res = arena.play_match(env, agent, RandomAgent(), 20, jax.random.key(0), max_steps=env.max_turns + 1)
+    assert binomtest(res.wins, 20, 0.5, alternative="greater").pvalue < 1e-4, res
 
 
 def test_seed_space_agent_plays_the_canonical_agents_move():
@@ -337,31 +363,36 @@ def test_bad_inputs_raise_clear_errors():
         az.AlphaZeroConfig(game="onitama", network=DabNetwork())
     with pytest.raises(ValueError, match="value_target must be one of \\('outcome',\\) for onitama; got 'margin'"):
         az.AlphaZeroConfig(game="onitama", value_target="margin")
-    with pytest.raises(ValueError, match="max_turns must be a positive int; got 0"):
+    with pytest.raises(ValueError, match=r"max_turns must be an int in \[1, inf\]; got 0"):
         az.AlphaZeroConfig(game="onitama", max_turns=0)
-    with pytest.raises(ValueError, match="selfplay_steps must be an int >= 0; got -1"):
+    with pytest.raises(ValueError, match=r"selfplay_steps must be an int in \[0, inf\]; got -1"):
         az.AlphaZeroConfig(game="onitama", selfplay_steps=-1)
     with pytest.raises(ValueError, match="channels must be a positive int; got 0"):
         nets.NetworkConfig(channels=0)
-    with pytest.raises(ValueError, match="needs an evaluator for onitama"):
-        az.train(TINY, num_iterations=1, eval_every=1)
     params = nets.init_params(TINY_NET, jax.random.key(0))
     with pytest.raises(ValueError, match="expected canonical Onitama observations"):
         nets.PolicyValueNet(TINY_NET).apply(params, jnp.zeros((2, 260)))
-    with pytest.raises(ValueError, match="gate_win_rate must be in \\[0, 1\\]"):
-        az.ArenaEvaluator(TINY, Onitama(), {}, gate_win_rate=1.5)
+    with pytest.raises(ValueError, match="gate_win_rate must be a finite number in \\[0, 1\\]"):
+        ArenaEvaluator(TINY, Onitama(), {}, gate_win_rate=1.5)
 
 
 def test_experiment_refuses_bad_settings_before_writing(tmp_path):
     exp = load_experiment("alphazero_onitama")
     out = tmp_path / "run"
-    assert_refused_before_writing(exp, [
+    cases = [
         (["colour=red"], "unknown key 'colour'"),
-        (["num_simulations=0"], "num_simulations must be a positive int; got 0"),
+        (["num_simulations=0"], r"num_simulations must be an int in \[1, inf\]; got 0"),
+        (["learning_rate=inf"], "learning_rate must be a finite float32 number"),
+        (["game=dots_and_boxes"], "network must be a jaxgames.networks.dots_and_boxes.NetworkConfig"),
         (["channels=0"], "NetworkConfig.channels must be a positive int; got 0"),
         (["eval_opponents=random,alphabeta9"], "unknown opponent 'alphabeta9'"),
         (["final_opponent=gnugo"], "unknown opponent 'gnugo'"),
         (["ship=trained", "iterations=3"], "a smoke run is not a trained network"),
         (["weights=/no/such/folder"], "weights must be 'shipped' or a weights folder"),
-    ], out)
-    assert exp.parse_config(exp.Config, [f"out={out}"]).learner_config().game == "onitama"
+    ]
+    for argv, message in cases:
+        with pytest.raises((ValueError, TypeError), match=message):
+            experiment.parse_config(exp.Config, argv + [f"out={out}"])
+    assert not out.exists()
+    assert experiment.parse_config(exp.Config, [f"out={out}"]).learner.game == "onitama"
+    assert all(row["help"] for row in experiment.describe(exp.Config))  # every setting has a description

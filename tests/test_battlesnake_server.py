@@ -27,7 +27,7 @@ import pytest
 from jaxgames.agents.base import HostAgent
 from jaxgames.agents.battlesnake import HeuristicAgent, QAgent, RandomSafeAgent
 from jaxgames.games.battlesnake import rules
-from jaxgames.games.battlesnake.server import BattlesnakeServer, http_protocol, server_from_args
+from jaxgames.serve.battlesnake import BattlesnakeServer, http_protocol, server_from_args
 from tests.test_battlesnake_api import REQUEST, _request, _snake
 
 
@@ -487,7 +487,7 @@ def test_command_line_shuts_down_cleanly_on_sigint_and_sigterm():
     procs = {}
     for sig in (signal.SIGINT, signal.SIGTERM):
         port = _free_port()
-        cmd = [sys.executable, "-m", "jaxgames.games.battlesnake.server", "--port", str(port), "--warmup-sizes", "11"]
+        cmd = [sys.executable, "-m", "jaxgames.serve.battlesnake", "--port", str(port), "--warmup-sizes", "11"]
         procs[sig] = port, subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     try:
         for sig, (port, proc) in procs.items():
@@ -551,7 +551,7 @@ def test_http_protocol_is_httptools_when_installed_and_can_be_named():
 
 def test_without_httptools_the_server_falls_back_to_h11_and_says_so(monkeypatch, caplog):
     monkeypatch.setitem(sys.modules, "httptools", None)  # `import httptools` now raises ImportError
-    with caplog.at_level("WARNING", logger="jaxgames.games.battlesnake.server"):
+    with caplog.at_level("WARNING", logger="jaxgames.serve.battlesnake"):
         assert http_protocol("auto") == "h11"
     assert "pip install httptools" in caplog.text
     with pytest.raises(ImportError, match="pip install httptools"):

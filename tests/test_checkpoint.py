@@ -171,6 +171,30 @@ def test_a_damaged_latest_step_falls_back_to_the_previous_one(tmp_path):
     assert_same_tree(states[3], state)
 
 
+def test_a_silently_flipped_byte_is_caught_by_the_checksum_and_falls_back(tmp_path):
+    """Random bits do not compress, so Orbax stores them raw: one flipped bit restores without an error and
+    with one value changed unless the content checksum recorded at save time catches it."""
+    w = np.random.default_rng(0).integers(0, 2**32, 4096, dtype=np.uint32)
+    tree = {"w": jnp.asarray(w), "n": jnp.int32(3)}
+    with Checkpointer(tmp_path, TrainConfig()) as ckpt:
+        ckpt.save(1, tree)
+        ckpt.save(2, tree, wait=True)
+    flipped = 0
+    for f in (tmp_path / "2").rglob("*"):
+        data = bytearray(f.read_bytes()) if f.is_file() else b""
+        i = data.find(w[100:104].tobytes())
+        if i >= 0:
+            data[i] ^= 1
+            f.write_bytes(bytes(data))
+            flipped += 1
+    assert flipped == 1
+    with Checkpointer(tmp_path, TrainConfig()) as ckpt:
+        with pytest.warns(CheckpointWarning, match="checksum"):
+            step, restored = ckpt.latest(template=tree)
+    assert step == 1
+    np.testing.assert_array_equal(np.asarray(restored["w"]), w)
+
+
 def test_nothing_restorable_raises_and_moves_nothing(tmp_path):
     with Checkpointer(tmp_path, TrainConfig()) as ckpt:
         ckpt.save(1, init_state())

@@ -1,15 +1,20 @@
-"""The seed's DDPG study (seed 001 sections 4-7): networks, losses, curriculum, learner, resume, agent.
+"""The DDPG study of Dasgupta and Chong's Onitama report (2021, sections 4-7): networks, losses,
+curriculum, learner, resume on the training spine, agent, and the experiment end to end.
 
 Expected values are derived by hand here (loss values and gradients from the
-formulas, the curriculum's advance points from the rule "60 of the last 100
-games since the last advance"), or from an independent plain-Python
-reference (`_reference_depths`), never copied from the code under test. Every
-network and run is tiny so the file runs in well under a minute on 2 cores.
+formulas, the TD target, actor loss and soft update recomputed in numpy from
+the networks' outputs, the curriculum's advance points from the rule "60 of
+the last 100 games since the last advance"), or from an independent
+plain-Python reference (`_reference_depths`), never copied from the code under
+test. Every network and run is tiny so the file runs in about a minute on 2 cores.
 """
 
 from __future__ import annotations
 
+import csv
 import math
+import subprocess
+import sys
 
 import jax
 import jax.numpy as jnp
@@ -18,12 +23,14 @@ import pytest
 
 import jaxgames
 from jaxgames.agents.ddpg import DDPGAgent, load_agent, save_weights
-from jaxgames.agents.onitama import RandomAgent
 from jaxgames.evaluation import play_match
-from jaxgames.experiment import ConfigMismatch
+from jaxgames.experiment import ConfigMismatch, parse_config
 from jaxgames.games.onitama import SEED_CARDS
 from jaxgames.learners import ddpg as L
-from jaxgames.networks.ddpg import VARIANTS, Actor, Critic, init_actor, init_critic
+from jaxgames.learners import loop
+from jaxgames.networks.ddpg import VARIANTS, Actor, Critic, hand_of_god, init_actor, init_critic
+from tests.experiment_helpers import (ROOT, assert_help_and_one_line_errors, assert_refused_before_writing,
+                                      assert_resume_rules, load_experiment)
 
 ENV = jaxgames.make("onitama", action_space="seed", deck=SEED_CARDS)
 TINY = dict(conv_features=(4,), card_features=4, hidden=(8,), norm="layer")
@@ -46,7 +53,7 @@ def test_actor_variant_shapes_and_layers(variant):
     else:
         assert out.validity.shape == (2, 3, 40) and "validity" in params
     assert blocks == (["preprocess_actions", "preprocess_validity"] if variant == "dual" else ["preprocess"])
-    # which layer feeds which (seed figures 5.5-5.6): the second layer of a linear variant reads 40 inputs
+    # which layer feeds which (the report's figures 5.5-5.6): the second layer of a linear variant reads 40 inputs
     if variant.startswith("val_after_actions"):
         assert params["validity"]["kernel"].shape == (40, 40) and params["actions"]["kernel"].shape == (8, 40)
     if variant.startswith("actions_after_val"):
@@ -82,7 +89,7 @@ def test_critic_shape_and_vmap():
     q, qv = both(params, OBS)
     assert q.shape == (3,) and q.dtype == jnp.float32
     np.testing.assert_allclose(qv, q, rtol=1e-5, atol=1e-6)
-    # the action enters: a different action changes Q (40 inputs, not the seed's misprinted 4)
+    # the action enters: a different action changes Q (40 inputs, not the report's misprinted 4)
     assert params["params"]["preprocess"]["Dense_1"]["kernel"].shape[0] == 40
 
 
@@ -95,7 +102,7 @@ def test_validity_losses_by_hand():
     v = jnp.where(legal, 0.9, 0.2)  # legal entries predicted 0.9, illegal 0.2
     assert float(L.validity_loss(v, legal, "mse")) == pytest.approx((20 * 0.01 + 20 * 0.04) / 40, rel=1e-5)
     assert float(L.validity_loss(v, legal, "bce")) == pytest.approx(-(math.log(0.9) + math.log(0.8)) / 2, rel=1e-5)
-    # gradients with respect to the prediction (the seed's section 7.2, corrected): MSE 2 (v - m) / N,
+    # gradients with respect to the prediction (the report's section 7.2, corrected): MSE 2 (v - m) / N,
     # BCE (v - m) / (v (1 - v) N), N = 40 outputs
     g_mse = jax.grad(lambda x: L.validity_loss(x, legal, "mse"))(v)
     g_bce = jax.grad(lambda x: L.validity_loss(x, legal, "bce"))(v)
@@ -117,7 +124,7 @@ def test_validity_losses_by_hand():
 
 # ----------------------------------------------------------------------------- curriculum
 def _reference_depths(wins, *, advance=60, window=100, start=1, max_depth=3):
-    """Plain Python: the depth after each game under seed 5.6 (window emptied on each advance)."""
+    """Plain Python: the depth after each game under the report's 5.6 (window emptied on each advance)."""
     depth, recent, out = start, [], []
     for w in wins:
         recent = (recent + [bool(w)])[-window:]
@@ -183,10 +190,10 @@ def test_hand_of_god_never_illegal_and_uniform_fallback():
     legal = jnp.zeros(40, bool).at[jnp.array([3, 7, 11, 30])].set(True)
     policy = jnp.zeros(40).at[0].set(0.9).at[7].set(0.1)  # most mass on an illegal move
     keys = jax.random.split(jax.random.key(0), 2000)
-    draws = np.asarray(jax.jit(jax.vmap(lambda k: L.hand_of_god(k, policy, legal)))(keys))
+    draws = np.asarray(jax.jit(jax.vmap(lambda k: hand_of_god(k, policy, legal)))(keys))
     assert set(draws.tolist()) == {7}  # the only legal action with mass
     zero = jnp.zeros(40).at[0].set(1.0)  # no mass on any legal move: uniform over the 4
-    draws = np.asarray(jax.vmap(lambda k: L.hand_of_god(k, zero, legal))(keys))
+    draws = np.asarray(jax.vmap(lambda k: hand_of_god(k, zero, legal))(keys))
     counts = np.bincount(draws, minlength=40)
     assert set(np.flatnonzero(counts)) == {3, 7, 11, 30}
     assert counts[[3, 7, 11, 30]].min() > 400  # 500 expected each; 400 is > 5 standard deviations below
@@ -208,6 +215,13 @@ def test_hand_of_god_never_illegal_and_uniform_fallback():
         (dict(conv_features=(4, 4, 4)), ValueError, "conv_features"),
         (dict(advance_wins=101), ValueError, "advance_wins"),
         (dict(tau=0.0), ValueError, "tau"),
+        (dict(tau=float("nan")), ValueError, "tau"),
+        (dict(gamma=float("inf")), ValueError, "gamma"),
+        (dict(actor_learning_rate=float("inf")), ValueError, "actor_learning_rate"),
+        (dict(critic_learning_rate=float("nan")), ValueError, "critic_learning_rate"),
+        (dict(validity_weight=float("inf")), ValueError, "validity_weight"),
+        (dict(buffer_size=64, batch_size=64, learning_starts=128), ValueError, "learning_starts"),
+        (dict(chunk=0), ValueError, "chunk"),
         (dict(num_envs="8"), TypeError, "num_envs"),
         (dict(deck=("Dragon", "Elephant", "Goose", "Rooster", "Unicorn")), ValueError, "Unicorn"),
     ],
@@ -224,14 +238,28 @@ def test_learner_needs_a_config():
 
 # ----------------------------------------------------------------------------- the learner, tiny
 CFG = L.DDPGConfig(variants=("val_branch_actions_multiply", "actions_only"), num_seeds=2, num_envs=3,
-                   num_iterations=6, buffer_size=32, batch_size=4, learning_starts=6, min_depth=1, max_depth=2,
-                   advance_wins=2, window=4, **TINY)
+                   num_iterations=6, chunk=3, buffer_size=32, batch_size=4, learning_starts=6, min_depth=1,
+                   max_depth=2, advance_wins=2, window=4, **TINY)
+
+
+def _train(config, num_iterations, **kw):
+    """`loop.train` of ``config`` with key 7; returns ``(result, metrics of this call's chunks)``."""
+    records = []
+    result = loop.train(L.DDPGLearner(config), num_iterations=num_iterations, key=jax.random.key(7),
+                        callback=lambda it, m, r: records.append(jax.device_get(m["records"])), **kw)
+    return result, L.Metrics(*(np.concatenate(x) for x in zip(*records)))
 
 
 @pytest.fixture(scope="module")
-def full_run():
-    """The uninterrupted 6-iteration run, in chunks of 3 (no checkpoints)."""
-    return L.train(CFG, jax.random.key(7), chunk=3)
+def full_driver_run():
+    """The uninterrupted 6-iteration run on the spine, in chunks of 3 (no checkpoints)."""
+    return _train(CFG, 6)
+
+
+@pytest.fixture(scope="module")
+def full_run(full_driver_run):
+    result, metrics = full_driver_run
+    return result.state, metrics
 
 
 def test_run_records_are_sane(full_run):
@@ -264,20 +292,191 @@ def test_make_train_traces_under_jit_and_vmap():
     assert jax.tree.leaves(state.actor[0])[0].shape[:2] == (2, CFG.num_seeds)
 
 
-def test_resume_equals_uninterrupted(full_run, tmp_path):
-    full_state, full_metrics = full_run
+def test_history_rows_summarise_each_chunk(full_driver_run):
+    result, m = full_driver_run
+    assert [r["iteration"] for r in result.history] == [3, 6]  # one row per update of chunk = 3 iterations
+    first, second = result.history
+    # iteration 1 stores nothing (the games are dealt), so the first update runs at iteration 2 (6 rows stored)
+    assert first["actor_loss"] == pytest.approx(float(np.mean(m.actor_loss[1:3])), rel=1e-6)
+    assert second["critic_loss"] == pytest.approx(float(np.mean(m.critic_loss[3:6])), rel=1e-6)
+    assert first["games"] + second["games"] == int(m.ended.sum())
+    valid = np.nansum(m.valid_rate[3:] * m.moves[3:]) / m.moves[3:].sum()
+    assert second["valid_rate"] == pytest.approx(float(valid), rel=1e-6)
+    # a chunk before learning_starts has no loss to report (None, not a NaN that would stop the run)
+    early = L.chunk_summary(CFG, jax.tree.map(lambda x: x[:1], m), 0)
+    assert early["actor_loss"] is None and early["critic_loss"] is None and early["valid_rate"] is None
+
+
+def test_resume_equals_uninterrupted(full_driver_run, tmp_path):
+    full, full_metrics = full_driver_run
     folder = tmp_path / "ckpt"
-    first = L.DDPGConfig(**{**CFG.__dict__, "num_iterations": 3})
-    L.train(first, jax.random.key(7), chunk=3, checkpoint_dir=folder)  # "stopped" after 3 iterations
-    state, metrics = L.train(CFG, jax.random.key(12345), chunk=3, checkpoint_dir=folder)  # resumes (key unused)
-    for a, b in zip(jax.tree.leaves(jax.tree.map(np.asarray, full_state.actor)), jax.tree.leaves(state.actor)):
-        np.testing.assert_array_equal(a, np.asarray(b))
-    np.testing.assert_array_equal(np.asarray(jax.random.key_data(full_state.key)), np.asarray(jax.random.key_data(state.key)))
-    np.testing.assert_array_equal(full_metrics.outcome[3:], metrics.outcome)
-    np.testing.assert_array_equal(full_metrics.critic_loss[3:], metrics.critic_loss)
+    stopped, _ = _train(CFG, 3, checkpoint_dir=folder)  # "stopped" after 3 iterations
+    assert int(stopped.state.iteration) == 3
+    resumed, metrics = _train(CFG, 6, checkpoint_dir=folder)
+    assert resumed.resumed_from == 3
+    a, b = jax.tree.leaves(full.state), jax.tree.leaves(resumed.state)
+    assert len(a) == len(b)
+    for x, y in zip(a, b):
+        if jax.dtypes.issubdtype(x.dtype, jax.dtypes.prng_key):
+            x, y = jax.random.key_data(x), jax.random.key_data(y)
+        np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
+    for name in L.Metrics._fields:
+        np.testing.assert_array_equal(getattr(full_metrics, name)[3:], getattr(metrics, name))
+    strip = lambda rows: [{k: v for k, v in r.items() if k != "seconds"} for r in rows]
+    assert strip(resumed.history) == strip(full.history)
     # a folder of another configuration is refused
     with pytest.raises(ConfigMismatch):
-        L.train(L.DDPGConfig(**{**CFG.__dict__, "gamma": 0.9}), jax.random.key(7), chunk=3, checkpoint_dir=folder)
+        _train(L.DDPGConfig(**{**CFG.__dict__, "gamma": 0.9}), 6, checkpoint_dir=folder)
+
+
+# ----------------------------------------------------------------------------- one update by hand
+HAND = L.DDPGConfig(variants=("actions_only", "val_branch_actions"), num_envs=2, buffer_size=8, batch_size=4,
+                    learning_starts=4, gamma=0.9, tau=0.25, validity_weight=0.5, actor_learning_rate=1e-4,
+                    critic_learning_rate=1e-4, **TINY)
+
+
+def _hand_batch() -> L.Buffer:
+    """Four fixed transitions: a win and a loss that end the game, two that go on; the last row unfilled."""
+    obs = np.asarray(OPENINGS.observation[:4]) > 0.5
+    legal = np.asarray(OPENINGS.legal_action_mask[:4])
+    action = legal / legal.sum(-1, keepdims=True)  # a policy as played: uniform over the legal moves
+    return L.Buffer(observation=obs, action=action.astype(np.float32),
+                    reward=np.array([1.0, -1.0, 0.0, 0.0], np.float32),
+                    next_observation=np.asarray(OPENINGS.observation[4:8]) > 0.5,
+                    done=np.array([True, True, False, False]), legal=legal,
+                    filled=np.array([True, True, True, False]))
+
+
+def _hand_update(i: int):
+    """One `update_run` of variant ``i`` on `_hand_batch`, targets distinct from the online networks."""
+    learner = L.DDPGLearner(HAND)
+    actor_net, critic_net = learner.actors[i], learner.critic
+    actor, actor_target = init_actor(jax.random.key(1), actor_net), init_actor(jax.random.key(2), actor_net)
+    critic, critic_target = init_critic(jax.random.key(3), critic_net), init_critic(jax.random.key(4), critic_net)
+    before = (actor, actor_target, critic, critic_target)
+    out = jax.jit(lambda *a: learner.update_run(i, *a))(
+        actor, actor_target, critic, critic_target, learner.actor_tx.init(actor), learner.critic_tx.init(critic),
+        _hand_batch())
+    return learner, before, out
+
+
+def _weighted_mean(x, w):
+    return float(np.sum(w * x) / np.sum(w))
+
+
+@pytest.mark.parametrize("i", [0, 1])
+def test_update_by_hand(i):
+    """TD target r + gamma (1 - done) Q'(s', mu'(s')), critic MSE, actor -Q (+ validity), soft update tau."""
+    learner, (actor, actor_target, critic, critic_target), out = _hand_update(i)
+    new_actor, new_actor_target, new_critic, new_critic_target, _, _, losses = out
+    actor_net, critic_net = learner.actors[i], learner.critic
+    b = _hand_batch()
+    obs, next_obs = b.observation.astype(np.float32), b.next_observation.astype(np.float32)
+    w = b.filled.astype(np.float64)
+    f64 = lambda x: np.asarray(x, np.float64)
+    q_next = f64(critic_net.apply(critic_target, next_obs, actor_net.apply(actor_target, next_obs).policy))
+    y = f64(b.reward) + 0.9 * (1.0 - b.done) * q_next
+    assert y[0] == pytest.approx(1.0) and y[1] == pytest.approx(-1.0)  # a game's end: no bootstrap
+    q = f64(critic_net.apply(critic, obs, b.action))
+    assert float(losses.critic_loss) == pytest.approx(_weighted_mean((y - q) ** 2, w), rel=1e-5)
+    # the actor's loss uses the critic just updated, at the actor's own (pre-update) policy
+    out_actor = actor_net.apply(actor, obs)
+    q_pi = f64(critic_net.apply(new_critic, obs, out_actor.policy))
+    assert float(losses.policy_loss) == pytest.approx(-_weighted_mean(q_pi, w), rel=1e-5, abs=1e-7)
+    if HAND.variants[i] == "actions_only":
+        v_loss = 0.0
+    else:  # the MSE validity loss: mean over the 40 outputs of (v - legal)^2
+        v_loss = _weighted_mean(np.mean((f64(out_actor.validity) - b.legal) ** 2, axis=-1), w)
+    assert float(losses.validity_loss) == pytest.approx(v_loss, rel=1e-5, abs=1e-8)
+    assert float(losses.actor_loss) == pytest.approx(-_weighted_mean(q_pi, w) + 0.5 * v_loss, rel=1e-5, abs=1e-7)
+    # the targets: theta' <- tau theta + (1 - tau) theta' with the updated online parameters
+    for new, old, tgt in ((new_actor, actor_target, new_actor_target), (new_critic, critic_target, new_critic_target)):
+        for n, o, t in zip(jax.tree.leaves(new), jax.tree.leaves(old), jax.tree.leaves(tgt)):
+            np.testing.assert_allclose(f64(t), 0.25 * f64(n) + 0.75 * f64(o), rtol=1e-6, atol=1e-7)
+    # the online networks moved (one Adam step) and their targets did not equal them before
+    assert not np.allclose(jax.tree.leaves(new_critic)[0], jax.tree.leaves(critic)[0])
+
+
+def test_update_descends_both_losses():
+    """One update lowers the critic's error against the same TD target and raises Q(s, mu(s)):
+    flipping the sign of either loss (or of its step) fails this test."""
+    learner, (actor, actor_target, critic, critic_target), out = _hand_update(0)
+    new_actor, _, new_critic, _, _, _, _ = out
+    actor_net, critic_net = learner.actors[0], learner.critic
+    b = _hand_batch()
+    obs, next_obs = b.observation.astype(np.float32), b.next_observation.astype(np.float32)
+    w = b.filled.astype(np.float64)
+    q_next = np.asarray(critic_net.apply(critic_target, next_obs, actor_net.apply(actor_target, next_obs).policy))
+    y = b.reward + 0.9 * (1.0 - b.done) * q_next
+    error = lambda c: _weighted_mean((y - np.asarray(critic_net.apply(c, obs, b.action), np.float64)) ** 2, w)
+    assert error(new_critic) < error(critic)
+    value = lambda a: _weighted_mean(np.asarray(critic_net.apply(new_critic, obs, actor_net.apply(a, obs).policy),
+                                                np.float64), w)
+    assert value(new_actor) > value(actor)
+
+
+# ----------------------------------------------------------------------------- the experiment, tiny
+EXP = load_experiment("onitama_ddpg")
+EXP_ARGS = ["variants=val_branch_actions_multiply,actions_only", "num_seeds=2", "num_envs=3", "buffer_size=32",
+            "batch_size=4", "learning_starts=6", "min_depth=1", "max_depth=2", "advance_wins=2", "window=4",
+            "conv_features=4", "card_features=4", "hidden=8", "norm=layer", "seed=7", "progress=false"]
+"""The experiment's settings of `CFG` (so it shares the compiled functions of the learner tests)."""
+
+
+def _csv(path):
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def test_experiment_one_iteration_writes_its_readme(tmp_path):
+    """Issue 30: ``iterations=1 chunk=1`` ends no game (the first iteration deals them) and must still finish."""
+    out = tmp_path / "one"
+    EXP.main(EXP_ARGS + ["iterations=1", "chunk=1", f"out={out}"])
+    assert (out / "README.md").read_text().count("| val_branch_actions_multiply |") == 2
+    assert (out / "episodes.csv").read_text().strip() == ",".join(EXP.EPISODE_FIELDS)  # header only
+    assert len(_csv(out / "curves.csv")) == CFG.num_runs and (out / "training_curves.png").exists()
+
+
+def test_experiment_resume_equals_uninterrupted(full_run, tmp_path):
+    """3 iterations, then a rerun raised to 6: the same actors and records as the uninterrupted run."""
+    state, m = full_run
+    out = tmp_path / "run"
+    EXP.main(EXP_ARGS + ["iterations=3", "chunk=3", f"out={out}"])
+    assert "Iterations: 3" in (out / "README.md").read_text()
+    EXP.main(EXP_ARGS + ["iterations=6", "chunk=3", f"out={out}"])
+    assert "Iterations: 6" in (out / "README.md").read_text()
+    for variant in CFG.variants:
+        for seed in range(CFG.num_seeds):
+            agent = load_agent(out / "actors" / f"{variant}_seed{seed}")
+            for a, b in zip(jax.tree.leaves(agent.params), jax.tree.leaves(L.actor_params(CFG, state, variant, seed))):
+                np.testing.assert_array_equal(np.asarray(a), b)
+    curves = _csv(out / "curves.csv")
+    assert len(curves) == 6 * CFG.num_runs
+    for row in curves:
+        r, t = L.run_index(CFG, row["variant"], int(row["seed"])), int(row["iteration"]) - 1
+        assert float(row["critic_loss"]) == pytest.approx(float(m.critic_loss[t, r]), rel=1e-7, nan_ok=True)
+    assert len(_csv(out / "episodes.csv")) == int(m.ended.sum())
+
+
+def test_experiment_refuses_bad_settings_before_writing(tmp_path):
+    assert_refused_before_writing(EXP, [(["iterations=0"], "iterations"), (["chunk=0"], "chunk"),
+                                        (["gamma=nan"], "gamma"), (["tau=inf"], "tau"),
+                                        (["critic_learning_rate=inf"], "critic_learning_rate")], tmp_path / "bad")
+
+
+def test_experiment_help_errors_and_resume_rules(tmp_path, capsys):
+    """``--help`` documents every setting; a bad value is one line and exit 2 (also as a script); ``iterations``
+    sets ``learner.num_iterations``; a folder accepts a longer run and refuses another learner setting."""
+    assert_help_and_one_line_errors(EXP, ["gamma=2"], r"^experiments/onitama_ddpg\.py: error: gamma", capsys)
+    bad = subprocess.run([sys.executable, "experiments/onitama_ddpg.py", "iterations=0"], cwd=ROOT,
+                         capture_output=True, text=True)
+    assert bad.returncode == 2 and bad.stderr.strip().count("\n") == 0 and "iterations" in bad.stderr
+    config = parse_config(EXP.Config, ["iterations=40", "chunk=8"])
+    assert config.learner.num_iterations == 40 and config.learner.chunk == 8
+    with pytest.raises(ValueError, match="give the run's length as iterations=40"):
+        parse_config(EXP.Config, ["learner.num_iterations=40"])
+    assert_resume_rules(EXP, tmp_path / "run", EXP_ARGS, ["iterations=9", "chunk=3", "progress=true"],
+                        ["learner.gamma=0.5"], "learner.gamma")
 
 
 # ----------------------------------------------------------------------------- the agent

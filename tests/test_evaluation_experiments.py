@@ -17,9 +17,12 @@ import importlib.util
 import json
 import os
 import pathlib
+import re
 import sys
 
 import pytest
+
+from jaxgames import experiment
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
@@ -54,7 +57,7 @@ def assert_written_atomically(folder: pathlib.Path, renamed: set) -> None:
 
 def test_minimax_study(tmp_path, renamed):
     m = load("dab_minimax_study")
-    cfg = m.parse_config(m.Config, ["boards=1x1,1x2", f"out={tmp_path}", "progress=false"])
+    cfg = experiment.parse_config(m.Config, ["boards=1x1,1x2", f"out={tmp_path}", "progress=false"])
     m.run(cfg)
     assert_written_atomically(tmp_path, renamed)
     rows = list(csv.DictReader(open(tmp_path / "minimax_study.csv")))
@@ -62,24 +65,24 @@ def test_minimax_study(tmp_path, renamed):
     assert {r["solver_value"] for r in rows if r["board"] == "1x1"} == {"-1"}  # by hand
     assert (tmp_path / "figure2_search_time.png").exists() and (tmp_path / "figure3_table_keys.png").exists()
     with pytest.raises(ValueError, match="2x3"):
-        m.parse_config(m.Config, ["boards=2by3"])
+        experiment.parse_config(m.Config, ["boards=2by3"])
 
 
 def test_agents_table(tmp_path, renamed):
     m = load("dab_agents_table")
-    cfg = m.parse_config(m.Config, ["num_rows=1", "num_cols=1", "num_games=4", "opponents=random,first_open_edge", f"out={tmp_path}"])
+    cfg = experiment.parse_config(m.Config, ["num_rows=1", "num_cols=1", "num_games=4", "opponents=random,first_open_edge", f"out={tmp_path}"])
     rows = m.run(cfg)
     assert_written_atomically(tmp_path, renamed)
     # 1x1: the second mover wins, so each side wins the two games it moves second.
     assert [(r["agent_wins"], r["opponent_wins"]) for r in rows] == [(2, 2), (2, 2)]
     assert "| random |" in (tmp_path / "table.md").read_text()
     with pytest.raises(ValueError, match="unknown opponent"):
-        m.parse_config(m.Config, ["opponents=stockfish"])
+        experiment.parse_config(m.Config, ["opponents=stockfish"])
 
 
 def test_tournament(tmp_path, renamed):
     m = load("dab_tournament")
-    cfg = m.parse_config(m.Config, ["num_rows=1", "num_cols=2", "num_rounds=4", "agents=random,greedy,alphabeta,perfect", f"out={tmp_path}"])
+    cfg = experiment.parse_config(m.Config, ["num_rows=1", "num_cols=2", "num_rounds=4", "agents=random,greedy,alphabeta,perfect", f"out={tmp_path}"])
     t = m.run(cfg)
     assert_written_atomically(tmp_path, renamed)
     assert t.elo.shape == (5, 4)
@@ -94,7 +97,7 @@ def test_tournament(tmp_path, renamed):
 def test_battlesnake_round_robin(tmp_path, renamed):
     """Two agents in 4-snake games on 7x7: every mix with both agents (3 lineups), tables and README written."""
     m = load("battlesnake_round_robin")
-    cfg = m.parse_config(
+    cfg = experiment.parse_config(
         m.Config, ["agents=random,random_safe", "num_games=4", "board_size=7", "max_turns=30", "bootstrap_samples=10", f"out={tmp_path}"]
     )
     t = m.run(cfg)
@@ -141,15 +144,17 @@ TINY = {
     ("battlesnake_round_robin", "num_games=0", "num_games"),
     ("battlesnake_round_robin", "max_turns=0", "max_turns"),
 ])
-def test_bad_overrides_fail_before_anything_is_written(name, arg, match, tmp_path):
+def test_bad_overrides_fail_before_anything_is_written(name, arg, match, tmp_path, capsys):
     m = load(name)
-    with pytest.raises(ValueError, match=match):
+    with pytest.raises(SystemExit) as exit_:
         m.main(TINY[name][0] + [arg, f"out={tmp_path / 'out'}"])
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and re.search(match, err) and err.strip().count("\n") == 0
     assert not (tmp_path / "out").exists()
 
 
 def _config_json(m, args: list[str]) -> str:
-    return json.dumps(dataclasses.asdict(m.parse_config(m.Config, args)), indent=2, default=str)
+    return json.dumps(dataclasses.asdict(experiment.parse_config(m.Config, args)), indent=2, default=str)
 
 
 @pytest.mark.parametrize("name", sorted(TINY))

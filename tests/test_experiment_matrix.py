@@ -1,10 +1,12 @@
 """The main job, end to end on a tiny setting: files, tables, resume, results-folder rules, CLI errors; convergence by hand."""
 
 import csv
+import dataclasses
 import fcntl
 import json
 import os
 import pathlib
+import re
 import signal
 import subprocess
 import sys
@@ -176,7 +178,19 @@ def test_a_kill_mid_write_or_a_truncated_piece_resumes_to_the_clean_result(tmp_p
      ("epsilons=", "epsilons needs"), ("leniencies=5,5", "leniencies repeats"), ("chunk_size=0", "chunk_size"),
      ("record_every=0", "record_every"), ("num_iterations=-5", "num_iterations")],
 )
-def test_bad_command_line_raises(arg, match, tmp_path):
-    with pytest.raises(ValueError, match=match):
+def test_bad_command_line_exits_2_with_one_line(arg, match, tmp_path, capsys):
+    with pytest.raises(SystemExit) as exit_:
         matrix_dynamics.main([arg, f"out={tmp_path / 'out'}"])
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and re.search(match, err) and err.strip().count("\n") == 0
     assert not (tmp_path / "out").exists()  # it failed before anything was written
+
+
+def test_help_describes_every_setting(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        matrix_dynamics.main(["--help"])
+    out = capsys.readouterr().out
+    assert exit_.value.code == 0
+    for field in dataclasses.fields(matrix_dynamics.Config):
+        line = next(i for i, l in enumerate(out.splitlines()) if l.startswith(f"  {field.name}: "))
+        assert out.splitlines()[line + 1].startswith("      ") and out.splitlines()[line + 1].strip(), field.name

@@ -148,6 +148,24 @@ def test_callback_sees_arrays_before_checkpoint(tmp_path):
     assert seen == [(1, [0, 1, 2], False), (2, [0, 1, 2], False)]
 
 
+def test_update_of_several_iterations_keeps_the_cadences(tmp_path):
+    """An update that does 3 iterations (a chunk, as DDPG's): checkpoints and evaluations every 4
+    iterations fall due at each update that passes a multiple of 4 (6, and 9 = 8 passed and the end)."""
+    class Chunk(Toy):
+        def update(self, state):
+            for _ in range(3):
+                state, metrics = super().update(state)
+            return state, metrics
+
+    calls = []
+    hook = loop.Evaluation(lambda s: (calls.append(int(s.iteration)) or {}, False), every=4)
+    res = loop.train(Chunk(ToyConfig()), num_iterations=9, key=jax.random.key(5), checkpoint_dir=tmp_path,
+                     checkpoint_every=4, max_to_keep=5, evaluations=[hook])
+    assert [r["iteration"] for r in res.history] == [3, 6, 9] and calls == [6, 9]
+    assert sorted(int(p.name) for p in tmp_path.iterdir() if p.name.isdigit()) == [6, 9]
+    assert float(res.state.x) == pytest.approx(_expected_x(5, 9), rel=1e-6)
+
+
 @pytest.mark.parametrize("kwargs, match", [
     ({"num_iterations": -1}, "num_iterations"),
     ({"num_iterations": 1, "budget_minutes": float("inf")}, "budget_minutes"),

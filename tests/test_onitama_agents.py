@@ -23,15 +23,13 @@ import pytest
 import jaxgames
 from jaxgames.agents.onitama import (
     AGENTS,
-    DISTANCE_WEIGHT,
-    MATERIAL_WEIGHT,
-    MAX_EVALUATION,
     AlphaBetaAgent,
     MinimaxAgent,
     RandomAgent,
     evaluate,
 )
 from jaxgames.evaluation import play_match
+from jaxgames.games.onitama.search import DISTANCE_WEIGHT, MATERIAL_WEIGHT, MAX_EVALUATION
 from tests.reference import onitama_reference as ref
 
 SEED = jaxgames.make("onitama", action_space="seed")

@@ -10,6 +10,7 @@ import sys
 import numpy as np
 import pytest
 
+from jaxgames import experiment
 from jaxgames.evaluation import arena
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -146,6 +147,6 @@ def test_missing_ddpg_actors_name_the_training_command(tmp_path):
         T.run(T.Config(ddpg=str(tmp_path / "no_ddpg"), agents=("random",), out=str(out)))
     assert not out.exists()
     with pytest.raises(ValueError, match="unknown key"):
-        T.parse_config(T.Config, ["round=3"])
+        experiment.parse_config(T.Config, ["round=3"])
     with pytest.raises(ValueError, match="rounds must be int"):
-        T.parse_config(T.Config, ["rounds=many"])
+        experiment.parse_config(T.Config, ["rounds=many"])

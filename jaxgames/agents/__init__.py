@@ -10,7 +10,9 @@ as a perfect player), `battlesnake` (random, random-safe, heuristic, greedy
 Q), `mcts` (pure MCTS with random rollouts on mctx), `onitama` (random,
 host alpha-beta of depth 1-4 and batched JAX minimax of depth 1-3, by name in
 its ``AGENTS``), `alphazero` (network-guided search for Dots-and-Boxes and
-Onitama, and its adapter to the seed's 40 Onitama actions). The last five are
+Onitama, and its adapter to the 40 Onitama actions of Dasgupta & Chong,
+"Mastering the game of Onitama with Reinforcement Learning", NUS USP group
+report, 2021). The last five are
 imported on demand:
 
     >>> from jaxgames.agents.dots_and_boxes import AlphaBetaAgent, GreedyAgent, PerfectAgent

@@ -6,9 +6,9 @@ actions), chosen by the type of the ``network`` config, and
 `jaxgames.search.mcts.network_search` (mctx). Trained by
 `jaxgames.learners.alphazero`; the package ships weights in
 ``jaxgames/weights/alphazero_dab/`` and ``jaxgames/weights/alphazero_onitama/``
-(``params.msgpack``, ``metadata.json`` with the game, the network widths, the
-value target, the command and budget that trained them, and ``trained``:
-False for a placeholder).
+(the `jaxgames.weights_io` format: ``params.msgpack``, ``metadata.json`` with
+the game, the network widths, the value target, the command and budget that
+trained them, and ``trained``: False for a placeholder).
 
     >>> from jaxgames.agents.alphazero import AlphaZeroAgent
     >>> agent = AlphaZeroAgent.from_weights()              # shipped Dots-and-Boxes weights, 64 simulations
@@ -21,20 +21,18 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
-import json
-import os
 import pathlib
-import tempfile
 import time
 import warnings
 
 import jax
 import jax.numpy as jnp
 import numpy as np
-from flax import serialization
 
+from jaxgames import weights_io
 from jaxgames.agents.base import JaxAgent, masked_uniform_choice
 from jaxgames.games.dots_and_boxes.env import DotsAndBoxes
+from jaxgames.games.dots_and_boxes.positions import random_positions
 from jaxgames.networks.dots_and_boxes import NetworkConfig
 from jaxgames.search import mcts
 
@@ -72,9 +70,6 @@ def game_of(network) -> str:
             return game
     raise TypeError(f"network must be the NetworkConfig of one of {tuple(NETWORK_MODULES.values())}; got {network!r}")
 
-PARAMS_FILE = "params.msgpack"
-METADATA_FILE = "metadata.json"
-
 _SHARED_JIT: dict = {}
 """Compiled agent policies by (settings, env): parameters are an argument, so agents of equal settings share them."""
 
@@ -84,7 +79,7 @@ SIMULATION_LADDER = (4, 8, 16, 32, 64, 128, 256, 512, 1024)
 
 # ----------------------------------------------------------------------------- weights files
 def save_weights(directory, params, *, network, value_target: str, trained: bool, **info) -> pathlib.Path:
-    """Writes ``params.msgpack`` and ``metadata.json`` into ``directory`` (each atomically).
+    """Writes ``params`` and their metadata into ``directory`` in the one weights format (`jaxgames.weights_io.save`).
 
     Args:
         directory: target folder (created).
@@ -99,18 +94,14 @@ def save_weights(directory, params, *, network, value_target: str, trained: bool
         The directory.
 
     Raises:
-        ValueError: parameters that do not fit ``network``, an unknown value target.
+        ValueError: parameters that do not fit ``network`` or non-finite, an unknown value target.
     """
     game = game_of(network)
     module = network_module(game)
     module.check_params(params, network)
     module.check_value_target(value_target)
-    directory = pathlib.Path(directory)
-    directory.mkdir(parents=True, exist_ok=True)
     meta = dict(game=game, network=dataclasses.asdict(network), value_target=value_target, trained=bool(trained), **info)
-    _atomic_write(directory / PARAMS_FILE, serialization.to_bytes(jax.device_get(params)))
-    _atomic_write(directory / METADATA_FILE, (json.dumps(meta, indent=2, default=str) + "\n").encode())
-    return directory
+    return weights_io.save(directory, params, meta)
 
 
 def load_weights(directory=None, *, game: str = "dots_and_boxes") -> tuple[dict, dict]:
@@ -125,18 +116,16 @@ def load_weights(directory=None, *, game: str = "dots_and_boxes") -> tuple[dict,
         ``(params, metadata)``; ``metadata["game"]`` is always set.
 
     Raises:
-        FileNotFoundError: a missing file (names it).
-        ValueError: an unknown game, metadata without a valid network, or
-            parameters of another shape (names the file and the first mismatching leaf).
+        FileNotFoundError: a missing folder or file (names it).
+        ValueError: the checks of `jaxgames.weights_io.load` (checksum, finite
+            values, readable files); an unknown game, metadata without a valid
+            network, or parameters of another shape (names the file and the first mismatching leaf).
     """
     if directory is None:
         network_module(game)  # an unknown game: ValueError naming it
     directory = pathlib.Path(WEIGHTS_DIRS[game] if directory is None else directory)
-    meta_path, params_path = directory / METADATA_FILE, directory / PARAMS_FILE
-    for p in (meta_path, params_path):
-        if not p.is_file():
-            raise FileNotFoundError(f"no weights file {p}")
-    meta = json.loads(meta_path.read_text())
+    params, meta = weights_io.load(directory)
+    meta_path = directory / weights_io.METADATA_FILE
     meta.setdefault("game", "dots_and_boxes")  # files written before Onitama had no game
     module = network_module(meta["game"])
     try:
@@ -144,27 +133,8 @@ def load_weights(directory=None, *, game: str = "dots_and_boxes") -> tuple[dict,
     except (KeyError, TypeError) as e:
         raise ValueError(f"{meta_path}: 'network' must hold the NetworkConfig widths; got {meta.get('network')!r} ({e})") from None
     module.check_value_target(meta.get("value_target"))
-    try:
-        raw = serialization.msgpack_restore(params_path.read_bytes())
-    except Exception as e:  # noqa: BLE001 - msgpack raises several types for a damaged file
-        raise ValueError(f"weights {params_path} cannot be read: {type(e).__name__}: {e}") from None
-    module.check_params(raw, network, what=f"weights {params_path}")  # raw is the params' own nested dict
-    return jax.tree.map(jnp.asarray, raw), meta
-
-
-def _atomic_write(path: pathlib.Path, data: bytes) -> None:
-    """Writes under a temporary name in the same folder, then renames (readable by all: package data)."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        pathlib.Path(tmp).unlink(missing_ok=True)
-        raise
+    module.check_params(params, network, what=f"weights {directory / weights_io.PARAMS_FILE}")
+    return params, meta
 
 
 # ----------------------------------------------------------------------------- the agent
@@ -396,7 +366,7 @@ class SeedSpaceAlphaZero(JaxAgent):
         per_slot = cenv.num_actions // 2
 
         def to_seed(state, action):
-            ids = cenv._canonical_ids(state.board, state.move_target)  # [40]
+            ids = cenv.canonical_ids(state.board, state.move_target)  # [40]
             match = state.move_mask & (ids == action)
             must_pass = ~jnp.any(state.move_mask)
             return jnp.where(must_pass, seed_passes[jnp.clip(action // per_slot, 0, 1)],
@@ -422,8 +392,6 @@ def seconds_per_move(agent: JaxAgent, env, *, repeats: int = 5, key=None) -> flo
     random moves (early moves have the most legal actions, so the longest
     searches). Used to calibrate time budgets and by the benchmark.
     """
-    from jaxgames.learners.alphazero import random_positions
-
     key = jax.random.key(0) if key is None else key
     fn = agent._compiled(env)
     if env.name == "dots_and_boxes":

@@ -10,8 +10,7 @@ seats (self-play, 2v2). Two kinds:
 * `JaxAgent`: a pure JAX policy of ONE state and ONE seat,
   ``policy(env, state, key, player) -> int32 []``; the arena vmaps it over
   games (and seats) and may run a whole match inside one compiled loop
-  when every agent is a JAX agent (house style rule 1: write for one
-  example, vmap at one boundary).
+  when every agent is a JAX agent.
 * `HostAgent`: a Python policy of one state (numpy leaves) and one seat,
   ``act(env, state, rng, player) -> int``, for algorithms that do not
   vectorise (alpha-beta with a transposition table). The arena calls it

@@ -6,7 +6,10 @@ player) -> int32 []`` is a pure, jittable function of ONE unbatched
 `rules.Board`, is read) answering the move code (`rules.UP`, `RIGHT`,
 `DOWN`, `LEFT` = 0..3) of snake ``player`` (int32 ``[]``, may be traced).
 The arena vmaps it over games and seats; the HTTP server
-(`jaxgames.games.battlesnake.server`) jits it once per board size.
+(`jaxgames.serve.battlesnake`) jits it once per board size. `QAgent` reads
+the rotated egocentric view of Siddiqui, Kraak, Roesli, Daxini & Li,
+"Multiagent Reinforcement Learning in a Synchronous Strategy Game"
+(University of Victoria report, undated).
 
 What a move "kills" (official rules, ``standard.go``; module
 `jaxgames.games.battlesnake.rules`): the engine moves every snake, then
@@ -261,7 +264,7 @@ class HeuristicAgent(JaxAgent):
 
 
 class QAgent(JaxAgent):
-    """Greedy on a Q-function of the rotated egocentric view (seed 003, section 3).
+    """Greedy on a Q-function of the rotated egocentric view (Siddiqui et al., section 3).
 
     Args:
         q_function: maps float32 ``[2H-1, 2W-1, 3]`` (`observe.egocentric`
@@ -281,14 +284,3 @@ class QAgent(JaxAgent):
         facing = rules.facing(board)[player]
         view = observe.rotate_to_facing(observe.egocentric(board)[player], facing)
         return observe.relative_to_absolute(jnp.argmax(self.q_function(view)), facing).astype(jnp.int32)
-
-
-def _q_snake(**kwargs):
-    """The shipped AlphaSnake Zero snake, `jaxgames.agents.q_snake.QSnakeAgent` (imported and loaded only when built)."""
-    from jaxgames.agents.q_snake import QSnakeAgent
-
-    return QSnakeAgent(**kwargs)
-
-
-AGENTS = {"random": RandomAgent, "random_safe": RandomSafeAgent, "heuristic": HeuristicAgent, "q_snake": _q_snake}
-"""Agents built without arguments, by name (the server's ``--agent``)."""

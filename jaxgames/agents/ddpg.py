@@ -1,51 +1,44 @@
-"""An arena agent playing a trained DDPG actor of the seed's study, and its weight files.
+"""An arena agent playing a trained DDPG actor for Onitama, and its weight files.
 
-Source: seed 001, sections 5.1 (the "hand of god" mask) and 6.3 (the
-tournament of the trained variants); the learner is `jaxgames.learners.ddpg`.
+Source: Dasgupta & Chong, "Mastering the game of Onitama with Reinforcement
+Learning" (NUS USP group report, 2021), sections 5.1 (the "hand of god" mask)
+and 6.3 (the tournament of the trained variants); the learner is
+`jaxgames.learners.ddpg`.
 
 **How `DDPGAgent` picks a move** (one state, the seat ``player`` to move):
 
-1. The observation of the seat (`Onitama.observe`, the seed's 260 inputs)
-   goes through the actor; its ``policy`` is a probability vector over the
-   seed's 40 actions (`jaxgames.networks.ddpg.ActorOutput`).
-2. ``mask_illegal=True`` (default; the seed's hand of god, section 5.1): the
-   policy is restricted to the legal actions (``state.legal_action_mask``)
-   and renormalised. ``greedy=True`` (default) plays its argmax (ties, and a
-   policy that is 0 on every legal action, go to the lowest legal index);
-   ``greedy=False`` samples it (`jaxgames.learners.ddpg.hand_of_god`, the
-   training behaviour; uniform over the legal actions where all are 0). An
-   illegal move is never played.
-3. ``mask_illegal=False``: the raw policy's argmax (or a draw from the raw
-   policy), legal or not. An invalid argmax is then played as it is, and our
-   env's rule applies (`jaxgames.core`: an illegal action ends the game, the
-   offender gets -1 and the opponent +1): the agent *loses* that game. This is
-   how to measure what the seed's valid rate costs in real games.
+1. The seat's observation (`Onitama.observe`, 260 inputs) goes through the
+   actor; its ``policy`` is a probability vector over the 40 actions
+   (`jaxgames.networks.ddpg.ActorOutput`).
+2. ``mask_illegal=True`` (default; the hand of god): the policy is restricted
+   to the legal actions and renormalised; ``greedy=True`` (default) plays its
+   argmax (ties, and an all-zero policy, go to the lowest legal index),
+   ``greedy=False`` samples it (`jaxgames.networks.ddpg.hand_of_god`).
+3. ``mask_illegal=False``: the raw policy's argmax (or a draw), legal or not;
+   an illegal move loses the game (`jaxgames.core`), which measures what the
+   actor's valid rate costs in real games.
 
-The seed does not say whether its tournament agents played greedily or
-sampled; greedy is our default (a deterministic player for the Elo table).
+The report does not say whether its tournament agents played greedily;
+greedy is our default (a deterministic player for the Elo table).
 
 **Weight files** (`save_weights`, `load_weights`, `load_agent`): a folder
-with ``actor.msgpack`` (the actor's ``{"params": ...}``, `flax.serialization`)
-and ``actor.json`` (the variant, the network widths, and whatever the
-trainer adds: command, iterations, curriculum depth reached), written
-atomically.
+in the `jaxgames.weights_io` format, ``params.msgpack`` (the actor's
+``{"params": ...}``) and ``metadata.json`` (the variant, the network widths,
+and whatever the trainer adds: command, iterations, curriculum depth reached).
 """
 
 from __future__ import annotations
 
-import json
 import pathlib
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxgames import weights_io
 from jaxgames.agents.base import JaxAgent
-from jaxgames.learners.ddpg import hand_of_god
-from jaxgames.networks.ddpg import VARIANTS, Actor, check_widths, init_actor
+from jaxgames.networks.ddpg import VARIANTS, Actor, check_widths, hand_of_god, init_actor
 
-WEIGHTS_FILE = "actor.msgpack"
-METADATA_FILE = "actor.json"
 _NETWORK_KEYS = ("variant", "conv_features", "card_features", "hidden", "norm")
 
 
@@ -55,7 +48,7 @@ def _check_env(env) -> None:
 
 
 class DDPGAgent(JaxAgent):
-    """Plays a trained actor of the seed's DDPG study (module docstring: exactly how).
+    """Plays a trained DDPG actor (module docstring: exactly how).
 
     Args:
         variant: one of `jaxgames.networks.ddpg.VARIANTS`.
@@ -68,7 +61,7 @@ class DDPGAgent(JaxAgent):
     Raises:
         ValueError, TypeError: an unknown variant, bad widths, or ``params``
             whose shapes do not match the network (checked here, before tracing).
-        ValueError: at trace time, an env other than Onitama with the seed's action space.
+        ValueError: at trace time, an env other than Onitama with ``action_space="seed"``.
     """
 
     def __init__(self, variant: str, params: dict, *, conv_features=(16, 32), card_features: int = 10,
@@ -112,7 +105,7 @@ class DDPGAgent(JaxAgent):
 
 
 def save_weights(directory, variant: str, params: dict, network: dict, metadata: dict | None = None) -> pathlib.Path:
-    """Writes one actor to ``directory`` (created): ``actor.msgpack`` and ``actor.json``, atomically.
+    """Writes one actor to ``directory`` (created) in the one weights format (`jaxgames.weights_io.save`).
 
     Args:
         directory: the folder.
@@ -122,40 +115,28 @@ def save_weights(directory, variant: str, params: dict, network: dict, metadata:
         metadata: anything else to record (command, iterations, depth reached).
 
     Raises:
-        ValueError: ``network`` lacks a width, or the params do not fit it (`DDPGAgent`).
+        ValueError: ``network`` lacks a width, the params do not fit it
+            (`DDPGAgent`), or they are not finite.
     """
-    from flax import serialization
-
-    from jaxgames.experiment import atomic_write_bytes
-
     missing = [k for k in _NETWORK_KEYS[1:] if k not in network]
     if missing:
         raise ValueError(f"network needs {missing}; got keys {sorted(network)}")
     agent = DDPGAgent(variant, params, **{k: network[k] for k in _NETWORK_KEYS[1:]})  # checks the shapes
-    directory = pathlib.Path(directory)
-    directory.mkdir(parents=True, exist_ok=True)
-    host = jax.tree.map(np.asarray, agent.params)
-    atomic_write_bytes(directory / WEIGHTS_FILE, serialization.msgpack_serialize(host))
-    meta = {**(metadata or {}), **agent.network}
-    atomic_write_bytes(directory / METADATA_FILE, (json.dumps(meta, indent=2, default=str) + "\n").encode())
-    return directory
+    return weights_io.save(directory, agent.params, {**(metadata or {}), **agent.network})
 
 
 def load_weights(directory) -> tuple[dict, dict]:
     """``(params, metadata)`` of an actor folder written by `save_weights`.
 
     Raises:
-        FileNotFoundError: a file is missing.
-        ValueError: the metadata lacks the network's settings.
+        FileNotFoundError: a missing folder or file.
+        ValueError: the checks of `jaxgames.weights_io.load` (checksum, finite
+            values, readable files); metadata without the network's settings.
     """
-    from flax import serialization
-
-    directory = pathlib.Path(directory)
-    meta = json.loads((directory / METADATA_FILE).read_text())
+    params, meta = weights_io.load(directory)
     missing = [k for k in _NETWORK_KEYS if k not in meta]
     if missing:
-        raise ValueError(f"{directory / METADATA_FILE} lacks {missing}")
-    params = serialization.msgpack_restore((directory / WEIGHTS_FILE).read_bytes())
+        raise ValueError(f"{pathlib.Path(directory) / weights_io.METADATA_FILE} lacks {missing}")
     return params, meta
 
 

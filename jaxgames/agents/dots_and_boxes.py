@@ -1,6 +1,7 @@
 """Dots-and-Boxes agents: greedy, depth-limited alpha-beta, and the exact solver as a perfect player.
 
-Source: seed 000 section 5 (the greedy opponent, the alpha-beta agent with
+Source: El Kaddouri, Rys & Gao, "Multi Agent Reinforcement Learning With Dots
+And Boxes" (course report), section 5 (the greedy opponent, the alpha-beta agent with
 depth 9, the box-difference heuristic, chain rules and important moves
 first; 200 ms per move) and section 4 (exact solving). All take a
 `DotsAndBoxesState` from ``jaxgames.make("dots_and_boxes", ...)``.
@@ -33,7 +34,7 @@ class GreedyAgent(JaxAgent):
     among those that complete a box; if none, among the *safe* edges (every
     adjacent box has at most one side drawn, so none becomes capturable);
     if none, among the edges that make the fewest boxes capturable (one
-    look-ahead only, no chain counting). Source: seed 000 sections 5.3 and 5.7.
+    look-ahead only, no chain counting). Source: El Kaddouri et al., sections 5.3 and 5.7.
     """
 
     name = "greedy"
@@ -95,12 +96,12 @@ class PerfectAgent(JaxAgent):
 
 
 class AlphaBetaAgent(HostAgent):
-    """Depth-limited alpha-beta with the seed's heuristic, chain rules and important moves first.
+    """Depth-limited alpha-beta with El Kaddouri et al.'s heuristic, chain rules and important moves first.
 
     Iterative deepening (depth 1, 2, ..., ``depth``) with a transposition
     table, stopping at the per-move ``time_budget``: the move of the deepest
     finished search is played, so a decision never takes much longer than the
-    budget (seed 000 section 6.2 asks for < 200 ms per move). Leaves beyond
+    budget (El Kaddouri et al., section 6.2, ask for < 200 ms per move). Leaves beyond
     the horizon are worth the boxes won along the path (the box-difference
     heuristic of section 5.1); positions searched to the end are exact.
     When nothing is capturable and safe edges exist, at most
@@ -108,7 +109,7 @@ class AlphaBetaAgent(HostAgent):
     searches all moves). Equal moves are broken at random.
 
     Args:
-        depth: ply limit (seed: 9).
+        depth: ply limit (El Kaddouri et al.: 9).
         time_budget: seconds per move (default 0.15, leaving margin under 200 ms).
         max_safe_edges: see above (default 6).
         name: label.

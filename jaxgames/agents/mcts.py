@@ -1,4 +1,8 @@
-"""Pure MCTS agent with random rollouts (seed 000 section 5.7, "naive MCTS"; seed 004).
+"""Pure MCTS agent with random rollouts.
+
+Source: El Kaddouri, Rys & Gao, "Multi Agent Reinforcement Learning With Dots
+And Boxes" (course report), section 5.7 ("naive MCTS"); Janson, "Two-Player
+Games" (CS/Stat 184 lecture notes, 2024), the MCTS part.
 
 Built on `jaxgames.search.mcts` (mctx). Batched: the arena's whole batch of
 games is searched in one call.

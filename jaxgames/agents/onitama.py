@@ -1,40 +1,24 @@
-"""Onitama agents: uniform random, depth-limited alpha-beta (host) and batched minimax (JAX) with the seed's "Minimax" evaluation.
+"""Onitama agents: uniform random, depth-limited alpha-beta (host) and batched minimax (JAX).
 
-Source: seed 001 sections 5.6 and 6 (the "Minimax" opponent of depth 1, 2,
-... used as the training curriculum and as tournament entrants; the seed
-names it but gives neither its evaluation nor its weights). The evaluation
-here is the one the issue asks for, material plus master distance, with our
-own weights (`evaluate`, `MATERIAL_WEIGHT`, `DISTANCE_WEIGHT`).
+Source: Dasgupta & Chong, "Mastering the game of Onitama with Reinforcement
+Learning" (NUS USP group report, 2021), sections 5.6 and 6: the "Minimax"
+opponent of depth 1, 2, ..., named without its evaluation or weights. Ours
+is material plus master distance (`evaluate`; the weights of
+`jaxgames.games.onitama.search`).
 
-* `RandomAgent` (a `JaxAgent`: jit/vmap-able) plays `Onitama.random_action`,
-  uniform over the legal actions.
-* `AlphaBetaAgent` (a `HostAgent`) searches ``depth`` plies (1-4) with the
-  generic `jaxgames.search.alphabeta.search` (fail-soft negamax, a
-  transposition table, captures searched first). The arena batches it the
-  way it batches every host agent: each call answers a whole batch of games,
-  and every node of every search is expanded by ONE jitted call that steps
-  all actions of the state (`jaxgames.search.alphabeta.expander`), compiled
-  once per env value. Ties between equally valued moves are broken by a
-  random move order (captures still first), so two games from one deal
-  differ. Without a time budget the search is a fixed-depth search and its
-  root value equals full-width minimax of that depth
-  (``tests/test_onitama_agents.py`` checks it against an independent one).
+* `RandomAgent` (`JaxAgent`) plays `Onitama.random_action`.
+* `AlphaBetaAgent` (`HostAgent`) searches 1-4 plies with the generic
+  `jaxgames.search.alphabeta.search` (fail-soft negamax, transposition
+  table, captures first, random tie-breaks); without a time budget its root
+  value equals full-width minimax of that depth.
+* `MinimaxAgent` (`JaxAgent`, 1-3 plies) is its batched twin in pure JAX
+  (`jaxgames.games.onitama.search.move_values`): no pruning, so it jits and
+  vmaps and the arena runs whole matches against it in one compiled loop.
 
-* `MinimaxAgent` (a `JaxAgent`, depth 1-3) is its batched twin: full-width
-  fixed-depth negamax over the 40 (piece, card, move) triples in pure JAX
-  (`move_values`, the same evaluation as `evaluate_board`), no pruning, so
-  it jits and vmaps and the arena runs whole matches against it in one
-  compiled loop. Same values as `AlphaBetaAgent` of the same depth (float32).
-
-Values are from the side of the player to move, in the units of the
-rewards: +1 a win, -1 a loss, 0 a draw (the 200-turn limit). Every
-non-terminal leaf is worth at most ``4 * MATERIAL_WEIGHT + 5 *
-DISTANCE_WEIGHT = 0.425`` in absolute value, so a win or a loss found within
-the horizon always dominates the evaluation.
-
-Both action spaces work; the seed's 40-action space (``action_space="seed"``)
-is the practical one for search (an expansion steps 40 actions instead of
-1250).
+Values are from the mover's side: +1 a win, -1 a loss, 0 a draw (the turn
+limit); a non-terminal leaf is worth at most 0.425 in absolute value.
+Both action spaces work; the 40-action one (``action_space="seed"``) is
+cheaper for search (an expansion steps 40 actions instead of 1250).
 
     >>> import jax, jaxgames
     >>> from jaxgames.agents.onitama import AlphaBetaAgent, RandomAgent
@@ -51,27 +35,11 @@ import numpy as np
 
 from jaxgames.agents.base import HostAgent, JaxAgent, masked_uniform_choice
 from jaxgames.games.onitama import cards, rules
+from jaxgames.games.onitama.search import DISTANCE_WEIGHT, MATERIAL_WEIGHT, move_values
 from jaxgames.search import alphabeta
 
 MAX_DEPTH = 4
-"""The deepest search an `AlphaBetaAgent` accepts (issue 13: depths 1-4)."""
-
-MATERIAL_WEIGHT = 0.1
-"""Value of one student more than the opponent (`evaluate`)."""
-
-DISTANCE_WEIGHT = 0.005
-"""Value of one step (Manhattan) of master-distance advantage (`evaluate`).
-
-Chosen so that the distance term only breaks material ties: the distance
-difference of a non-terminal position lies in ``[-5, 5]`` (a master is 1 to
-6 steps from the enemy temple; at 0 the game is over), so the term spans at
-most ``10 * 0.005 = 0.05 < MATERIAL_WEIGHT``: one student always outweighs
-any difference in master distance. A master closer to the enemy temple
-threatens the Way of the Stream, so it is the natural positional tie-breaker;
-the search itself sees the actual threats within its horizon."""
-
-MAX_EVALUATION = 4 * MATERIAL_WEIGHT + 5 * DISTANCE_WEIGHT
-"""0.425: the largest absolute value of `evaluate` (below 1, the value of a win)."""
+"""The deepest search an `AlphaBetaAgent` accepts."""
 
 _TEMPLE_RC = np.array([[rules.TEMPLE[p] // rules.SIZE, rules.TEMPLE[p] % rules.SIZE] for p in (0, 1)])
 
@@ -94,12 +62,13 @@ def master_distance(pieces: np.ndarray, player: int) -> int:
 
 
 def evaluate(state) -> float:
-    """The seed's "Minimax" evaluation of a non-terminal state, from its player to move's side.
+    """The "Minimax" evaluation of a non-terminal state, from its player to move's side.
 
     ``MATERIAL_WEIGHT * (own students - enemy students) + DISTANCE_WEIGHT *
     (enemy master's distance to our temple - our master's distance to its
     temple)``, distances Manhattan (`master_distance`). In ``[-0.425,
-    0.425]`` (`MAX_EVALUATION`), so wins (+1) and losses (-1) dominate.
+    0.425]`` (`jaxgames.games.onitama.search.MAX_EVALUATION`), so wins (+1)
+    and losses (-1) dominate. Host twin of `search.evaluate_board`.
 
     Args:
         state: one unbatched `OnitamaState` (numpy or device leaves), not terminal.
@@ -138,7 +107,7 @@ def _landing_squares(env, state, actions: np.ndarray) -> np.ndarray:
 
 
 class RandomAgent(JaxAgent):
-    """Uniform over the legal actions (`Onitama.random_action`; the seed's "random AI").
+    """Uniform over the legal actions (`Onitama.random_action`; Dasgupta & Chong's "random AI").
 
     Raises:
         ValueError: the env is not Onitama (at trace time).
@@ -154,7 +123,7 @@ class RandomAgent(JaxAgent):
 
 
 class AlphaBetaAgent(HostAgent):
-    """Fixed-depth alpha-beta (1-4 plies) with the seed's material-plus-master-distance evaluation.
+    """Fixed-depth alpha-beta (1-4 plies) with the material-plus-master-distance evaluation (`evaluate`).
 
     See the module docstring. Each decision searches ``depth`` plies with a
     fresh transposition table (`state_key`), captures first, the rest in a
@@ -220,71 +189,14 @@ class AlphaBetaAgent(HostAgent):
 MAX_JAX_DEPTH = 3
 """The deepest `MinimaxAgent` (depth d visits ``40**d`` leaves per state: 64,000 at depth 3)."""
 
-_PASS_MOVES = np.zeros(rules.NUM_MOVES, bool)
-_PASS_MOVES[[rules.MASTER * 8, rules.MASTER * 8 + 4]] = True  # the seed space's passes: the master's move 0 of slot 0, 1
-_PASS_MOVES.setflags(write=False)
-
-
-def evaluate_board(board: rules.Board) -> jax.Array:
-    """float32 ``[]``: `evaluate` of one `rules.Board` in JAX (the same formula, from ``board.player``'s side)."""
-    p = board.player
-    own = jnp.where(p == 1, board.pieces[1], board.pieces[0])
-    opp = jnp.where(p == 1, board.pieces[0], board.pieces[1])
-    own_temple = jnp.where(p == 1, rules.TEMPLE[1], rules.TEMPLE[0])
-    opp_temple = jnp.where(p == 1, rules.TEMPLE[0], rules.TEMPLE[1])
-
-    def distance(square, temple):
-        return jnp.abs(square // rules.SIZE - temple // rules.SIZE) + jnp.abs(square % rules.SIZE - temple % rules.SIZE)
-
-    material = jnp.sum(own[: rules.MASTER] >= 0) - jnp.sum(opp[: rules.MASTER] >= 0)
-    dist = distance(opp[rules.MASTER], own_temple) - distance(own[rules.MASTER], opp_temple)
-    return (MATERIAL_WEIGHT * material + DISTANCE_WEIGHT * dist).astype(jnp.float32)
-
-
-def move_values(board: rules.Board, depth: int, max_turns: int) -> tuple[jax.Array, jax.Array]:
-    """Full-width negamax values of the 40 (piece, slot, move) triples of one board (pure JAX).
-
-    Args:
-        board: one unfinished `rules.Board`.
-        depth: plies (static, >= 1).
-        max_turns: the turn limit (static): a child at it without a winner is a draw (0).
-
-    Returns:
-        ``(values, valid)``: float32 ``[40]`` from the mover's side (a win
-        +1, a loss -1, else the negated value of the child searched
-        ``depth - 1`` plies, `evaluate_board` at the horizon) and bool
-        ``[40]``, the moves that exist (where no move does, the seed space's
-        two passes, master move 0 of each slot: `Onitama.pass_actions`).
-    """
-    legal, target = rules.move_targets(board)
-    must_pass = ~jnp.any(legal)
-    valid = legal | (must_pass & jnp.asarray(_PASS_MOVES))
-    a = jnp.arange(rules.NUM_MOVES, dtype=jnp.int32)
-    slot, piece = (a // cards.MAX_MOVES) % 2, a // (2 * cards.MAX_MOVES)
-    children = jax.vmap(rules.apply_move, in_axes=(None, 0, 0, 0, None))(
-        board, slot, piece, jnp.maximum(target, 0), must_pass
-    )
-    won = rules.is_won(children)  # [40]: the mover won (only the mover can win by moving)
-    draw = children.turn >= max_turns
-    if depth == 1:
-        below = jax.vmap(evaluate_board)(children)
-    else:
-        sub, sub_valid = jax.vmap(lambda c: move_values(c, depth - 1, max_turns))(children)
-        below = jnp.max(jnp.where(sub_valid, sub, -jnp.inf), axis=-1)
-    values = jnp.where(won, 1.0, jnp.where(draw, 0.0, -below)).astype(jnp.float32)
-    return values, valid
-
-
 class MinimaxAgent(JaxAgent):
     """Full-width fixed-depth minimax (1-3 plies) in pure JAX: the batched twin of `AlphaBetaAgent`.
 
-    Same evaluation (`evaluate_board`), same values (alpha-beta only prunes
-    what cannot change them; float32 here), no pruning: every one of the 40
-    (piece, card, move) triples is expanded at every level, ``40**depth``
-    leaves per decision, all in one vmapped kernel. So the arena can run a
-    whole match against it in one compiled loop, and a batch of games costs
-    one call. Ties between equal best moves are broken uniformly at random.
-    The turn limit is ``env.max_turns`` (the env's default params).
+    Same evaluation and values (float32) as `AlphaBetaAgent`, without
+    pruning (`jaxgames.games.onitama.search.move_values`): all 40 (piece,
+    card, move) triples at every level, ``40**depth`` leaves per decision, in
+    one vmapped kernel. Ties between equal best moves are broken uniformly
+    at random. The turn limit is ``env.max_turns``.
 
     Args:
         depth: plies, 1 to 3.
@@ -317,7 +229,7 @@ class MinimaxAgent(JaxAgent):
             return index
         must_pass = ~jnp.any(state.move_mask)
         passes = jnp.asarray(env.pass_actions, jnp.int32)
-        ids = env._canonical_ids(state.board, state.move_target)
+        ids = env.canonical_ids(state.board, state.move_target)
         move = jnp.sum(jnp.where(jnp.arange(rules.NUM_MOVES) == index, ids, 0), dtype=jnp.int32)
         return jnp.where(must_pass, passes[(index // cards.MAX_MOVES) % 2], move).astype(jnp.int32)
 

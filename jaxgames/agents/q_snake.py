@@ -1,40 +1,33 @@
-"""The AlphaSnake Zero snake: greedy on a trained `QSnakeNet` (seed 003), and its shipped weights.
+"""The AlphaSnake Zero snake: greedy on a trained `QSnakeNet`, and its shipped weights.
 
-`QSnakeAgent` is a `jaxgames.agents.battlesnake.QAgent` whose Q-function is a
-trained network: it turns snake ``player``'s egocentric view (seed 003,
-eqs. 1-3) to face up and plays the relative action with the largest
-Q-value (estimated win rate). By default it loads the weights shipped in
-``jaxgames/weights/q_snake/`` (``q_snake.msgpack`` with the variables,
-``q_snake.json`` with the network's shape, the command and budget that
-trained them and whether they are trained at all). Weights marked
-``"trained": false`` (a placeholder) load with an `UntrainedWeightsWarning`
-and an agent name ending in ``(untrained)``.
+Source: Siddiqui, Kraak, Roesli, Daxini & Li, "Multiagent Reinforcement
+Learning in a Synchronous Strategy Game" (University of Victoria report,
+undated), section 3: the snake turns its egocentric view (eqs. 1-3) to face
+up and plays the relative action with the largest Q-value (estimated win
+rate).
 
-The view is `jaxgames.networks.q_snake.rotated_views` with the head and
-body multipliers the network was trained with (in the metadata). Other
-board sizes: the network reads views of the size it was trained on
-(``2 board_size - 1``). On a smaller board the view is padded with wall
-cells (what the snake would see if the board were surrounded by more
-wall), on a larger one it is cropped around the head (the snake sees
-``board_size - 1`` cells each way); the multipliers do not depend on the
-board size, so values mean the same.
+By default `QSnakeAgent` loads the weights shipped in
+``jaxgames/weights/q_snake/`` (`jaxgames.weights_io` format; the metadata
+gives the network's shape, the view multipliers and whether the weights are
+trained: a placeholder, ``"trained": false``, loads with an
+`UntrainedWeightsWarning` and a name ending in ``(untrained)``). The network
+reads views of the board size it was trained on (``2 board_size - 1``);
+other sizes are padded with wall cells or cropped around the head
+(`fit_view`), and the multipliers do not depend on the board size, so values
+mean the same.
 
-The server serves it with ``python -m jaxgames.games.battlesnake.server
---agent q_snake`` (registered lazily in `jaxgames.agents.battlesnake.AGENTS`:
-nothing is loaded until it is asked for).
+    python -m jaxgames.serve.battlesnake --agent q_snake
 """
 
 from __future__ import annotations
 
-import json
-import os
 import pathlib
 import warnings
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 
+from jaxgames import weights_io
 from jaxgames.agents.battlesnake import QAgent
 from jaxgames.games.battlesnake import observe, rules
 from jaxgames.networks.q_snake import QSnakeNet, init_variables, rotated_views, validate_features, variable_shapes
@@ -42,16 +35,13 @@ from jaxgames.networks.q_snake import QSnakeNet, init_variables, rotated_views, 
 WEIGHTS_DIR = pathlib.Path(__file__).resolve().parent.parent / "weights" / "q_snake"
 """The shipped weights' folder (package data)."""
 
-WEIGHTS_FILE = "q_snake.msgpack"
-METADATA_FILE = "q_snake.json"
-
 
 class UntrainedWeightsWarning(UserWarning):
     """The weights loaded are a placeholder, not a trained snake."""
 
 
 def save_weights(variables: dict, directory, metadata: dict) -> pathlib.Path:
-    """Writes ``variables`` (msgpack, `flax.serialization`) and ``metadata`` (JSON) into ``directory``, atomically.
+    """Writes ``variables`` and ``metadata`` into ``directory`` in the one weights format (`jaxgames.weights_io.save`).
 
     Args:
         variables: ``{"params", "batch_stats"}`` of a `QSnakeNet`.
@@ -60,21 +50,15 @@ def save_weights(variables: dict, directory, metadata: dict) -> pathlib.Path:
             ``trained`` (bool); add the command and budget that made them.
 
     Raises:
-        ValueError: metadata without those keys.
+        ValueError: metadata without those keys, variables of another shape
+            than they say, or non-finite values.
     """
-    from flax import serialization
-
-    from jaxgames.experiment import atomic_write_bytes
-
     for k in ("features", "board_size", "trained"):
         if k not in metadata:
             raise ValueError(f"weights metadata needs {k!r}; got keys {sorted(metadata)}")
-    directory = pathlib.Path(directory)
-    directory.mkdir(parents=True, exist_ok=True)
-    host = jax.tree.map(np.asarray, {"params": variables["params"], "batch_stats": variables["batch_stats"]})
-    atomic_write_bytes(directory / WEIGHTS_FILE, serialization.msgpack_serialize(host))
-    atomic_write_bytes(directory / METADATA_FILE, (json.dumps(metadata, indent=2, default=str) + "\n").encode())
-    return directory
+    variables = {"params": variables["params"], "batch_stats": variables["batch_stats"]}
+    _check_shapes(variables, metadata, "variables to save")
+    return weights_io.save(directory, variables, metadata)
 
 
 def load_weights(directory=None) -> tuple[dict, dict]:
@@ -82,31 +66,33 @@ def load_weights(directory=None) -> tuple[dict, dict]:
 
     Raises:
         FileNotFoundError: no weights there (the message says how to make them).
-        ValueError: metadata without the network's shape, or variables of
-            another shape than its ``features``/``board_size`` say.
+        ValueError: the checks of `jaxgames.weights_io.load` (checksum, finite
+            values, readable files); metadata without the network's shape, or
+            variables of another shape than its ``features``/``board_size`` say.
     """
-    from flax import serialization
-
     directory = pathlib.Path(WEIGHTS_DIR if directory is None else directory)
-    wfile, mfile = directory / WEIGHTS_FILE, directory / METADATA_FILE
-    if not (wfile.exists() and mfile.exists()):
+    try:
+        variables, metadata = weights_io.load(directory)
+    except FileNotFoundError as err:
         raise FileNotFoundError(
-            f"no q_snake weights in {directory} ({WEIGHTS_FILE} and {METADATA_FILE}); train them with "
-            "`python experiments/q_snake.py ship=true` (see jaxgames/weights/q_snake/README.md)"
-        )
-    metadata = json.loads(mfile.read_text())
+            f"no q_snake weights in {directory} ({err}); train them with "
+            "`python experiments/q_snake.py ship=trained` (see jaxgames/weights/q_snake/README.md)"
+        ) from None
+    _check_shapes(variables, metadata, f"variables in {directory / weights_io.PARAMS_FILE}")
+    return variables, metadata
+
+
+def _check_shapes(variables: dict, metadata: dict, what: str) -> None:
+    """Raises ``ValueError`` unless ``variables`` are those of the `QSnakeNet` that ``metadata`` describes."""
     try:
         features = validate_features(tuple(metadata["features"]))
         board_size = int(metadata["board_size"])
     except (KeyError, TypeError, ValueError) as err:
-        raise ValueError(f"{mfile}: metadata must give the network's features and board_size ({err})") from err
-    variables = serialization.msgpack_restore(wfile.read_bytes())
+        raise ValueError(f"{what}: metadata must give the network's features and board_size ({err})") from None
     v = 2 * board_size - 1
     expected = variable_shapes(jax.eval_shape(lambda: init_variables(QSnakeNet(features), jax.random.key(0), (v, v, 3))))
-    got = variable_shapes(variables)
-    if expected != got:
-        raise ValueError(f"{wfile} holds variables of another shape than features={features}, board_size={board_size} say")
-    return jax.tree.map(jnp.asarray, variables), metadata
+    if expected != variable_shapes(variables):
+        raise ValueError(f"{what} are of another shape than features={features}, board_size={board_size} say")
 
 
 def fit_view(view: jax.Array, size: int) -> jax.Array:
@@ -208,4 +194,4 @@ class QSnakeAgent(QAgent):
 
 def is_shipped() -> bool:
     """Whether weights are present in `WEIGHTS_DIR` (trained or a placeholder)."""
-    return os.path.exists(WEIGHTS_DIR / WEIGHTS_FILE) and os.path.exists(WEIGHTS_DIR / METADATA_FILE)
+    return (WEIGHTS_DIR / weights_io.PARAMS_FILE).is_file() and (WEIGHTS_DIR / weights_io.METADATA_FILE).is_file()

@@ -1,6 +1,8 @@
 """Baseline agents for any game: uniform random and first legal action.
 
-Source: seed 000 section 5.7 (the "random" and "first open edge" opponents).
+Source: El Kaddouri, Rys & Gao, "Multi Agent Reinforcement Learning With Dots
+And Boxes" (course report), section 5.7 (the "random" and "first open edge"
+opponents).
 For Dots-and-Boxes the first legal action is the first open edge in
 OpenSpiel's action order (horizontal edges first).
 """
@@ -27,7 +29,7 @@ class FirstLegalAgent(JaxAgent):
     """Plays the legal action with the lowest index (Dots-and-Boxes: the first open edge).
 
     Args:
-        name: label (default ``"first_open_edge"``, the seed's name).
+        name: label (default ``"first_open_edge"``, El Kaddouri et al.'s name).
     """
 
     def __init__(self, name: str = "first_open_edge"):

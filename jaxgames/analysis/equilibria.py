@@ -9,22 +9,17 @@ Rosenberg, Savani & von Stengel, "Enumeration of Nash equilibria for
 two-player games", *Economic Theory* 42 (2010)), and every vertex is found by
 integer pivoting over the lexicographically feasible bases, so degenerate
 games are handled exactly too. This is the method of Gambit's
-``enummixed`` (https://www.gambit-project.org), which the tests use as the
-reference on thousands of random, degenerate and rescaled games. Gambit is
-not called here: its exact mode takes minutes on a random 10x10 game that
-Python integers do in under a second, its C++ build takes about 7
-CPU-minutes (there is no wheel), and version 16.7 returns no equilibria once
-the payoffs span 2**31 or more.
+``enummixed`` (https://www.gambit-project.org), the tests' reference; Gambit
+is not called here because its exact mode is far slower, it has no wheel,
+and version 16.7 returns no equilibria once the payoffs span 2**31 or more.
 
 * Each payoff is read as an exact rational, a float as the shortest decimal
   that rounds to it in its own dtype (Python's ``str``, as Gambit reads
   floats), so ``0.05`` is 1/20 and ``np.float32(0.1)`` is 1/10.
-* Each player's payoffs are mapped to positive integers by a positive affine
-  map of that player's payoffs alone, ``k (u - min u) + 1`` with the least
-  ``k`` that clears denominators (a constant table becomes ones). Nash
-  equilibria are invariant under such maps, so ``u`` and ``1e6 * u + 3`` (as
-  exact numbers) give the same integer game and the same answer: no
-  dependence on the payoff scale.
+* Each player's payoffs are mapped to positive integers by the positive
+  affine map ``k (u - min u) + 1`` with the least ``k`` that clears
+  denominators. Nash equilibria are invariant under such maps, so the
+  answer does not depend on the payoff scale.
 
 Degenerate games can have infinitely many equilibria. Their set is the finite
 union of the maximal Nash subsets ``conv(X) x conv(Y)``, the maximal
@@ -39,7 +34,9 @@ Pareto optima come from pairwise dominance of the pure outcomes. Plain numpy
 and Python fractions: these run once per game, not inside a trace.
 
 Profiles are ``(x, y)``: ``x`` float64 ``[n]`` the row player's mixed
-strategy, ``y`` float64 ``[m]`` the column player's.
+strategy, ``y`` float64 ``[m]`` the column player's; `Profile.point` prints
+them as the tables of El Kaddouri, Rys & Gao, "Multi Agent Reinforcement
+Learning With Dots And Boxes" (course report, undated), section 3.1.
 """
 
 from __future__ import annotations
@@ -72,8 +69,8 @@ class Profile(NamedTuple):
     y: np.ndarray
 
     def point(self) -> tuple[float, ...]:
-        """The seed's tuple notation: (P(first action) of each player) for 2x2 games,
-        otherwise every probability but the last of each player."""
+        """The tuple notation of El Kaddouri et al., section 3.1, tables 1-2: P(first action) of
+        each player for 2x2 games, otherwise every probability but the last of each player."""
         return tuple(np.round(np.concatenate([self.x[:-1], self.y[:-1]]), 6).tolist())
 
     def is_pure(self, atol: float = 1e-9) -> bool:
@@ -267,19 +264,13 @@ def extreme_equilibria(game) -> list[RationalProfile]:
     ``P = {x >= 0 : B^T x <= 1}`` and ``Q = {y >= 0 : A y <= 1}``, normalised
     (Mangasarian 1964; von Stengel 2007, section 3.5, theorem 3.4; Avis et
     al. 2010), with each player's payoffs first mapped to positive integers
-    by a positive affine map of its own (module docstring). Every vertex of
-    both polytopes is enumerated exactly, by integer pivoting over the
-    lexicographically feasible bases, so degenerate games are handled
-    exactly. Cross-checked in the tests against Gambit's exact rational
-    ``enummixed`` and a brute-force oracle on thousands of small games.
+    by a positive affine map of its own (module docstring). The work grows
+    with the number of polytope vertices (the upper bound theorem: at most a
+    few thousand for 10 actions each; timings in ``benchmarks/README.md``).
 
     Args:
         game: a `MatrixGame` or payoffs ``[2, n, m]`` (ints, floats or
             `fractions.Fraction`; floats are read as their shortest decimal).
-            The work grows with the number of vertices of the polytopes, at
-            most a few thousand for 10 actions each (the upper bound
-            theorem): about 0.6 s of CPU for a random 10x10 game, 3 s for
-            12x12.
 
     Returns:
         `RationalProfile` list, each extreme equilibrium once: pure ones

@@ -1,9 +1,8 @@
 """Learning dynamics of two-player matrix games: vector fields and their integration.
 
-For the row player with payoffs ``A`` [n, m] facing column strategy ``y``,
-and the column player with ``B`` [n, m] facing ``x`` (use ``B^T``), with
-``u`` the utility vector of a player and ``alpha`` the learning rate
-(time is measured in learner iterations):
+For the row player with payoffs ``A`` [n, m] facing column strategy ``y``
+(the column player uses ``B^T`` and ``x``), utility vector ``u``, learning
+rate ``alpha`` and time in learner iterations:
 
 * Replicator dynamics (Bloembergen et al. 2015, JAIR 53, eq. 5):
   ``x_i' = alpha x_i (u_i - x.u)``, ``u = A y``.
@@ -13,32 +12,21 @@ and the column player with ``B`` [n, m] facing ``x`` (use ``B^T``), with
 * Lenient Boltzmann dynamics (Panait, Tuyls & Luke 2008, JMLR 9, eq. 9;
   Bloembergen et al. 2015, eq. 13): the FAQ field with ``u_i`` replaced by
   the expected maximum of ``kappa`` rewards of action i (`lenient_utility`).
-
-* The expected dynamics of the tabular learners themselves
-  (`jaxgames.learners.tabular`), in Q-value space: action i of a player is
-  updated with probability x_i per iteration (once per kappa plays for the
-  lenient learner), scaled by ``min(beta / x_i, 1)`` for frequency-adjusted
-  Q-learning (FAQ, Kaisers & Tuyls 2010), so
+* The expected dynamics of the tabular learners (`jaxgames.learners.tabular`)
+  in Q-value space (`expected_q_update`; Gomes & Kowalczyk, ICML 2009, eq. 5
+  for plain Q-learning; FAQ: Kaisers & Tuyls 2010)::
 
       E[dQ_i] = alpha min(x_i, beta) / kappa * (u_i - Q_i)   (beta = 1: plain Q-learning)
 
-  (`expected_q_update`; Gomes & Kowalczyk, ICML 2009, eq. 5 for the plain
-  rule). The policy is ``softmax(Q / tau)`` or epsilon-greedy in Q. Where
-  every x_i >= beta the rate is the same for all actions and, at constant
-  tau, the induced policy flow is the Boltzmann-Q / lenient field above times
-  beta / kappa; otherwise (plain Q-learning; epsilon-greedy) the policy flow
-  depends on the Q-values, not only on the policy, and is drawn on a slice.
+  with the policy ``softmax(Q / tau)`` or epsilon-greedy in Q. Where every
+  x_i >= beta, at constant tau, the induced policy flow is the Boltzmann-Q /
+  lenient field above times beta / kappa; otherwise it depends on the
+  Q-values, not only on the policy, and is drawn on a slice.
 
-Everything is written for one profile and is jit/vmap-able. It computes in
-float32 whether or not ``jax_enable_x64`` is on (as the learners do), and
-the public functions check their settings in float32 as the learners do
-(`jaxgames.learners.tabular.learner_params`): a temperature of at least the
-smallest normal float32 (~1.2e-38), an integer leniency >= 1, a FAQ beta in
-(0, 1], an epsilon in [0, 1], finite payoffs and Q-values, and policies that
-are probability vectors of the right length. The checks see concrete values
-only: a value traced by ``jit``/``vmap`` (e.g. a swept temperature) is not
-checked. Boltzmann policies are computed from max-subtracted logits
-``(Q - max Q) / tau``, so large finite Q-values never give NaN.
+Everything is written for one profile, is jit/vmap-able and computes in
+float32 whether or not ``jax_enable_x64`` is on. The public functions check
+concrete settings as `jaxgames.learners.tabular.learner_params` does; values
+traced by ``jit``/``vmap`` (e.g. a swept temperature) are not checked.
 """
 
 from __future__ import annotations
@@ -464,18 +452,15 @@ def integrate_q(
 ) -> tuple[jax.Array, jax.Array]:
     """Integrates learning dynamics in Q-value space (`expected_q_update`), with schedules.
 
-    ``Q_p' = E[dQ_p]`` with ``x_p = softmax(Q_p / tau(t))`` (or epsilon-greedy
-    in Q_p, the dynamics of Gomes & Kowalczyk 2009, whose right-hand side
-    jumps where the greedy action changes; RK4 then resolves the sliding
-    along the switching line to O(step)). ``beta=None`` is the idealised
-    FAQ / lenient FAQ dynamics: for a constant tau, differentiating
-    ``x = softmax(Q / tau)`` gives exactly the x-space field of
-    `vector_field` (Tuyls et al. 2006); with a schedule this form also
-    carries the change of the policy caused by the change of tau, which the
-    x-space field omits, and it is not stiff at small tau (its rate is alpha,
-    not alpha * payoff / tau). ``beta`` in (0, 1] gives the expected dynamics
-    of the tabular learner with ``faq_beta=beta`` (1 = plain Q-learning),
-    1/kappa included. RK4, fixed step.
+    ``Q_p' = E[dQ_p]`` with ``x_p = softmax(Q_p / tau(t))``, or epsilon-greedy
+    in Q_p (Gomes & Kowalczyk 2009; the right-hand side jumps where the
+    greedy action changes, and fixed-step RK4 resolves the sliding along the
+    switching line to O(step)). ``beta=None`` is the idealised FAQ / lenient
+    FAQ dynamics, equal to the x-space `vector_field` at constant tau; it is
+    integrated in Q-space because, under a schedule, this form also carries
+    the policy change caused by the change of tau, and it is not stiff at
+    small tau. ``beta`` in (0, 1] gives the expected dynamics of the tabular
+    learner with ``faq_beta=beta`` (1 = plain Q-learning), 1/kappa included.
 
     Args:
         payoffs: float ``[2, n, n]`` (square games: both players' Q ``[2, n]``).

@@ -1,10 +1,11 @@
 """Pictures of learning dynamics: directional fields for 2x2 games, simplex plots for 3 actions.
 
 2x2 games are drawn in the unit square with x = P(first action) of player 1
-and y = P(first action) of player 2 (seed 000, figure 1). 3-action games are
-drawn on the probability simplex of one player, with the field of the
-symmetric self-play dynamics (both players at the same strategy).
-Trajectories start at a bullet and end at a square, as in the seed.
+and y = P(first action) of player 2; trajectories start at a bullet and end
+at a square (both as in El Kaddouri, Rys & Gao, "Multi Agent Reinforcement
+Learning With Dots And Boxes", course report, undated, figure 1). 3-action
+games are drawn on the probability simplex of one player, with the field of
+the symmetric self-play dynamics (both players at the same strategy).
 
 The field evaluations are compiled once per (field kind, grid size) at
 module level (`_field_2x2_grid`, `_simplex_field`); payoffs and the numeric

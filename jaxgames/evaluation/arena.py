@@ -22,13 +22,18 @@ ranking, "1224"): ranked by return, then by the game's tie-break
 (`jaxgames.core.Env.placement_tiebreak`: in Battlesnake, the later a snake
 was eliminated, the better). A game still running after ``max_steps``
 steps, or in which a host agent overran ``move_time_limit`` seconds on one
-move, is *timed out*; every seat of it is placed 1 (a draw: the seed 001
-Onitama rule that a game reaching the turn limit is a draw).
+move, is *timed out*; every seat of it is placed 1 (a draw, as Dasgupta &
+Chong count an Onitama game that reaches the turn limit).
 
 `play_match` is the two-agent view of `play` (results from agent A's side),
 kept for two-player games: game ``i`` has A in seat 0, moving first, when
-``i`` is even and in seat 1 when odd. Source: seed 000 section 5.7 (wins,
-losses, draws and timeouts against each opponent), seed 001 section 6.3.
+``i`` is even and in seat 1 when odd.
+
+Sources: El Kaddouri, Rys & Gao, "Multi Agent Reinforcement Learning With
+Dots And Boxes" (course report, undated), section 5.7 (wins, losses, draws
+and timeouts against each opponent); Dasgupta & Chong, "Mastering the game
+of Onitama with Reinforcement Learning" (NUS USP group report, 2021),
+section 6.3.
 """
 
 from __future__ import annotations
@@ -40,6 +45,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxgames import parallel
 from jaxgames.agents.base import Agent, JaxAgent
 from jaxgames.core import Env
 
@@ -364,15 +370,13 @@ def play(
         params: the game's params for every game (default ``env.default_params``).
         mesh: a `jax.sharding.Mesh` with a ``"batch"`` axis
             (`jaxgames.parallel.make_mesh`): the games are split over its
-            devices (padded to a multiple of the device count with copies of
-            the last game, which are dropped). Every game draws from its own
-            subkeys (``split(key, G)[g]`` does not depend on ``G``), so the
-            result equals the one-device result bitwise. JAX agents only.
+            devices (padded to a multiple of the device count). Every game
+            draws from its own subkeys, so the result equals the one-device
+            result bitwise. JAX agents only.
         chunk_size: play at most this many games per compiled call (bounds
-            device memory for a match larger than it holds). Every game keeps
-            its own random streams (`_compiled_match`), so the result equals
-            the unchunked one bitwise; with a mesh the chunk is rounded up to
-            a multiple of the device count. JAX agents only. None: one batch.
+            device memory); the result equals the unchunked one bitwise. With
+            a mesh it is rounded up to a multiple of the device count. JAX
+            agents only. None: one batch.
 
     Returns:
         An `ArenaResult`.
@@ -434,8 +438,6 @@ def play(
 
 def _chunked_match(env, agents, lineup, seat_of_slot, max_steps, params, play_key, mesh, chunk_size):
     """The compiled match in chunks of ``chunk_size`` games (the last padded), optionally over a mesh; host numpy outputs."""
-    from jaxgames import parallel
-
     num_games = seat_of_slot.shape[0]
     shards = 1 if mesh is None else parallel.num_shards(mesh)
     size = num_games if chunk_size is None else min(int(chunk_size), num_games)

@@ -1,14 +1,15 @@
 """Elo round-robin tournaments and Bradley-Terry maximum-likelihood ratings.
 
-Source: seed 001 section 6.3 (equations 6.1-6.2): every player starts at
-1000; after a game between A and B,
+Source: Dasgupta & Chong, "Mastering the game of Onitama with Reinforcement
+Learning" (NUS USP group report, 2021), section 6.3, equations 6.1-6.2:
+every player starts at 1000; after a game between A and B,
 
     E_A = 1 / (1 + 10 ** ((R_B - R_A) / 400)),   R_A' = R_A + K (S_A - E_A),
 
 with ``S_A`` = 1 for a win, 0.5 for a draw, 0 for a loss, and K = 32 (and
 symmetrically for B). One *round* is one game between every pair of players;
-the seed plays 2,500 rounds. A timeout counts as a draw (the seed's Onitama
-rule: a game that reaches the turn limit is a draw).
+the report plays 2,500 rounds. A timeout counts as a draw (the report's
+Onitama rule: a game that reaches the turn limit is a draw).
 
 Elo depends on the order of the games; the Bradley-Terry model (Bradley &
 Terry 1952; MM algorithm of Hunter 2004, "MM algorithms for generalized
@@ -24,8 +25,8 @@ Bradley-Terry comparisons (Weng & Lin 2011, "A Bayesian approximation method
 for online ranking", JMLR 12, section 3.1; Hunter 2004 section 5 fits it by
 the same MM algorithm). Elo over such games updates every agent once per game
 by ``K / (n - 1)`` times the sum of its pairwise ``S - E`` against the
-pre-game ratings (``n`` players in the game), which reduces to the seed's
-update for two players. The comparisons of one game are not independent, so
+pre-game ratings (``n`` players in the game), which reduces to equation 6.2
+for two players. The comparisons of one game are not independent, so
 confidence intervals come from a bootstrap over *games* (`bootstrap_ratings`,
 Efron & Tibshirani 1993, percentile intervals), not from the pair count.
 """
@@ -41,19 +42,19 @@ import numpy as np
 from jaxgames.evaluation import arena as arena_lib
 
 START_RATING = 1000.0
-"""Initial Elo rating (seed 001 section 6.3)."""
+"""Initial Elo rating (Dasgupta & Chong, section 6.3)."""
 
 K_FACTOR = 32.0
-"""Elo update factor K (seed 001 section 6.3)."""
+"""Elo update factor K (Dasgupta & Chong, section 6.3)."""
 
 
 def expected_score(rating_a, rating_b):
-    """Expected score of A against B (seed 001 eq. 6.1), float or array, in [0, 1]."""
+    """Expected score of A against B (Dasgupta & Chong, eq. 6.1), float or array, in [0, 1]."""
     return 1.0 / (1.0 + 10.0 ** ((np.asarray(rating_b, float) - np.asarray(rating_a, float)) / 400.0))
 
 
 def elo_update(rating_a: float, rating_b: float, score_a: float, k: float = K_FACTOR) -> tuple[float, float]:
-    """Both ratings after one game (seed 001 eq. 6.2).
+    """Both ratings after one game (Dasgupta & Chong, eq. 6.2).
 
     Args:
         rating_a, rating_b: ratings before the game (Elo points).
@@ -371,7 +372,7 @@ def round_robin(
     mesh=None,
     chunk_size: int | None = None,
 ) -> Tournament:
-    """Plays every lineup ``num_rounds`` times (seed 001 section 6.3) and rates the agents.
+    """Plays every lineup ``num_rounds`` times (Dasgupta & Chong, section 6.3) and rates the agents.
 
     For a two-player game the lineups are the pairs (each pair plays
     ``num_rounds`` games, seats alternating); for an ``N``-seat game every

@@ -1,10 +1,11 @@
 """Plots of tournaments: heatmaps of pairwise matrices, Elo curves, rating bars.
 
-Source: seed 001 section 6.3, figures 6.10-6.13 (Elo during the round robins,
-final Elo, win rates, pairwise net wins; and the average game length).
-matplotlib only, written straight to files: figures are `matplotlib.figure.Figure`
-objects saved with ``Figure.savefig`` (which renders with Agg for PNG), so
-nothing here touches pyplot or the user's backend, at import or after.
+Source: Dasgupta & Chong, "Mastering the game of Onitama with Reinforcement
+Learning" (NUS USP group report, 2021), section 6.3, figures 6.10-6.13 (Elo
+during the round robins, final Elo, win rates, pairwise net wins; and the
+average game length). Figures are `matplotlib.figure.Figure` objects saved
+with ``Figure.savefig``, so nothing here touches pyplot or the user's
+backend.
 """
 
 from __future__ import annotations
@@ -63,7 +64,7 @@ def heatmap(matrix: np.ndarray, labels, path, *, title: str = "", cmap: str = "R
 
 
 def elo_curves(history: np.ndarray, labels, path, *, title: str = "Elo during the round robins") -> pathlib.Path:
-    """Writes the Elo ratings ``[R + 1, N]`` against the round number (seed 001 fig. 6.10)."""
+    """Writes the Elo ratings ``[R + 1, N]`` against the round number (Dasgupta & Chong, fig. 6.10)."""
     h = np.asarray(history, float)
     fig, ax = _figure((7, 4))
     colors = matplotlib.colormaps["tab20"].colors if len(labels) > 10 else [f"C{i}" for i in range(10)]
@@ -90,7 +91,7 @@ def rating_bars(
     baseline: float | None = 1000.0,
     intervals: dict | None = None,
 ) -> pathlib.Path:
-    """Writes grouped bars of several values per agent (seed 001 figures 6.11-6.12).
+    """Writes grouped bars of several values per agent (Dasgupta & Chong, figures 6.11-6.12).
 
     Args:
         ratings: ``{series name: N values}``, e.g. ``{"Elo": [...], "Bradley-Terry": [...]}``.

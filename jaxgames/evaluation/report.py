@@ -5,8 +5,10 @@ Writes into a results folder:
 * ``ratings.csv``: per agent, Bradley-Terry and Elo ratings with their
   bootstrap intervals (`elo.bootstrap_ratings`), win rate (seats won
   outright), mean placement and the number of seats played;
-* ``elo_history.csv`` / ``elo_history.png`` (seed 001 figure 6.10);
-* ``ratings.png`` (seed figure 6.11, with the intervals) and ``win_rate.png``
+* ``elo_history.csv`` / ``elo_history.png`` (figure 6.10 of Dasgupta &
+  Chong, "Mastering the game of Onitama with Reinforcement Learning", NUS USP
+  group report, 2021);
+* ``ratings.png`` (their figure 6.11, with the intervals) and ``win_rate.png``
   (figure 6.12);
 * ``net_wins.csv`` / ``net_wins.png``: the row agent's pairwise wins minus
   losses against the column agent (figure 6.13);
@@ -25,9 +27,12 @@ from __future__ import annotations
 import csv
 import pathlib
 
+import jax
 import numpy as np
+from matplotlib.figure import Figure  # pyplot-free, like module `plots`
 
-from jaxgames.evaluation import elo
+from jaxgames.evaluation import elo, plots
+from jaxgames.evaluation.stats import wilson_interval
 
 
 def write_matrix(path, matrix, names) -> None:
@@ -75,8 +80,6 @@ def write_tournament(t: elo.Tournament, out, *, games_per_lineup: int, what: str
         games_per_lineup: games of each lineup, for the figure titles.
         what: the word for a lineup in titles ("pair", "lineup").
     """
-    from jaxgames.evaluation import plots  # matplotlib only when writing figures
-
     out = pathlib.Path(out)
     out.mkdir(parents=True, exist_ok=True)
     names = list(t.names)
@@ -144,8 +147,6 @@ def target_table(rows: list[dict]) -> list[str]:
 
 def target_figure(rows: list[dict]):
     """A matplotlib Figure of the rows with a 95% interval (rate, interval, target in red); None if there are none."""
-    from matplotlib.figure import Figure
-
     shown = [r for r in rows if "ci_low" in r]
     if not shown:
         return None
@@ -171,16 +172,18 @@ def wilson_row(what: str, successes: float, trials: int, **extra) -> dict:
 
     Args:
         what: the row's ``measure`` (its label in the table and the figure).
-        successes: wins or optimal moves (may be fractional: draws counted as 1/2).
+        successes: wins or optimal moves, a whole count (a score with draws as 1/2 is no binomial
+            count: give the wins and report the draws in ``extra``).
         trials: games or positions; with 0, ``rate``, ``ci_low`` and ``ci_high`` are NaN.
         **extra: further columns (``agent``, ``target``, ``note``, ...), after the standard ones.
 
     Returns:
         ``{"measure", "successes", "trials", "rate", "ci_low", "ci_high", **extra}``; the interval is
-        `jaxgames.learners.alphazero.wilson_interval` (Wilson 1927, JASA 22:209).
-    """
-    from jaxgames.learners.alphazero import wilson_interval  # imported when a row is made, not with this module
+        `jaxgames.evaluation.stats.wilson_interval` (Wilson 1927, JASA 22:209).
 
+    Raises:
+        ValueError: ``successes`` or ``trials`` not a whole count, or ``successes > trials``.
+    """
     low, high = wilson_interval(successes, trials)
     rate = successes / trials if trials else float("nan")
     return {"measure": what, "successes": successes, "trials": trials, "rate": rate, "ci_low": low, "ci_high": high, **extra}
@@ -223,7 +226,7 @@ def write_curves(rd, history: list[dict], draw, *, grid: tuple[int, int], size: 
 
     Args:
         rd: a `jaxgames.experiment.ResultsDir` (open).
-        history: one dict per iteration (`jaxgames.learners.alphazero.TrainResult.history`),
+        history: one dict per iteration (`jaxgames.learners.loop.TrainResult.history`),
             each with ``iteration``, ``policy_loss`` and ``loss``.
         draw: ``draw(axes, iterations, names)``: ``axes`` the ``[rows, cols]`` array of
             matplotlib Axes, ``iterations`` int ``[N]``, ``names`` the CSV columns.
@@ -232,8 +235,6 @@ def write_curves(rd, history: list[dict], draw, *, grid: tuple[int, int], size: 
     """
     if not history:
         return
-    from matplotlib.figure import Figure  # pyplot-free (module `plots`)
-
     names = list(dict.fromkeys(k for row in history for k in row))
     rd.write_csv("curves.csv", history, fieldnames=names)
     it = np.array([r["iteration"] for r in history])
@@ -272,8 +273,6 @@ def write_run_readme(rd, *, title: str, command: str, seconds: float, training: 
         report_heading: the report section's heading word(s), e.g. ``"Targets"``.
         report_lines: Markdown lines of the report (`write_targets`); empty: no section.
     """
-    import jax
-
     lines = [
         f"# {title}",
         "",

@@ -3,8 +3,9 @@
 ``payoffs[p, i, j]`` is player ``p``'s payoff when the row player (player 0)
 plays action ``i`` and the column player (player 1) plays action ``j``.
 
-The seed games are those of section 2.1 of the course report
-(``shared/seeds/000``), with one correction, noted here as the issue asks:
+The four games of `SEED_GAMES` are those of El Kaddouri, Rys & Gao, "Multi
+Agent Reinforcement Learning With Dots And Boxes" (course report, undated),
+section 2.1, with one correction:
 
 * Subsidy game: the report prints the table ``[[-1, 1], [1, -1]]`` (an
   anti-coordination game whose equilibria are the off-diagonal outcomes and
@@ -237,28 +238,28 @@ def _zero_sum(row, name, names) -> MatrixGame:
 
 
 def prisoners_dilemma() -> MatrixGame:
-    """Prisoner's dilemma, seed 000 section 2.1.1: C/D, (C,C) = (-1,-1), (D,D) = (-3,-3)."""
+    """Prisoner's dilemma, El Kaddouri et al., section 2.1.1: C/D, (C,C) = (-1,-1), (D,D) = (-3,-3)."""
     return _symmetric([[-1, -4], [0, -3]], "prisoners_dilemma", ("C", "D"))
 
 
 def biased_rock_paper_scissors() -> MatrixGame:
-    """Biased rock-paper-scissors, seed 000 section 2.1.2 (zero-sum).
+    """Biased rock-paper-scissors, El Kaddouri et al., section 2.1.2 (zero-sum).
 
-    Note: the seed states the equilibrium (10/16, 5/16, 1/16) for (R, P, S).
+    Note: the report states the equilibrium (10/16, 5/16, 1/16) for (R, P, S).
     Solving ``A y = 0`` for its own table gives (1/16, 10/16, 5/16), which
-    `jaxgames.analysis.equilibria.nash_equilibria` computes and the tests
-    check by hand.
+    `jaxgames.analysis.equilibria.nash_equilibria` computes.
     """
     return _zero_sum([[0, -0.25, 0.5], [0.25, 0, -0.05], [-0.5, 0.05, 0]], "biased_rock_paper_scissors", ("R", "P", "S"))
 
 
 def subsidy_game() -> MatrixGame:
-    """Subsidy game, row payoffs [[12, 0], [11, 10]], column the transpose (module note)."""
+    """Subsidy game (El Kaddouri et al., section 2.1.3, corrected: module docstring): row payoffs
+    [[12, 0], [11, 10]], column the transpose."""
     return _symmetric([[12, 0], [11, 10]], "subsidy_game", ("S1", "S2"))
 
 
 def battle_of_the_sexes() -> MatrixGame:
-    """Battle of the sexes, seed 000 section 2.1.4: O/M, (O,O) = (3,2), (M,M) = (2,3)."""
+    """Battle of the sexes, El Kaddouri et al., section 2.1.4: O/M, (O,O) = (3,2), (M,M) = (2,3)."""
     return MatrixGame([[3, 0], [0, 2]], [[2, 0], [0, 3]], name="battle_of_the_sexes", action_names=(("O", "M"), ("O", "M")))
 
 
@@ -278,4 +279,4 @@ def stag_hunt() -> MatrixGame:
 
 
 SEED_GAMES = ("prisoners_dilemma", "biased_rock_paper_scissors", "subsidy_game", "battle_of_the_sexes")
-"""The four games of seed 000, section 2.1, in its order."""
+"""The four games of El Kaddouri et al., section 2.1, in its order."""

@@ -1,73 +1,54 @@
-"""AlphaZero-lite for two-player board games: batched Gumbel self-play, replay on device, symmetry augmentation.
+"""AlphaZero for two-player board games: Gumbel self-play on device, replay, symmetry augmentation.
 
-Written first for Dots-and-Boxes (several board sizes, one size-agnostic
-network) and generalised through a small *game adapter* (`GameAdapter`, one
-per ``config.game``): the environment of each training board, the network
-module, the observation and legal mask of a stored position, and the
-board's symmetries as transforms. Two adapters: `DotsAndBoxesAdapter`
-(``game="dots_and_boxes"``, the default; everything below describes it) and
-`OnitamaAdapter` (``game="onitama"``: one 5x5 board, the canonical 1250
-actions, the outcome as the value target, the left-right mirror with mirrored
-cards as augmentation, ``selfplay_steps`` moves per iteration; games that
-have not ended at the end of the scan go on in the next iteration, their
-positions before the cut get no target and are dropped).
+Sources: Silver et al. 2018, "A general reinforcement learning algorithm that
+masters chess, shogi, and Go through self-play" (Science 362:1140), after
+Silver et al. 2017, "Mastering the game of Go without human knowledge"
+(Nature 550:354): one policy-value network, search-guided self-play with the
+latest parameters, the loss ``(z - v)^2 - pi . log p`` plus weight decay.
+Danihelka et al. 2022, "Policy improvement by planning with Gumbel" (ICLR;
+Gumbel MuZero): the improved policy as the policy target, few simulations.
+El Kaddouri, Rys and Gao, "Multi Agent Reinforcement Learning With Dots And
+Boxes", section 6: one network for every board size.
 
-Source: seed 004 (AlphaZero: MCTS guided by a policy-value network, self-play,
-a squared-error value loss against game outcomes and a cross-entropy policy
-loss, one network), seed 000 section 6 (AlphaZero for Dots-and-Boxes with a
-network that does not depend on the board size), Silver et al. 2018
-(AlphaZero, Science 362:1140) and Danihelka et al. 2022 (Gumbel MuZero,
-ICLR: the improved policy as the policy target, few simulations).
+`AlphaZeroLearner` is the learner of the training spine
+(`jaxgames.learners.loop.train`, which owns checkpoints, resume, budget,
+history and the evaluation hooks of `jaxgames.evaluation.alphazero`). One
+iteration (`train_iteration`):
 
-One *iteration* (`train_iteration`):
+1. **Self-play**, per board of ``board_sizes`` (one jitted `make_selfplay`
+   each, since shapes differ): ``B = num_envs`` games, ``T`` moves in one
+   ``lax.scan`` with auto-reset, every move chosen by
+   ``mctx.gumbel_muzero_policy`` (`jaxgames.search.mcts.network_search`).
+   Positions whose game ends inside the scan get a policy target ``pi``
+   (float32 ``[A]``; the improved policy or the visit distribution) and a
+   value target ``z`` (float32 ``[]``, the mover's final box margin /
+   num_boxes or outcome +1/-1/0) and go into the board's replay buffer
+   (`jaxgames.learners.buffer`); the others are dropped.
+2. **Updates**: ``updates_per_iteration`` AdamW steps, each on ``batch_size``
+   positions of every board, the boards' losses weighted by ``size_weights``,
+   each position mapped through a random symmetry of its board (board and
+   ``pi`` together; ``z`` is invariant).
 
-1. **Self-play**, for each board size in ``config.board_sizes`` (one jitted
-   function per size, since shapes differ): ``num_envs`` games in parallel in
-   one ``lax.scan`` over ``num_edges`` steps with auto-reset
-   (`jaxgames.wrappers.auto_reset_step`). Every game of Dots-and-Boxes lasts
-   exactly ``num_edges`` moves, so each slot plays one whole game per
-   iteration (slots restart together); the code does not rely on it:
-   positions whose game has not ended inside the scan get no value target
-   and are dropped. Each move is chosen by ``mctx.gumbel_muzero_policy``
-   (`jaxgames.search.mcts.network_search`) with ``num_simulations``.
-2. **Targets**: the policy target is Gumbel's improved policy
-   (``policy_target="gumbel"``) or the visit distribution (``"visits"``);
-   the value target is the final box margin / num_boxes
-   (``value_target="margin"``) or the final result +1/-1/0 (``"outcome"``),
-   from the side of the position's player to move.
-3. **Replay**: each size has its own device-resident ring buffer
-   (`ReplayBuffer`) holding compact positions (`rules.Board`) with their
-   targets.
-4. **Updates**: ``updates_per_iteration`` Optax steps (AdamW, gradient
-   clipping; one jitted call each, `make_update_step`), each on a minibatch of ``batch_size`` positions *from every
-   size*, the sizes' losses weighted by ``size_weights`` (equal by default):
-   so mixed sizes are trained in fixed proportion, whatever number of
-   positions each size produces. Every sampled position is mapped through
-   a uniformly drawn symmetry of its board (8 on square boards, 4
-   otherwise; `jaxgames.games.dots_and_boxes.symmetry`): the board and the
-   policy target are transformed together (``policy'[g(e)] = policy[e]``);
-   the value is invariant.
+A `GameAdapter` per ``game`` supplies the environment, the network module, the
+observation and legal mask of a stored position and the symmetries:
+`DotsAndBoxesAdapter` (any size; 8 symmetries on square boards, 4 otherwise;
+``T = num_edges``, one whole game per slot) and `OnitamaAdapter` (5x5, the
+1250 canonical actions, the left-right mirror with mirrored cards;
+``T = selfplay_steps``, unfinished games go on in the next iteration).
 
-`train` is the host driver: checkpoints (Orbax) with exact resume, a
-wall-clock budget, and every ``eval_every`` iterations an evaluation
-(`ProgressEvaluator`: optimal-move rate against the exact solver on 3x3,
-win rates against the previous best through the arena, which then becomes
-the new best if it wins at least ``gate_win_rate``, and against greedy and
-random). Self-play always uses the latest parameters (AlphaZero, not
-AlphaGo Zero's gated self-play); ``best_params`` are what the experiment
-ships.
+Design: the buffers hold compact boards (small ints), not observations, and
+the network input is recomputed at update time, so 65k positions fit in a
+few MB; the update steps are separate jitted calls, not a ``lax.scan``
+(`make_update_step` says why). Results of trained networks are in
+``jaxgames/weights/alphazero_dab/README.md`` and ``alphazero_onitama/README.md``.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import functools
-import json
-import math
-import os
-import pathlib
 import time
-from typing import Any, Callable, NamedTuple, Sequence
+from typing import Any, Callable, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -75,10 +56,14 @@ import numpy as np
 import optax
 from flax import struct
 
+from jaxgames import checks, parallel
 from jaxgames.games.dots_and_boxes import rules, symmetry
 from jaxgames.games.dots_and_boxes.env import DotsAndBoxes
 from jaxgames.games.dots_and_boxes.rules import Board
+from jaxgames.games.onitama import Onitama
+from jaxgames.learners.buffer import buffer_add, buffer_init, buffer_sample
 from jaxgames.networks import dots_and_boxes as nets
+from jaxgames.networks import onitama as onitama_nets
 from jaxgames.networks.dots_and_boxes import NetworkConfig
 from jaxgames.search import mcts
 from jaxgames.wrappers import auto_reset_step
@@ -89,22 +74,26 @@ POLICY_TARGETS = ("gumbel", "visits")
 GAMES = ("dots_and_boxes", "onitama")
 """The games the learner has an adapter for (`GameAdapter`)."""
 
-ADDED_FIELDS = {"game": "dots_and_boxes", "max_turns": 200, "selfplay_steps": 0}
-"""Config fields added with the game adapters, and their defaults: `run_identity` leaves them out at
-these values, so checkpoint folders of Dots-and-Boxes runs made before them stay valid."""
-
 
 # ----------------------------------------------------------------------------- config
-def _positive_int(name: str, value) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-        raise ValueError(f"{name} must be a positive int; got {value!r}")
-    return int(value)
+def parse_board_sizes(text: str) -> tuple:
+    """``"2x2,3x3"`` -> ``((2, 2), (3, 3))``: the command-line form of ``board_sizes`` (the config checks the sizes).
+
+    Raises:
+        ValueError: an entry that is not ``RxC`` (the message names ``board_sizes``).
+    """
+    sizes = []
+    for part in str(text).split(","):
+        rc = part.strip().lower().split("x")
+        if len(rc) != 2 or not all(p.strip().isdigit() for p in rc):
+            raise ValueError(f"board_sizes must be a board size like 3x3; got {part.strip()!r}")
+        sizes.append((int(rc[0]), int(rc[1])))
+    return tuple(sizes)
 
 
-def _positive_float(name: str, value) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.floating, np.integer)) or not value > 0:
-        raise ValueError(f"{name} must be a positive number; got {value!r}")
-    return float(value)
+def show_board_sizes(sizes) -> str:
+    """``((2, 2), (3, 3))`` -> ``"2x2,3x3"`` (``"none"`` for None): what `parse_board_sizes` reads."""
+    return "none" if sizes is None else ",".join(f"{r}x{c}" for r, c in sizes)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -112,39 +101,39 @@ class AlphaZeroConfig:
     """Settings of the learner (all fix shapes or the algorithm: a new config is a new compile).
 
     Attributes:
-        board_sizes: ``(num_rows, num_cols)`` of each training board, e.g. ``((2, 2), (3, 3), (4, 4))``
-            (None: the game's default, ``((2, 2), (3, 3))`` for Dots-and-Boxes, ``((5, 5),)``, the only
-            board, for Onitama).
-        size_weights: loss weight of each size (None: equal).
-        network: the network module's ``NetworkConfig`` (widths; None: its defaults):
-            `jaxgames.networks.dots_and_boxes.NetworkConfig` or `jaxgames.networks.onitama.NetworkConfig`.
-        num_envs: games played in parallel per size and iteration (``B``).
+        board_sizes: training boards, ``(num_rows, num_cols)`` each, e.g. ``2x2,3x3,4x4`` on the command
+            line (none: the game's default, 2x2 and 3x3 for Dots-and-Boxes, 5x5, the only board, for Onitama).
+        size_weights: loss weight of each board (none: equal).
+        network: the network's widths, `jaxgames.networks.dots_and_boxes.NetworkConfig` or
+            `jaxgames.networks.onitama.NetworkConfig` (None: its defaults).
+        num_envs: self-play games in parallel per board (B).
         num_simulations: Gumbel MuZero simulations per self-play move.
-        max_num_considered_actions: Gumbel's root candidates.
-        gumbel_scale: scale of the Gumbel noise in self-play (exploration).
-        policy_target: one of `POLICY_TARGETS`.
-        value_target: one of the network module's ``VALUE_TARGETS`` (None: ``"margin"`` for
-            Dots-and-Boxes, ``"outcome"`` for Onitama).
-        buffer_capacity: positions kept per size (ring buffer).
-        batch_size: positions per size per update.
-        updates_per_iteration: Optax steps per iteration.
+        max_num_considered_actions: root candidates of Gumbel's sequential halving.
+        gumbel_scale: scale of the Gumbel noise in self-play (exploration; 0: none).
+        policy_target: gumbel (the improved policy) or visits (the root visit distribution).
+        value_target: margin (final box margin / num_boxes) or outcome (+1/-1/0) (none: margin for
+            Dots-and-Boxes, outcome for Onitama).
+        buffer_capacity: positions kept per board (a ring buffer).
+        batch_size: positions per board per update.
+        updates_per_iteration: AdamW steps per iteration.
         learning_rate: AdamW learning rate.
         weight_decay: AdamW decoupled weight decay.
         max_grad_norm: global gradient-norm clip.
         value_loss_weight: weight of the value loss beside the policy loss.
-        augment: map every sampled position through a random board symmetry.
-        game: one of `GAMES`.
-        max_turns: Onitama: turns before a self-play game is a draw (seed 001: 200).
-        selfplay_steps: moves per game slot per iteration (0: the game's own: ``num_edges``
-            for Dots-and-Boxes, a whole game; 64 for Onitama).
+        augment: map every sampled position through a random symmetry of its board.
+        game: dots_and_boxes or onitama.
+        max_turns: Onitama: turns before a self-play game is a draw (Dasgupta and Chong 2021: 200).
+        selfplay_steps: moves per game slot per iteration (0: the game's own, num_edges for
+            Dots-and-Boxes, a whole game; 64 for Onitama).
 
     Raises:
-        ValueError, TypeError: a bad size, a non-positive count or rate, an
-            unknown target (each message names the field and the value).
+        ValueError, TypeError: a bad board, count or rate (floats must be finite in float32), an
+            unknown target or game (each message names the field and the value).
     """
 
-    board_sizes: tuple | None = None
-    size_weights: tuple | None = None
+    board_sizes: tuple | None = dataclasses.field(
+        default=None, metadata={"parse": parse_board_sizes, "show": show_board_sizes})
+    size_weights: tuple[float, ...] | None = None
     network: Any = None
     num_envs: int = 64
     num_simulations: int = 16
@@ -165,8 +154,7 @@ class AlphaZeroConfig:
     selfplay_steps: int = 0
 
     def __post_init__(self):
-        if self.game not in GAMES:
-            raise ValueError(f"game must be one of {GAMES}; got {self.game!r}")
+        checks.choice("game", self.game, GAMES)
         adapter_cls = ADAPTERS[self.game]
         for name, value in adapter_cls.defaults().items():
             if getattr(self, name) is None:
@@ -177,49 +165,31 @@ class AlphaZeroConfig:
         for s in sizes:
             if len(s) != 2:
                 raise ValueError(f"each board size is (num_rows, num_cols); got {s!r}")
-            adapter_cls.check_board(s)
+            try:
+                adapter_cls.check_board(s)
+            except (TypeError, ValueError) as e:
+                raise type(e)(f"board_sizes: {e}") from None
         if len(set(sizes)) != len(sizes):
             raise ValueError(f"board_sizes has duplicates: {sizes}")
         object.__setattr__(self, "board_sizes", tuple((int(r), int(c)) for r, c in sizes))
         if self.size_weights is not None:
-            w = tuple(float(x) for x in self.size_weights)
-            if len(w) != len(sizes) or any(not x > 0 for x in w):
+            w = tuple(checks.real("size_weights", x, lo=0.0, lo_open=True, dtype=np.float32) for x in self.size_weights)
+            if len(w) != len(sizes):
                 raise ValueError(f"size_weights must be {len(sizes)} positive numbers; got {self.size_weights!r}")
             object.__setattr__(self, "size_weights", w)
         if not isinstance(self.network, adapter_cls.nets.NetworkConfig):
             raise TypeError(f"network must be a {adapter_cls.nets.__name__}.NetworkConfig; got {type(self.network).__name__}")
-        for name in ("num_envs", "num_simulations", "max_num_considered_actions", "buffer_capacity", "batch_size", "updates_per_iteration"):
-            _positive_int(name, getattr(self, name))
-        for name in ("learning_rate", "max_grad_norm"):
-            _positive_float(name, getattr(self, name))
-        for name in ("gumbel_scale", "weight_decay", "value_loss_weight"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0:
-                raise ValueError(f"{name} must be a non-negative number; got {v!r}")
-        if self.policy_target not in POLICY_TARGETS:
-            raise ValueError(f"policy_target must be one of {POLICY_TARGETS}; got {self.policy_target!r}")
+        for name in ("num_envs", "num_simulations", "max_num_considered_actions", "buffer_capacity", "batch_size",
+                     "updates_per_iteration", "max_turns"):
+            checks.positive_int(name, getattr(self, name))
+        checks.non_negative_int("selfplay_steps", self.selfplay_steps)
+        for name, lo_open in (("learning_rate", True), ("max_grad_norm", True), ("gumbel_scale", False),
+                              ("weight_decay", False), ("value_loss_weight", False)):
+            checks.real(name, getattr(self, name), lo=0.0, lo_open=lo_open, dtype=np.float32)
+        checks.choice("policy_target", self.policy_target, POLICY_TARGETS)
         adapter_cls.nets.check_value_target(self.value_target)
         if not isinstance(self.augment, bool):
             raise TypeError(f"augment must be a bool; got {self.augment!r}")
-        _positive_int("max_turns", self.max_turns)
-        if isinstance(self.selfplay_steps, bool) or not isinstance(self.selfplay_steps, (int, np.integer)) or self.selfplay_steps < 0:
-            raise ValueError(f"selfplay_steps must be an int >= 0; got {self.selfplay_steps!r}")
-
-    def to_json(self) -> dict:
-        """A JSON-able dict of the settings (`from_json` inverts it)."""
-        d = dataclasses.asdict(self)
-        d["board_sizes"] = [list(s) for s in self.board_sizes]
-        d["size_weights"] = None if self.size_weights is None else list(self.size_weights)
-        return d
-
-    @classmethod
-    def from_json(cls, d: dict) -> "AlphaZeroConfig":
-        """The config written by `to_json`."""
-        d = dict(d)
-        d["board_sizes"] = tuple(tuple(s) for s in d["board_sizes"])
-        d["size_weights"] = None if d.get("size_weights") is None else tuple(d["size_weights"])
-        d["network"] = ADAPTERS[d.get("game", "dots_and_boxes")].nets.NetworkConfig(**d["network"])
-        return cls(**d)
 
 
 # ----------------------------------------------------------------------------- game adapters
@@ -336,11 +306,7 @@ class DotsAndBoxesAdapter(GameAdapter):
 class OnitamaAdapter(GameAdapter):
     """Onitama (canonical 1250 actions, outcome values): the identity and the left-right mirror with mirrored cards."""
 
-    @classmethod
-    def _nets(cls):
-        from jaxgames.networks import onitama as onitama_nets
-
-        return onitama_nets
+    nets = onitama_nets
 
     @classmethod
     def defaults(cls) -> dict:
@@ -355,8 +321,6 @@ class OnitamaAdapter(GameAdapter):
         return "onitama"
 
     def env(self, board):
-        from jaxgames.games.onitama import Onitama
-
         return Onitama(action_space="canonical", max_turns=int(self.config.max_turns))
 
     def _default_steps(self, board) -> int:
@@ -377,15 +341,6 @@ class OnitamaAdapter(GameAdapter):
         return Sample(board=board_out, policy=policy, value=samples.value)
 
 
-class _LazyNets:
-    """Class attribute that imports the Onitama network module on first use (no work at import time)."""
-
-    def __get__(self, obj, cls):
-        return cls._nets()
-
-
-OnitamaAdapter.nets = _LazyNets()
-
 ADAPTERS = {"dots_and_boxes": DotsAndBoxesAdapter, "onitama": OnitamaAdapter}
 """The adapter class of each game of `GAMES`."""
 
@@ -399,73 +354,6 @@ def game_adapter(config: "AlphaZeroConfig") -> GameAdapter:
 def selfplay_env(config: AlphaZeroConfig, size: tuple[int, int]):
     """The environment self-play and search run on: rewards in the units of ``config.value_target``."""
     return game_adapter(config).env(size)
-
-
-# ----------------------------------------------------------------------------- replay buffer
-@struct.dataclass
-class ReplayBuffer:
-    """A fixed-size ring of items on the device (one pytree of arrays).
-
-    Attributes:
-        data: pytree whose leaves have a leading axis ``[capacity, ...]``.
-        insert: int32 ``[]``: the slot the next item goes to.
-        size: int32 ``[]``: items held, at most ``capacity``.
-        capacity: static int.
-
-    When full, each new item overwrites the oldest (first in, first out).
-    """
-
-    data: Any
-    insert: jax.Array
-    size: jax.Array
-    capacity: int = struct.field(pytree_node=False)
-
-
-def buffer_init(example, capacity: int) -> ReplayBuffer:
-    """An empty buffer for items shaped like ``example`` (one item, no leading axis).
-
-    Raises:
-        ValueError: ``capacity`` not a positive int.
-    """
-    capacity = _positive_int("capacity", capacity)
-    data = jax.tree.map(lambda x: jnp.zeros((capacity,) + jnp.shape(x), jnp.asarray(x).dtype), example)
-    return ReplayBuffer(data=data, insert=jnp.int32(0), size=jnp.int32(0), capacity=capacity)
-
-
-def buffer_add(buffer: ReplayBuffer, items, valid: jax.Array | None = None) -> ReplayBuffer:
-    """Appends the ``valid`` rows of ``items`` (leading axis ``[N]``) in order (jittable).
-
-    Rows go to consecutive slots from ``buffer.insert`` on, wrapping around.
-    If more than ``capacity`` rows are valid only the last ``capacity`` are
-    kept (the others would be overwritten in the same call anyway).
-
-    Args:
-        buffer: the buffer.
-        items: pytree with leaves ``[N, ...]`` matching ``buffer.data``'s item shapes.
-        valid: bool ``[N]`` (default all True).
-    """
-    n = jax.tree.leaves(items)[0].shape[0]
-    valid = jnp.ones((n,), bool) if valid is None else valid.astype(bool)
-    cap = buffer.capacity
-    rank = jnp.cumsum(valid.astype(jnp.int32)) - 1  # position among the valid rows
-    count = jnp.sum(valid.astype(jnp.int32))
-    keep = valid & (rank >= count - cap)
-    slot = jnp.where(keep, (buffer.insert + rank) % cap, cap)  # cap = out of range: dropped
-    data = jax.tree.map(lambda d, x: d.at[slot].set(x.astype(d.dtype), mode="drop"), buffer.data, items)
-    return buffer.replace(
-        data=data,
-        insert=((buffer.insert + count) % cap).astype(jnp.int32),
-        size=jnp.minimum(buffer.size + count, cap).astype(jnp.int32),
-    )
-
-
-def buffer_sample(buffer: ReplayBuffer, key: jax.Array, batch_size: int):
-    """``batch_size`` items drawn uniformly with replacement from the ``size`` held (jittable).
-
-    An empty buffer gives copies of slot 0 (zeros); callers add before sampling.
-    """
-    idx = jax.random.randint(key, (batch_size,), 0, jnp.maximum(buffer.size, 1))
-    return jax.tree.map(lambda d: d[idx], buffer.data)
 
 
 class Sample(NamedTuple):
@@ -492,7 +380,7 @@ class TrainState:
         params: the network parameters (trained).
         opt_state: Optax state.
         best_params: the parameters that last won the evaluation against the previous best.
-        buffers: one `ReplayBuffer` of `Sample` per board size.
+        buffers: one `jaxgames.learners.buffer.ReplayBuffer` of `Sample` per board size.
         env_states: one batched env state ``[num_envs]`` per board size (`DotsAndBoxesState`, `OnitamaState`).
         key: uint32 ``[2]``: raw PRNG key data (raw so Orbax saves it as a plain array).
         iteration: int32 ``[]``: iterations done.
@@ -639,7 +527,7 @@ def losses(config: AlphaZeroConfig, params, size: tuple[int, int], samples: Samp
     """Policy cross-entropy and value squared error of one size's batch (float32 scalars).
 
     ``policy_loss = -sum_a target(a) log softmax(masked logits)(a)``, the mean
-    over the batch; ``value_loss = mean (v - z)^2`` (seed 004's AlphaZero
+    over the batch; ``value_loss = mean (v - z)^2`` (Silver et al. 2018's AlphaZero
     losses); ``policy_accuracy``: the share of positions where the network's
     argmax is the target's argmax.
     """
@@ -724,8 +612,6 @@ class _Compiled(NamedTuple):
 def _compiled(config: AlphaZeroConfig, mesh=None) -> _Compiled:
     """The jitted self-play (one per size) and update of a config, built once per config value (and mesh)."""
     if mesh is not None:
-        from jaxgames import parallel
-
         rep, bat = parallel.replicated(mesh), parallel.batch_sharding(mesh)
         return _Compiled(
             selfplay=tuple(
@@ -738,6 +624,14 @@ def _compiled(config: AlphaZeroConfig, mesh=None) -> _Compiled:
         selfplay=tuple(jax.jit(make_selfplay(config, s)) for s in config.board_sizes),
         update_step=jax.jit(make_update_step(config)),
     )
+
+
+def _check_mesh(config: AlphaZeroConfig, mesh) -> None:
+    if mesh is not None:
+        d = parallel.num_shards(mesh)
+        for name in ("num_envs", "batch_size"):
+            if getattr(config, name) % d:
+                raise ValueError(f"{name}={getattr(config, name)} must be a multiple of the mesh's {d} devices")
 
 
 def train_iteration(config: AlphaZeroConfig, state: TrainState, *, mesh=None) -> tuple[TrainState, dict]:
@@ -769,12 +663,7 @@ def train_iteration(config: AlphaZeroConfig, state: TrainState, *, mesh=None) ->
         self-play statistics as ``"{R}x{C}/..."``, ``buffer_size``, seconds).
     """
     if mesh is not None:
-        from jaxgames import parallel
-
-        d = parallel.num_shards(mesh)
-        for name in ("num_envs", "batch_size"):
-            if getattr(config, name) % d:
-                raise ValueError(f"{name}={getattr(config, name)} must be a multiple of the mesh's {d} devices")
+        _check_mesh(config, mesh)
         state = parallel.replicate(state.replace(env_states=()), mesh).replace(
             env_states=parallel.shard_batch(state.env_states, mesh)
         )
@@ -810,283 +699,58 @@ def train_iteration(config: AlphaZeroConfig, state: TrainState, *, mesh=None) ->
     return state, out
 
 
-# ----------------------------------------------------------------------------- evaluation helpers
-def random_positions(num_rows: int, num_cols: int, key: jax.Array, num_positions: int) -> Any:
-    """``num_positions`` non-terminal positions of uniformly random play (batched `DotsAndBoxesState`).
+# ----------------------------------------------------------------------------- the learner
+class AlphaZeroLearner:
+    """AlphaZero as a learner of the training spine: ``loop.train(AlphaZeroLearner(config), ...)``.
 
-    Each position is the board after ``k`` uniformly random moves, ``k``
-    uniform in ``[0, num_edges - 1]`` (so every stage of the game is
-    equally represented); scores and the player to move follow the moves.
-    """
-    env = DotsAndBoxes(num_rows, num_cols)
-    E = env.num_actions
-    k_order, k_stop = jax.random.split(key)
-    orders = jax.vmap(lambda k: jax.random.permutation(k, E))(jax.random.split(k_order, num_positions)).astype(jnp.int32)
-    stops = jax.random.randint(k_stop, (num_positions,), 0, E)
-
-    def one(order, stop):
-        def body(s, t):
-            nxt = env.step(s, order[t])
-            return jax.tree.map(lambda a, b: jnp.where(t < stop, a, b), nxt, s), None
-
-        s, _ = jax.lax.scan(body, env.init(jax.random.key(0)), jnp.arange(E))
-        return s
-
-    return jax.jit(jax.vmap(one))(orders, stops)
-
-
-def optimal_move_rate(solution, edges, actions) -> tuple[float, np.ndarray]:
-    """Share of ``actions`` that keep the exact value of their position (seed 000 section 4's solver).
+    ``init(key)`` is `init_state`, ``update(state)`` is `train_iteration`
+    (deterministic given the state, whose key it carries, so a resumed run
+    repeats a straight one exactly), ``promote(state)`` makes the current
+    parameters ``best_params`` (what the arena gate of
+    `jaxgames.evaluation.alphazero` asks).
 
     Args:
-        solution: a `solver.Solution` of the board.
-        edges: bool ``[N, num_edges]``: the positions (drawn edges).
-        actions: int ``[N]``: the move played in each.
-
-    Returns:
-        ``(rate, optimal)``: the share, and bool ``[N]`` per position. A
-        move is optimal when its value ``g + V(child)`` or ``-V(child)``
-        equals the position's value (the maximum over legal moves).
-    """
-    edges = np.asarray(edges, bool)
-    actions = np.asarray(actions, np.int64)
-    values = []
-    for start in range(0, len(edges), 4096):  # eager chunks: the solver's JAX lookup, no jit (its table is cached on first use)
-        values.append(np.asarray(solution.batch_action_values(jnp.asarray(edges[start:start + 4096]))))
-    av = np.concatenate(values) if values else np.zeros((0, edges.shape[-1]), np.int32)
-    from jaxgames.games.dots_and_boxes.search.solver import ILLEGAL
-
-    best = np.where(av == ILLEGAL, np.iinfo(np.int32).min, av).max(axis=1)
-    chosen = av[np.arange(len(actions)), actions]
-    optimal = (chosen != ILLEGAL) & (chosen == best)
-    return (float(optimal.mean()) if len(optimal) else float("nan")), optimal
-
-
-def wilson_interval(successes: float, trials: int, z: float = 1.959963984540054) -> tuple[float, float]:
-    """Wilson score 95% interval of a binomial proportion (Wilson 1927, JASA 22:209).
-
-    Returns ``(nan, nan)`` for no trials. ``successes`` may be fractional (draws counted as 1/2).
-    """
-    if trials <= 0:
-        return float("nan"), float("nan")
-    p = successes / trials
-    denom = 1 + z * z / trials
-    centre = (p + z * z / (2 * trials)) / denom
-    half = z * math.sqrt(p * (1 - p) / trials + z * z / (4 * trials * trials)) / denom
-    return max(0.0, min(p, centre - half)), min(1.0, max(p, centre + half))  # contains p despite rounding
-
-
-def elo_difference(score: float, games: int) -> float:
-    """Elo difference implied by a mean score (wins + draws/2 over games), clipped to half a game.
-
-    ``400 log10(s / (1 - s))`` (the logistic Elo model), with ``s`` kept in
-    ``[1/(2 games), 1 - 1/(2 games)]`` so a clean sweep gives a finite number.
-    """
-    s = min(max(score, 0.5 / games), 1 - 0.5 / games)
-    return 400.0 * math.log10(s / (1 - s))
-
-
-@dataclasses.dataclass(frozen=True)
-class EvalConfig:
-    """Settings of the evaluation during training (`ProgressEvaluator`).
-
-    Attributes:
-        board: ``(num_rows, num_cols)`` of the arena games and the optimal-move
-            rate (must be solvable by `solver.solve`: at most 31 edges, e.g. 3x3).
-        num_positions: random-play positions for the optimal-move rate.
-        num_games: arena games per opponent (first player alternating).
-        num_simulations: search simulations per move of the agents evaluated.
-        gate_win_rate: score (wins + draws/2) against the previous best from
-            which the current parameters become the new best.
-        opponents: fixed opponents among ``"greedy"``, ``"random"``.
-    """
-
-    board: tuple = (3, 3)
-    num_positions: int = 1000
-    num_games: int = 64
-    num_simulations: int = 16
-    gate_win_rate: float = 0.55
-    opponents: tuple = ("greedy", "random")
-
-    def __post_init__(self):
-        rules.validate_size(*self.board)
-        for name in ("num_positions", "num_games", "num_simulations"):
-            _positive_int(name, getattr(self, name))
-        if not 0.0 <= self.gate_win_rate <= 1.0:
-            raise ValueError(f"gate_win_rate must be in [0, 1]; got {self.gate_win_rate!r}")
-        for o in self.opponents:
-            if o not in ("greedy", "random"):
-                raise ValueError(f"unknown fixed opponent {o!r}; choose from ('greedy', 'random')")
-
-
-class ProgressEvaluator:
-    """The evaluation that `train` runs every ``eval_every`` iterations.
-
-    Measures, on ``eval_config.board``: the optimal-move rate of the raw
-    network policy and of the search (`AlphaZeroAgent`) on a fixed set of
-    random-play positions (against the exact solver); the score of the
-    current parameters against the previous best (both sampling their root
-    move, Gumbel noise of scale 1, so the games differ) and against each
-    fixed opponent (deterministic search) through the arena
-    (`jaxgames.evaluation.arena.play_match`), with the Elo difference each
-    implies.
-
-    Args:
-        config: the learner's config (network, value target).
-        eval_config: `EvalConfig`.
-        seed: the positions and the arena games are drawn from it (fixed
-            over the run, so the curves compare like with like).
+        config: `AlphaZeroConfig`.
+        mesh: None, or a `jax.sharding.Mesh` to train data-parallel on
+            (`train_iteration`; equal to one device up to float32 rounding;
+            checkpoints hold the sharded state, Orbax writing each shard).
 
     Raises:
-        ValueError: a board the solver cannot solve in memory.
+        TypeError: ``config`` not an `AlphaZeroConfig`.
+        ValueError: with ``mesh``, ``num_envs`` or ``batch_size`` not a multiple of its devices.
     """
 
-    def __init__(self, config: AlphaZeroConfig, eval_config: EvalConfig = EvalConfig(), *, seed: int = 0):
-        from jaxgames.games.dots_and_boxes.search import solver
+    name = "alphazero"
 
-        self.config, self.eval_config, self.seed = config, eval_config, seed
-        R, C = eval_config.board
-        solver.check_size(R, C)
-        self.solution = solver.solve(R, C)
-        self.env = DotsAndBoxes(R, C)
-        self.positions = random_positions(R, C, jax.random.key(seed), eval_config.num_positions)
-        self.edges = np.asarray(self.positions.board.edges)
+    def __init__(self, config: AlphaZeroConfig, *, mesh=None):
+        if not isinstance(config, AlphaZeroConfig):
+            raise TypeError(f"config must be an AlphaZeroConfig; got {type(config).__name__}")
+        _check_mesh(config, mesh)
+        self.config, self.mesh = config, mesh
 
-    def _agent(self, params, name, *, search=True, gumbel_scale=0.0):
-        from jaxgames.agents.alphazero import AlphaZeroAgent
+    def init(self, key: jax.Array) -> TrainState:
+        return init_state(self.config, key)
 
-        return AlphaZeroAgent(
-            params, network=self.config.network, value_target=self.config.value_target,
-            num_simulations=self.eval_config.num_simulations, search=search, name=name, gumbel_scale=gumbel_scale,
-        )
+    def update(self, state: TrainState) -> tuple[TrainState, dict]:
+        return train_iteration(self.config, state, mesh=self.mesh)
 
-    def __call__(self, state: TrainState) -> tuple[dict, bool]:
-        """Metrics of ``state`` and whether its parameters become the new best.
+    def iteration(self, state: TrainState) -> int:
+        return int(state.iteration)
 
-        Returns:
-            ``(metrics, promote)``: floats ``optimal_rate_raw``, ``optimal_rate_search``,
-            ``score_vs_best``, ``elo_vs_best``, ``score_vs_{opponent}``, ``elo_vs_{opponent}``.
+    def promote(self, state: TrainState) -> TrainState:
+        return state.replace(best_params=state.params, best_iteration=jnp.int32(state.iteration))
+
+    def start_from(self, params) -> Callable[[TrainState], TrainState]:
+        """The ``initial_state`` of a fine-tune (`loop.train`): ``params`` become the current and the best
+        parameters of a fresh run (the optimiser state starts fresh; a restored checkpoint holds its own).
+
+        Raises:
+            ValueError: ``params`` of another tree or shape than ``config.network``'s (checked now,
+                before any folder is claimed).
         """
-        from jaxgames.agents.dots_and_boxes import GreedyAgent
-        from jaxgames.agents.simple import RandomAgent
-        from jaxgames.evaluation import arena
-
-        ec = self.eval_config
-        it = int(state.iteration)
-        key = jax.random.fold_in(jax.random.key(self.seed + 1), it)
-        out = {}
-        batch = jax.tree.map(jnp.asarray, self.positions)
-        n = ec.num_positions
-        for search in (False, True):
-            agent = self._agent(state.params, "az", search=search)
-            actions = agent._compiled(self.env)(batch, jax.random.split(jax.random.fold_in(key, int(search)), n), batch.current_player)
-            rate, _ = optimal_move_rate(self.solution, self.edges, np.asarray(actions))
-            out["optimal_rate_search" if search else "optimal_rate_raw"] = rate
-        # Against the previous best both sides sample their root move (Gumbel noise, scale 1):
-        # two deterministic searches would replay the same two games num_games / 2 times each.
-        sampled = self._agent(state.params, "current", gumbel_scale=1.0)
-        opponents = {"best": self._agent(state.best_params, "best", gumbel_scale=1.0)}
-        for o in ec.opponents:
-            opponents[o] = GreedyAgent() if o == "greedy" else RandomAgent()
-        current = self._agent(state.params, "current")
-        promote = False
-        for j, (name, opp) in enumerate(opponents.items()):
-            me = sampled if name == "best" else current
-            res = arena.play_match(self.env, me, opp, ec.num_games, jax.random.fold_in(key, 10 + j), max_steps=self.env.num_actions + 1)
-            score = (res.wins + 0.5 * (res.draws + res.timeouts)) / ec.num_games
-            out[f"score_vs_{name}"] = score
-            out[f"elo_vs_{name}"] = elo_difference(score, ec.num_games)
-            if name == "best":
-                promote = score >= ec.gate_win_rate
-        return out, promote
-
-
-class ArenaEvaluator:
-    """An evaluation for any game through the arena: the gate against the previous best, and fixed opponents.
-
-    Every call plays, through `jaxgames.evaluation.arena.play_match` (seats
-    alternating), the current parameters against the previous best (both
-    sampling their root move, Gumbel noise of scale 1, so the games differ)
-    and against each fixed opponent (the current parameters with a
-    deterministic search). The current parameters become the new best when
-    their score (wins + draws/2) against the best is at least ``gate_win_rate``.
-    The games' keys depend only on ``seed`` and the iteration (exact resume).
-
-    Args:
-        config: the learner's config (network, value target).
-        env: the arena's environment (e.g. ``Onitama()``, canonical actions).
-        opponents: fixed opponents by name (agents of `jaxgames.agents`).
-        num_games: games per opponent.
-        num_simulations: search simulations per move of the agents evaluated.
-        gate_win_rate: the promotion threshold in ``[0, 1]``.
-        seed: seed of the games.
-        max_steps: turns before the arena stops a game (default ``env.max_turns + 1``
-            where the env has a turn limit, else 1000).
-
-    Raises:
-        ValueError: a non-positive count, a threshold outside ``[0, 1]``.
-    """
-
-    def __init__(self, config: AlphaZeroConfig, env, opponents: dict, *, num_games: int = 32, num_simulations: int = 16,
-                 gate_win_rate: float = 0.55, seed: int = 0, max_steps: int | None = None):
-        self.config, self.env, self.opponents = config, env, dict(opponents)
-        self.num_games = _positive_int("num_games", num_games)
-        self.num_simulations = _positive_int("num_simulations", num_simulations)
-        if not 0.0 <= gate_win_rate <= 1.0:
-            raise ValueError(f"gate_win_rate must be in [0, 1]; got {gate_win_rate!r}")
-        self.gate_win_rate, self.seed = float(gate_win_rate), int(seed)
-        self.max_steps = int(max_steps or getattr(env, "max_turns", 999) + 1)
-
-    def agent(self, params, name: str, *, gumbel_scale: float = 0.0):
-        """The `AlphaZeroAgent` of ``params`` with this evaluation's simulations."""
-        from jaxgames.agents.alphazero import AlphaZeroAgent
-
-        return AlphaZeroAgent(params, network=self.config.network, value_target=self.config.value_target,
-                              num_simulations=self.num_simulations, name=name, gumbel_scale=gumbel_scale)
-
-    def __call__(self, state: TrainState) -> tuple[dict, bool]:
-        """``(metrics, promote)``: ``score_vs_{name}``, ``elo_vs_{name}``, ``win_rate_vs_{name}`` for ``best`` and each opponent."""
-        from jaxgames.evaluation import arena
-
-        key = jax.random.fold_in(jax.random.key(self.seed + 1), int(state.iteration))
-        opponents = {"best": self.agent(state.best_params, "best", gumbel_scale=1.0), **self.opponents}
-        sampled = self.agent(state.params, "current", gumbel_scale=1.0)
-        current = self.agent(state.params, "current")
-        out, promote = {}, False
-        for j, (name, opp) in enumerate(opponents.items()):
-            me = sampled if name == "best" else current
-            res = arena.play_match(self.env, me, opp, self.num_games, jax.random.fold_in(key, 10 + j), max_steps=self.max_steps)
-            score = (res.wins + 0.5 * (res.draws + res.timeouts)) / self.num_games
-            out[f"score_vs_{name}"] = score
-            out[f"win_rate_vs_{name}"] = res.wins / self.num_games
-            out[f"elo_vs_{name}"] = elo_difference(score, self.num_games)
-            if name == "best":
-                promote = score >= self.gate_win_rate
-        return out, promote
-
-
-# ----------------------------------------------------------------------------- driver
-class TrainResult(NamedTuple):
-    """What `train` returns.
-
-    Attributes:
-        state: the final `TrainState`.
-        history: one dict per iteration (metrics; evaluation metrics where evaluated).
-        resumed_from: the iteration the run resumed from (0 for a fresh run).
-        stopped_by_budget: the wall-clock budget ended the run early.
-    """
-
-    state: TrainState
-    history: list
-    resumed_from: int
-    stopped_by_budget: bool
-
-    def length_text(self) -> str:
-        """The run's length for a README: ``"N iterations in all"``, then `` (resumed at iteration R)``
-        and `` (stopped by the wall-clock budget)`` where they apply (N: rows of ``history``)."""
-        return (f"{len(self.history)} iterations in all"
-                + (f" (resumed at iteration {self.resumed_from})" if self.resumed_from else "")
-                + (" (stopped by the wall-clock budget)" if self.stopped_by_budget else ""))
+        game_adapter(self.config).nets.check_params(params, self.config.network, what="the starting parameters")
+        params = jax.tree.map(jnp.asarray, params)
+        return lambda state: state.replace(params=params, best_params=params)
 
 
 def reported_params(state: TrainState) -> tuple[Any, str]:
@@ -1096,7 +760,7 @@ def reported_params(state: TrainState) -> tuple[Any, str]:
     (``best_iteration > 0``); otherwise the latest ``params``.
 
     Args:
-        state: a `TrainState` (e.g. `TrainResult.state`).
+        state: a `TrainState` (e.g. ``loop.train(...).state``).
 
     Returns:
         ``(params, source)``: a parameter pytree and, e.g., ``"best parameters (iteration 40, the last
@@ -1113,192 +777,9 @@ def training_seconds(history: list) -> float:
     return float(sum(r.get("selfplay_seconds", 0) + r.get("update_seconds", 0) for r in history))
 
 
-def run_identity(config: AlphaZeroConfig, seed: int) -> dict:
-    """The flat settings a checkpoint folder is tied to (``network.channels``, ..., ``seed``).
-
-    The fields of `ADDED_FIELDS` are left out at their defaults, so a
-    Dots-and-Boxes folder written before they existed keeps its identity.
-    """
-    d = config.to_json()
-    for name, default in ADDED_FIELDS.items():
-        if d.get(name) == default:
-            del d[name]
-    network = d.pop("network")
-    d.update({f"network.{k}": v for k, v in network.items()})
-    d["seed"] = int(seed)
-    return d
-
-
-def clear_other_run(directory: str | os.PathLike, config: AlphaZeroConfig, seed: int) -> None:
-    """Deletes the checkpoint steps in ``directory`` if they are another run's (another config or seed).
-
-    What an experiment's ``overwrite=true`` does to its checkpoint folder before
-    `train`: a folder of this very run (its `run_identity`) is kept, so the run
-    resumes; a missing folder is left missing.
-
-    Raises:
-        jaxgames.experiment.ResultsDirLocked: another live run uses ``directory``.
-    """
-    if pathlib.Path(directory).exists():
-        from jaxgames.checkpoint import Checkpointer
-
-        Checkpointer(directory, run_identity(config, seed), overwrite=True).close()
-
-
-HISTORY_NAME = "history.json"
-"""The per-iteration metrics beside the checkpoints (rows past the restored step are dropped on resume)."""
-
-
-def train(
-    config: AlphaZeroConfig,
-    *,
-    num_iterations: int,
-    seed: int = 0,
-    directory: str | os.PathLike | None = None,
-    checkpoint_every: int = 1,
-    eval_every: int = 0,
-    evaluator: Callable[[TrainState], tuple[dict, bool]] | None = None,
-    budget_seconds: float | None = None,
-    progress: bool = False,
-    on_iteration: Callable[[int, dict], None] | None = None,
-    max_to_keep: int = 2,
-    mesh=None,
-    initial_params=None,
-) -> TrainResult:
-    """Trains for ``num_iterations`` iterations, resuming from ``directory``'s latest checkpoint.
-
-    Checkpoints are `jaxgames.checkpoint.Checkpointer` steps (Orbax; the run's
-    identity, ``config`` and ``seed``, saved beside them as ``config.json``;
-    a lock against a second live run; a damaged latest step set aside for
-    the previous one). The metrics go to ``history.json`` in the same folder,
-    written before each checkpoint, so a resume keeps exactly the rows up to
-    the restored step. Everything an iteration does depends only on the
-    restored `TrainState` (the PRNG key is in it) and the evaluation's keys
-    on the iteration number, so a resumed run ends with exactly the state and
-    history of a run that never stopped (tested).
-
-    Args:
-        config: `AlphaZeroConfig`.
-        num_iterations: total iterations of the run (a resumed run does the rest;
-            one already reached, e.g. 0, restores the latest checkpoint and trains nothing).
-        seed: PRNG seed.
-        directory: the checkpoint folder (None: no checkpoints).
-        checkpoint_every: save every this many iterations (and at the last
-            one, and when the budget stops the run).
-        eval_every: call ``evaluator`` every this many iterations (0: never).
-        evaluator: ``evaluator(state) -> (metrics, promote)`` (default for
-            Dots-and-Boxes: `ProgressEvaluator` on 3x3 when ``eval_every > 0``;
-            other games must pass one, e.g. `ArenaEvaluator`); ``promote``
-            makes the current parameters the new ``best_params``.
-        budget_seconds: stop (after checkpointing) once an iteration ends
-            past this wall-clock budget; None: no budget.
-        progress: show a tqdm bar.
-        on_iteration: called as ``on_iteration(iteration, metrics)`` after each iteration.
-        max_to_keep: checkpoint steps kept.
-        mesh: None, or a `jax.sharding.Mesh` to train data-parallel on
-            (`train_iteration`; equal to one device up to float32 rounding).
-            Checkpoints hold the sharded state (Orbax writes each shard).
-        initial_params: None (a fresh network), or parameters of exactly
-            ``config.network``'s shapes to start from (a fine-tune: they become
-            the current and the best parameters at iteration 0; the optimiser
-            state starts fresh). A restored checkpoint holds its own and wins.
-
-    Returns:
-        A `TrainResult`.
-
-    Raises:
-        ValueError: a negative ``num_iterations`` or ``eval_every``, a
-            non-positive ``checkpoint_every`` or budget, ``eval_every > 0``
-            without an evaluator for a game other than Dots-and-Boxes.
-        jaxgames.experiment.ConfigMismatch: ``directory`` holds a run of another
-            config or seed (e.g. another network shape; the message lists the
-            differences; nothing is written).
-        jaxgames.experiment.ResultsDirLocked: another live run uses ``directory``.
-    """
-    if isinstance(num_iterations, bool) or not isinstance(num_iterations, (int, np.integer)) or num_iterations < 0:
-        raise ValueError(f"num_iterations must be an int >= 0; got {num_iterations!r}")
-    num_iterations = int(num_iterations)
-    checkpoint_every = _positive_int("checkpoint_every", checkpoint_every)
-    if isinstance(eval_every, bool) or not isinstance(eval_every, int) or eval_every < 0:
-        raise ValueError(f"eval_every must be a non-negative int; got {eval_every!r}")
-    if budget_seconds is not None:
-        _positive_float("budget_seconds", budget_seconds)
-    if eval_every and evaluator is None and config.game != "dots_and_boxes":
-        raise ValueError(f"eval_every={eval_every} needs an evaluator for {config.game} (e.g. ArenaEvaluator)")
-    if initial_params is not None:
-        game_adapter(config).nets.check_params(initial_params, config.network, what="initial_params")
-        initial_params = jax.tree.map(jnp.asarray, initial_params)
-    started = time.perf_counter()
-    ckpt = None
-    if directory is not None:
-        from jaxgames.checkpoint import Checkpointer
-
-        ckpt = Checkpointer(directory, run_identity(config, seed), max_to_keep=max_to_keep)
-    try:
-        if eval_every and evaluator is None:
-            evaluator = ProgressEvaluator(config, seed=seed)
-        state = init_state(config, jax.random.key(seed))
-        if initial_params is not None:
-            state = state.replace(params=initial_params, best_params=initial_params)
-        history: list = []
-        resumed_from = 0
-        if ckpt is not None:
-            restored = ckpt.latest(template=state)
-            if restored is not None:
-                resumed_from, state = restored
-                # Orbax hands back arrays committed to a device; jit caches compiled code per
-                # input commitment, so take uncommitted copies like a fresh run's (no recompile).
-                # The template (a fresh, unsharded state) makes every restored leaf whole on this
-                # process, also on several processes (`Checkpointer`), so the host copy works.
-                state = jax.tree.map(lambda x: jnp.asarray(np.asarray(x)), state)
-                game_adapter(config).nets.check_params(state.params, config.network, what=f"checkpoint {resumed_from} in {directory}")
-                history = [h for h in _read_history(ckpt.directory) if h.get("iteration", 0) <= resumed_from]
-        bar = None
-        if progress:
-            from tqdm import tqdm
-
-            bar = tqdm(total=num_iterations, initial=resumed_from, desc="alphazero", unit="it")
-        stopped = False
-        it = int(state.iteration)
-        while it < num_iterations:
-            state, metrics = train_iteration(config, state, mesh=mesh)
-            it = int(state.iteration)
-            metrics["iteration"] = it
-            if eval_every and it % eval_every == 0:
-                ev, promote = evaluator(state)
-                metrics.update(ev)
-                if promote:
-                    state = state.replace(best_params=state.params, best_iteration=jnp.int32(it))
-            metrics["best_iteration"] = int(state.best_iteration)
-            history.append(metrics)
-            over_budget = budget_seconds is not None and time.perf_counter() - started >= budget_seconds
-            if ckpt is not None and (it % checkpoint_every == 0 or it == num_iterations or over_budget):
-                from jaxgames.experiment import atomic_write_bytes
-
-                if jax.process_index() == 0:  # several processes: one writer (every process saves the checkpoint)
-                    atomic_write_bytes(ckpt.directory / HISTORY_NAME, (json.dumps(history) + "\n").encode())
-                ckpt.save(it, state)
-            if on_iteration is not None:
-                on_iteration(it, metrics)
-            if bar is not None:
-                bar.update(1)
-                bar.set_postfix(loss=f"{metrics['loss']:.3f}", value=f"{metrics['value_loss']:.3f}")
-            if over_budget and it < num_iterations:
-                stopped = True
-                break
-        if bar is not None:
-            bar.close()
-    finally:
-        if ckpt is not None:
-            ckpt.close()
-    return TrainResult(state=state, history=history, resumed_from=resumed_from, stopped_by_budget=stopped)
-
-
-def _read_history(directory: pathlib.Path) -> list:
-    try:
-        rows = json.loads((directory / HISTORY_NAME).read_text())
-        return rows if isinstance(rows, list) else []
-    except (OSError, ValueError):
-        return []
-
-
+def length_text(result) -> str:
+    """A run's length for a README, from a `jaxgames.learners.loop.TrainResult`: ``"N iterations in all"``,
+    then `` (resumed at iteration R)`` and `` (stopped by the wall-clock budget)`` where they apply."""
+    return (f"{len(result.history)} iterations in all"
+            + (f" (resumed at iteration {result.resumed_from})" if result.resumed_from else "")
+            + (" (stopped by the wall-clock budget)" if result.stopped_by_budget else ""))

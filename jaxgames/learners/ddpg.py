@@ -1,128 +1,78 @@
-"""The seed's DDPG validity study on Onitama: every actor variant trained side by side in one compiled run.
+"""DDPG with a validity head on Onitama: every actor variant trained side by side in one compiled run.
 
-Source: seed 001, section 3.2 (DDPG, Lillicrap et al. 2015, the seed's
-figure 3.1 and eqs. 3.5-3.6), 4.1-4.3 (observation, 40 actions, rewards and
-the rollout), 5.1 (the "hand of god" mask and the valid rate), 5.2-5.5 (the
-networks, `jaxgames.networks.ddpg`), 5.6 (the minimax curriculum and the
-sampling behaviour policy), 6.1 (the metrics) and 7.2 (MSE versus binary
-cross-entropy for the validity loss).
+Source: A. Dasgupta and Y. Q. Chong, "Mastering the game of Onitama with
+Reinforcement Learning" (NUS USP group report, 2021; "the report" below):
+section 3.2 (DDPG after Lillicrap et al. 2015: the pseudocode of its figure
+3.1, eqs. 3.5-3.6), 4.1-4.3 (observation, 40 actions, rewards, the rollout),
+5.1 (the "hand of god" mask and the valid rate), 5.2-5.5 (the networks,
+`jaxgames.networks.ddpg`), 5.6 (the minimax curriculum, sampling as
+exploration), 6.1 (the metrics) and 7.2 (MSE versus binary cross-entropy for
+the validity loss).
 
-**One compiled run** (`make_train`, `DDPGLearner.run`). ``R = V * S`` runs
-(``V = len(variants)`` actor variants times ``S = num_seeds`` seeds), each
-with its own ``E = num_envs`` games, actor, critic, targets, Adam states,
-replay buffer and curriculum depth, advance together in ONE ``lax.scan``.
-Each actor variant has its own parameter *structure*, so variants cannot be
-stacked on one axis: the parameters are a tuple with one entry per variant
-whose leaves carry a leading seed axis ``[S, ...]``, and every network call
-is a Python loop over variants *at trace time*, each ``jax.vmap``-ed over its
-seeds (the loop unrolls into one XLA program; nothing runs per variant on the
-host). Everything that does not depend on the architecture (the games, the
-hand-of-god sampling, the replay buffer, the curriculum) is one ``vmap`` over
-all ``R`` runs, written for one run. The exception is the opponent: the
-curriculum depth differs per run, and ``lax.switch`` under ``vmap`` becomes a
-``select`` that evaluates *every* depth's search for every game (a depth-2
-search expands 40 times the leaves of depth 1; measured on this CPU for 64
-games, 6.7 ms against 0.39 ms: all runs would pay depth 2 from the first game).
-The opponent's moves are therefore computed with ``lax.map`` over the runs
-(a loop inside the compiled program): within one run the depth is a scalar
-and ``lax.switch`` executes only the selected `MinimaxAgent` search,
-``vmap``-ed over that run's games. (If a caller vmaps the whole `train` over
-keys, the switch becomes a select again: correct, only slower.)
+Shapes: ``R = V * S`` runs (``V = len(variants)`` actor variants times
+``S = num_seeds`` seeds), each with its own ``E = num_envs`` games, actor,
+critic, targets, Adam states, replay buffer of ``N = buffer_size``
+transitions and curriculum; observations are 0/1 ``[260]``, actions ``[40]``.
 
-**One iteration** (`DDPGLearner._iteration`), per game; the invariant at its
-start is that every game is either live with the agent to move, or over:
+One iteration (`DDPGLearner`), per game; at its start every game is either
+live with the agent to move, or over:
 
-1. The actor reads the agent's observation (seed section 4.1) and outputs
-   its policy, a probability vector over the 40 actions (the DDPG action).
-   *Valid* (the seed's valid rate, section 5.1) is whether the policy's argmax
-   is a legal action. The move is *sampled* from the policy masked to the
-   legal actions and renormalised (the seed's "hand of god", 5.1, and its
-   sampling exploration, 5.6); where the masked policy is all zero the draw
-   is uniform over the legal actions. So an illegal move is never played in
-   training (in our env it would lose the game, `jaxgames.core`).
-2. Finished games restart (a new deal from the key; the agent's seat, Red
-   or Blue, drawn with probability 1/2, so who moves first follows the
-   side card's stamp as in the rules).
-3. The opponent (`MinimaxAgent` of the run's current depth) moves in every
-   live game where it is to move. Then the agent is to move again, or the
-   game is over: the invariant holds. A game ended by the opponent's move
-   waits one iteration (the agent's step on a finished state is a no-op,
-   `jaxgames.core`, and stores nothing) before it restarts.
-4. The transition ``(s_t, a_t, r_t, s_{t+1}, done)`` of every game that was
-   live at the start is stored: ``s_{t+1}`` is the agent's next observation
-   *after the opponent's reply* (seed section 4.3: the opponent is part of the
-   environment), ``r_t`` is +1 if the agent won during the iteration, -1 if it
-   lost, 0 otherwise (draws at ``max_turns`` included), ``done`` whether the
-   game ended (a draw at the turn limit is terminal, as in the seed).
-5. Each game that ended updates its run's curriculum (`curriculum_step`),
-   in the order of the games.
+1. The actor maps the observation to its policy over the 40 actions (the
+   DDPG action). The move is drawn from the policy masked to the legal
+   actions and renormalised (`jaxgames.networks.ddpg.hand_of_god`), so
+   training never plays an illegal move; *valid* (the valid rate) is whether
+   the policy's argmax was legal.
+2. Finished games restart (a new deal; the agent's seat, Red or Blue, drawn
+   with probability 1/2).
+3. The opponent (`MinimaxAgent` at the run's curriculum depth) moves in every
+   live game where it is to move; a game it ends waits one iteration (the
+   agent's step on a finished state is a no-op) before it restarts.
+4. The transition ``(s_t, a_t, r_t, s_{t+1}, done)`` of every game live at
+   the start is stored: ``s_{t+1}`` after the opponent's reply (the opponent
+   is part of the environment, section 4.3); ``r_t`` +1 if the agent won in
+   the iteration, -1 if it lost, else 0; a draw at ``max_turns`` is terminal.
+5. Each game that ended updates its run's curriculum (`curriculum_step`).
 6. Once ``learning_starts`` transitions are stored, ``updates_per_iteration``
-   DDPG updates per run (`DDPGLearner._update`), each on ``batch_size``
-   transitions drawn uniformly from that run's buffer:
+   updates per run, each on ``batch_size`` transitions drawn uniformly from
+   the run's buffer:
 
-   * critic: ``L = mean (y - Q(s, a))^2`` with ``y = r + gamma (1 - done)
-     Q'(s', mu'(s'))`` (targets primed; seed eq. 3.6 "critic", which omits
-     the ``(1 - done)`` at the end of a game that every DDPG needs);
+   * critic: ``mean (y - Q(s, a))^2``, ``y = r + gamma (1 - done) Q'(s', mu'(s'))``
+     (eq. 3.6, which omits the ``(1 - done)`` that a game's end needs);
    * actor: ``-mean Q(s, mu(s)) + validity_weight * L_val(v(s), mask(s))``
-     with the just-updated critic: the deterministic policy gradient of eq.
-     3.6 (the chain rule through ``Q`` and ``mu``, done by autodiff) plus the
-     validity loss of sections 5.3 and 7.2 (not for ``actions_only``);
-   * targets: ``theta' <- tau theta + (1 - tau) theta'`` (eq. 3.5; the
-     targets start as copies, "tau = 1").
+     with the just-updated critic (the validity loss of sections 5.3 and
+     7.2, `validity_loss`; none for ``actions_only``);
+   * targets: ``theta' <- tau theta + (1 - tau) theta'`` (eq. 3.5; they
+     start as copies).
 
-**The action the critic sees.** The seed's actor is a softmax over 40
-moves, not a continuous action. The DDPG action is the actor's probability
-vector ``mu(s)``; the sampling (with the hand of god) is part of the
-environment's response to it. By default (``critic_action="policy"``) the
-buffer stores ``mu(s_t)`` as played, so ``Q(s, p)`` learns the value of
-playing from ``p`` and the actor's gradient ``dQ/dp`` is taken where the
-critic was trained. ``critic_action="one_hot"`` stores the one-hot of the
-move played instead (the critic then sees vectors the actor never outputs;
-offered for comparison).
+The critic's action is the actor's probability vector ``mu(s)`` as played
+(``critic_action="policy"``), so ``dQ/dp`` is taken where the critic was
+trained; ``"one_hot"`` stores the move played instead (for comparison).
+Where the report's letter is wrong or silent: eq. 7.2 is bracketed so the
+minus and the ``1/N`` apply to both terms; the curriculum follows section
+5.6 (at least 60 wins in the last 100 games) and empties its window on an
+advance; the replay sizes of section 3.2 count transitions, not episodes.
 
-**Validity loss** (``validity_loss``). ``"mse"``: the seed's choice,
-``mean_i mean_a (v_ia - m_ia)^2`` over the 40 outputs of the validity layer
-``v`` (sigmoid) and the legal mask ``m`` (1 legal, 0 not) of each example;
-``"bce"``: seed eq. 7.2, ``-mean_i mean_a [m log v + (1 - m) log(1 - v)]``
-(with ``v`` clipped to ``[1e-7, 1 - 1e-7]``; float32 rounds ``1 - 1e-7``
-to 0.99999988).
+Design: each variant has its own parameter *structure*, so variants cannot
+share an axis: parameters are tuples over variants with a leading seed axis
+``[S, ...]``, and every network call is a Python loop over variants at trace
+time, each ``vmap``-ed over its seeds (one XLA program). Everything else is
+one ``vmap`` over the ``R`` runs, except the opponent: ``lax.switch`` under
+``vmap`` becomes a ``select`` that runs every depth's search (depth 2 costs
+about 17 times depth 1), so its moves go through ``lax.map`` over the runs,
+where the depth is a scalar and only the selected search runs. (Vmapping
+`make_train` over keys makes it a select again: correct, only slower.)
 
-**Seed mistakes corrected here** (the mathematics wins):
-
-* Eq. 7.2 as printed, ``-(1/N) sum Y log Y^ + (1 - Y) log(1 - Y^)``, lacks
-  brackets: the minus and the ``1/N`` apply to both terms.
-* Section 7.2 says the MSE gradient with respect to the prediction is
-  "essentially ``2 Y^``": it is ``2 (Y^ - Y) / N``.
-* It gives the BCE gradient as ``Y / Y^ + (1 - Y) / (1 - Y^)``: it is
-  ``(-Y / Y^ + (1 - Y) / (1 - Y^)) / N = (Y^ - Y) / (Y^ (1 - Y^) N)``. The
-  seed's conclusion still holds, for a reason it does not state: through the
-  sigmoid ``Y^ = sigmoid(z)`` the BCE gradient with respect to ``z`` is
-  ``(Y^ - Y) / N``, which stays large when a saturated output is wrong,
-  whereas the MSE's is ``2 (Y^ - Y) Y^ (1 - Y^) / N``, which vanishes there.
-  ``tests/test_ddpg.py`` checks these values by hand.
-* The curriculum rule: section 5.6 advances the depth when the agent wins "at
-  least 60 of the last 100 games", section 6.1 when the win rate is "greater
-  than" 0.6. We follow 5.6 (>= 60 wins). The seed does not say what happens
-  to the window after an advance; if it were kept, the 60 wins against the
-  old depth would advance the depth again on the next game, so the window is
-  emptied: the depth advances when 60 of the last ``min(100, games since the
-  last advance)`` games were wins (`curriculum_step`). It stops at
-  ``max_depth``.
-* Section 3.2 sizes the replay buffer and the minibatch in "episodes"; both
-  hold transitions (one agent move each), as in the DDPG pseudocode above it.
-
-Entry points: `DDPGConfig` (static settings), `DDPGLearner` (``init``,
-``run``: the compiled pieces), `make_train` (``train(key) -> (state,
-metrics)`` in one jitted call), `train` (host loop in chunks with Orbax
-checkpoints and exact resume), `actor_params` (one run's trained actor).
+Entry points: `DDPGConfig`; `DDPGLearner`, a `jaxgames.learners.loop`
+learner whose ``update`` runs ``chunk`` iterations in one compiled call;
+`make_train` (``train(key)``, the whole run in one jitted function);
+`actor_params` (one run's trained actor).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import functools
-import math
-from typing import Any, Callable, NamedTuple, Sequence
+from typing import Any, Callable, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -131,10 +81,13 @@ import optax
 from flax import struct
 
 import jaxgames
+from jaxgames import checks
 from jaxgames.agents.onitama import MAX_JAX_DEPTH, MinimaxAgent
 from jaxgames.games.onitama import cards
 from jaxgames.games.onitama.env import NUM_SEED_ACTIONS, SEED_OBSERVATION_SIZE
-from jaxgames.networks.ddpg import VARIANTS, Actor, Critic, check_widths, has_validity, init_actor, init_critic
+from jaxgames.networks.ddpg import (
+    VARIANTS, Actor, Critic, check_widths, hand_of_god, has_validity, init_actor, init_critic,
+)
 
 VALIDITY_LOSSES = ("mse", "bce")
 CRITIC_ACTIONS = ("policy", "one_hot")
@@ -143,20 +96,6 @@ BCE_EPSILON = 1e-7
 
 
 # ----------------------------------------------------------------------------- settings
-def _int(name: str, value, lo: int = 1) -> None:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise TypeError(f"{name} must be an int; got {value!r}")
-    if value < lo:
-        raise ValueError(f"{name} must be >= {lo}; got {value}")
-
-
-def _float(name: str, value, lo: float, hi: float, *, lo_open: bool = False) -> None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise TypeError(f"{name} must be a number; got {value!r}")
-    if not math.isfinite(value) or value > hi or value < lo or (lo_open and value == lo):
-        raise ValueError(f"{name} must be in {'(' if lo_open else '['}{lo}, {hi}]; got {value!r}")
-
-
 @dataclasses.dataclass(frozen=True)
 class DDPGConfig:
     """Every setting of the study (static: one config compiles its functions once).
@@ -165,24 +104,30 @@ class DDPGConfig:
         variants: actor variants trained side by side (`jaxgames.networks.ddpg.VARIANTS`).
         num_seeds: independent runs per variant, ``S``.
         num_envs: games played in parallel per run, ``E``.
-        num_iterations: iterations of `make_train` (one agent move per game each).
+        num_iterations: iterations of the run (one agent move per game each): `make_train`'s
+            length, and where `DDPGLearner.update` cuts its last chunk short.
+        chunk: iterations per `DDPGLearner.update` (one compiled ``lax.scan``; under
+            `jaxgames.learners.loop.train` a history row and a checkpoint each).
         buffer_size: transitions kept per run (FIFO), ``N``.
         batch_size: transitions per update.
-        learning_starts: stored transitions per run before the first update (>= batch_size).
+        learning_starts: stored transitions per run before the first update (in [batch_size, buffer_size]).
         updates_per_iteration: DDPG updates per run per iteration.
         actor_learning_rate, critic_learning_rate: Adam step sizes.
-        gamma: discount (seed: not given; 0.99).
-        tau: soft target update (seed: 0.005).
-        validity_loss: ``"mse"`` (the seed's) or ``"bce"`` (its section 7 proposal).
-        validity_weight: weight of the validity loss in the actor loss (the seed adds them: 1).
+        gamma: discount in [0, 1] (the report gives none; 0.99).
+        tau: soft target update in (0, 1] (the report: 0.005).
+        validity_loss: ``"mse"`` (the report's) or ``"bce"`` (its section 7.2 proposal).
+        validity_weight: weight of the validity loss in the actor loss, in [0, 1e6] (the report adds them: 1).
         critic_action: ``"policy"`` or ``"one_hot"`` (module docstring).
-        conv_features, card_features, hidden, norm: network widths (`jaxgames.networks.ddpg`;
-            the seed's are ``(64, 128)``, 10, ``(256, 256)``; small defaults for the CPU).
+        conv_features: filters of the 3x3 convolutions, 1 or 2 layers (`jaxgames.networks.ddpg`;
+            the report's ``(64, 128)``; small defaults for the CPU).
+        card_features: units of the card layer (the report's 10).
+        hidden: units of the dense layers after the concatenation (the report's ``(256, 256)``).
+        norm: ``"layer"`` or ``"none"`` after each convolution.
         min_depth, max_depth: the curriculum's first and last `MinimaxAgent` depth (1-3).
         advance_wins, window: the curriculum advances after ``advance_wins`` wins
-            in the last ``window`` games (seed 5.6: 60 of 100).
-        max_turns: the draw limit of a game (seed: 200).
-        deck: the cards dealt from (seed 4.1: its five cards, dealt at random to the hands and side).
+            in the last ``window`` games (the report's section 5.6: 60 of 100).
+        max_turns: the draw limit of a game (the report: 200).
+        deck: the cards dealt from (the report's section 4.1: its five cards, dealt at random).
 
     Raises:
         ValueError, TypeError: on construction, naming the bad setting.
@@ -192,6 +137,7 @@ class DDPGConfig:
     num_seeds: int = 1
     num_envs: int = 8
     num_iterations: int = 1000
+    chunk: int = 100
     buffer_size: int = 4096
     batch_size: int = 64
     learning_starts: int = 256
@@ -222,33 +168,31 @@ class DDPGConfig:
                 raise ValueError(f"unknown variant {v!r}; choose from {VARIANTS}")
         if len(set(self.variants)) != len(self.variants):
             raise ValueError(f"variants repeats an entry: {self.variants!r}")
-        for name in ("num_seeds", "num_envs", "num_iterations", "buffer_size", "batch_size", "updates_per_iteration",
-                     "advance_wins", "window"):
-            _int(name, getattr(self, name))
-        _int("learning_starts", self.learning_starts, 0)
+        for name in ("num_seeds", "num_envs", "num_iterations", "chunk", "buffer_size", "batch_size",
+                     "updates_per_iteration", "advance_wins", "window"):
+            checks.positive_int(name, getattr(self, name))
+        checks.non_negative_int("learning_starts", self.learning_starts)
         if self.learning_starts < self.batch_size:
             raise ValueError(f"learning_starts ({self.learning_starts}) must be >= batch_size ({self.batch_size})")
         if self.buffer_size < self.batch_size:
             raise ValueError(f"buffer_size ({self.buffer_size}) must be >= batch_size ({self.batch_size})")
+        if self.learning_starts > self.buffer_size:  # the buffer never holds more: no update would ever run
+            raise ValueError(f"learning_starts ({self.learning_starts}) must be <= buffer_size ({self.buffer_size})")
         if self.advance_wins > self.window:
             raise ValueError(f"advance_wins ({self.advance_wins}) cannot exceed window ({self.window})")
-        _float("actor_learning_rate", self.actor_learning_rate, 0.0, 1.0, lo_open=True)
-        _float("critic_learning_rate", self.critic_learning_rate, 0.0, 1.0, lo_open=True)
-        _float("gamma", self.gamma, 0.0, 1.0)
-        _float("tau", self.tau, 0.0, 1.0, lo_open=True)
-        _float("validity_weight", self.validity_weight, 0.0, 1e6)
-        if self.validity_loss not in VALIDITY_LOSSES:
-            raise ValueError(f"validity_loss must be one of {VALIDITY_LOSSES}; got {self.validity_loss!r}")
-        if self.critic_action not in CRITIC_ACTIONS:
-            raise ValueError(f"critic_action must be one of {CRITIC_ACTIONS}; got {self.critic_action!r}")
+        checks.real("actor_learning_rate", self.actor_learning_rate, 0.0, 1.0, lo_open=True)
+        checks.real("critic_learning_rate", self.critic_learning_rate, 0.0, 1.0, lo_open=True)
+        checks.probability("gamma", self.gamma)
+        checks.real("tau", self.tau, 0.0, 1.0, lo_open=True)
+        checks.real("validity_weight", self.validity_weight, 0.0, 1e6)
+        checks.choice("validity_loss", self.validity_loss, VALIDITY_LOSSES)
+        checks.choice("critic_action", self.critic_action, CRITIC_ACTIONS)
         check_widths(tuple(self.conv_features), self.card_features, tuple(self.hidden), self.norm)
         for name in ("min_depth", "max_depth"):
-            _int(name, getattr(self, name))
-            if getattr(self, name) > MAX_JAX_DEPTH:
-                raise ValueError(f"{name} must be in [1, {MAX_JAX_DEPTH}] (MinimaxAgent); got {getattr(self, name)}")
+            checks.integer(name, getattr(self, name), 1, MAX_JAX_DEPTH)  # MinimaxAgent's depths
         if self.min_depth > self.max_depth:
             raise ValueError(f"min_depth ({self.min_depth}) must be <= max_depth ({self.max_depth})")
-        _int("max_turns", self.max_turns, 2)
+        checks.integer("max_turns", self.max_turns, 2)
         jaxgames.make("onitama", action_space="seed", deck=tuple(self.deck), max_turns=self.max_turns)  # checks the deck
 
     @property
@@ -265,7 +209,7 @@ class DDPGConfig:
         return Critic(tuple(self.conv_features), self.card_features, tuple(self.hidden), self.norm)
 
     def env(self):
-        """The Onitama env of the study (the seed's action space and observation)."""
+        """The Onitama env of the study (the report's 40 actions and observation, ``action_space="seed"``)."""
         return jaxgames.make("onitama", action_space="seed", deck=tuple(self.deck), max_turns=self.max_turns)
 
 
@@ -276,7 +220,16 @@ def validity_loss(validity: jax.Array, legal: jax.Array, kind: str = "mse") -> j
     Args:
         validity: float32 ``[..., 40]`` in (0, 1): the validity layer's output.
         legal: bool ``[..., 40]``: the legal-action mask (the target).
-        kind: ``"mse"`` (seed eq. 7.1) or ``"bce"`` (seed eq. 7.2, bracketed correctly).
+        kind: ``"mse"`` (the report's eq. 7.1) or ``"bce"`` (its eq. 7.2, bracketed correctly).
+
+    Why BCE (section 7.2, whose gradients are misprinted): with respect to the
+    prediction the MSE's gradient is ``2 (v - m) / N`` and the BCE's
+    ``(v - m) / (v (1 - v) N)``; through the sigmoid the BCE's logit gradient
+    ``(v - m) / N`` stays large where a saturated output is wrong, while the
+    MSE's ``2 (v - m) v (1 - v) / N`` vanishes there.
+
+    Raises:
+        ValueError: an unknown ``kind``.
     """
     m = legal.astype(jnp.float32)
     if kind == "mse":
@@ -289,7 +242,7 @@ def validity_loss(validity: jax.Array, legal: jax.Array, kind: str = "mse") -> j
 
 @struct.dataclass
 class Curriculum:
-    """The minimax curriculum of one run (seed 5.6; batched ``[R]`` in `TrainState`).
+    """The minimax curriculum of one run (the report's section 5.6; batched ``[R]`` in `TrainState`).
 
     Attributes:
         depth: int32 ``[]``: the opponent's current depth.
@@ -315,7 +268,8 @@ def curriculum_step(cur: Curriculum, ended: jax.Array, won: jax.Array, *, advanc
 
     The game's result enters the window; if the window then holds at least
     ``advance_wins`` wins and the depth is below ``max_depth``, the depth
-    advances by one and the window empties (module docstring: why).
+    advances by one and the window empties (the report does not say; kept, the
+    wins against the old depth would advance it again at the next game).
 
     Args:
         cur: one run's `Curriculum`.
@@ -336,23 +290,13 @@ def curriculum_step(cur: Curriculum, ended: jax.Array, won: jax.Array, *, advanc
     )
 
 
-def hand_of_god(key: jax.Array, policy: jax.Array, legal: jax.Array) -> jax.Array:
-    """int32 ``[]``: a move drawn from ``policy`` ``[40]`` masked to ``legal`` ``[40]`` and renormalised (seed 5.1, 5.6).
-
-    Where every legal entry of ``policy`` is 0 the draw is uniform over the legal moves.
-    """
-    tiny = jnp.finfo(jnp.float32).tiny
-    logits = jnp.where(legal, jnp.log(jnp.maximum(policy, tiny)), jnp.finfo(jnp.float32).min)
-    return jax.random.categorical(key, logits).astype(jnp.int32)
-
-
 # ----------------------------------------------------------------------------- state
 @struct.dataclass
 class Buffer:
     """The replay buffers of all runs, on device (FIFO rings of ``N`` rows).
 
     Attributes:
-        observation: bool ``[R, N, 260]``: ``s_t`` (the seed's observation is 0/1; stored as bool).
+        observation: bool ``[R, N, 260]``: ``s_t`` (the report's observation is 0/1; stored as bool).
         action: float32 ``[R, N, 40]``: the critic's action (``critic_action``).
         reward: float32 ``[R, N]``.
         next_observation: bool ``[R, N, 260]``: ``s_{t+1}``, after the opponent's reply.
@@ -408,11 +352,11 @@ class TrainState:
 
 
 class Metrics(NamedTuple):
-    """Per-iteration records (a `DDPGLearner.run` stacks them ``[T, ...]``).
+    """Per-iteration records (`DDPGLearner.run` and ``update`` stack them ``[T, ...]``).
 
     Attributes:
         valid_rate: float32 ``[R]``: share of the agent's moves whose policy
-            argmax was legal (seed 5.1, 6.1 "valid rate"); NaN if none was made.
+            argmax was legal (the report's "valid rate", 5.1, 6.1); NaN if none was made.
         moves: int32 ``[R]``: agent moves made (games live at the start).
         actor_loss: float32 ``[R]``: policy loss + weighted validity loss of
             the last update (NaN before ``learning_starts``).
@@ -443,7 +387,9 @@ def _select(pred: jax.Array, on_true, on_false):
     return jax.tree.map(pick, on_true, on_false)
 
 
-class _UpdateOut(NamedTuple):
+class Losses(NamedTuple):
+    """The losses of one update (float32 ``[]`` per run; `Metrics` has their meaning)."""
+
     actor_loss: jax.Array
     policy_loss: jax.Array
     validity_loss: jax.Array
@@ -452,14 +398,25 @@ class _UpdateOut(NamedTuple):
 
 # ----------------------------------------------------------------------------- the learner
 class DDPGLearner:
-    """The compiled pieces of the study for one `DDPGConfig` (module docstring).
+    """The study for one `DDPGConfig` as a `jaxgames.learners.loop` learner (module docstring).
+
+    ``loop.train(DDPGLearner(config), num_iterations=config.num_iterations, key=key)``
+    runs the study with checkpoints, exact resume and a wall-clock budget (with
+    ``neutral=("num_iterations", "chunk")`` a resume may change those two). Learners
+    of configs that differ only in ``num_iterations`` and ``chunk`` compare equal
+    and share their compiled functions (a resume in the same process compiles nothing).
 
     Args:
         config: a `DDPGConfig`.
 
     Attributes:
         config, env, actors (one `Actor` per variant), critic, actor_tx, critic_tx.
+
+    Raises:
+        TypeError: ``config`` is not a `DDPGConfig`.
     """
+
+    name = "ddpg"
 
     def __init__(self, config: DDPGConfig):
         if not isinstance(config, DDPGConfig):
@@ -471,10 +428,15 @@ class DDPGLearner:
         self.actor_tx = optax.adam(config.actor_learning_rate)
         self.critic_tx = optax.adam(config.critic_learning_rate)
         self.opponents = tuple(MinimaxAgent(d) for d in range(config.min_depth, config.max_depth + 1))
-        self._init = jax.jit(self._init_impl)
-        self._run = jax.jit(self._run_impl, static_argnums=1)
+        self._compiled_for = dataclasses.replace(config, num_iterations=1, chunk=1)
 
-    # -- setup
+    def __hash__(self):
+        return hash(self._compiled_for)
+
+    def __eq__(self, other):  # jit's static-argument cache: equal learners trace alike
+        return isinstance(other, DDPGLearner) and self._compiled_for == other._compiled_for
+
+    # -- the loop protocol
     def init(self, key: jax.Array) -> TrainState:
         """The initial `TrainState` (jitted): fresh networks, targets equal to them, empty buffers.
 
@@ -482,6 +444,22 @@ class DDPGLearner:
         the opponent open where it starts); it stores no transition.
         """
         return self._init(key)
+
+    def update(self, state: TrainState) -> tuple[TrainState, dict]:
+        """The next ``config.chunk`` iterations in one compiled call, cut short at ``config.num_iterations``.
+
+        Returns:
+            ``(state, metrics)``: ``metrics["records"]`` is the chunk's `Metrics`
+            ``[T, ...]``; the scalars are `chunk_summary`'s.
+        """
+        done = int(state.iteration)
+        left = self.config.num_iterations - done
+        state, records = self.run(state, min(self.config.chunk, left) if left > 0 else self.config.chunk)
+        return state, {"records": records, **chunk_summary(self.config, records, done)}
+
+    def iteration(self, state: TrainState) -> int:
+        """Iterations done (one agent move per game each), so ``num_iterations`` means the same everywhere."""
+        return int(state.iteration)
 
     def _init_impl(self, key: jax.Array) -> TrainState:
         cfg = self.config
@@ -514,11 +492,14 @@ class DDPGLearner:
         Returns:
             ``(state, metrics)``, `Metrics` stacked ``[num_iterations, ...]``.
         """
-        _int("num_iterations", num_iterations)
+        checks.positive_int("num_iterations", num_iterations)
         return self._run(state, int(num_iterations))
 
     def _run_impl(self, state: TrainState, num_iterations: int):
         return jax.lax.scan(lambda s, _: self._iteration(s), state, None, length=num_iterations)
+
+    _init = jax.jit(_init_impl, static_argnums=0)
+    _run = jax.jit(_run_impl, static_argnums=(0, 2))
 
     def _per_variant(self, fn: Callable, *trees):
         """``fn(variant_index, *variant_slices)`` for each variant, vmapped over its seeds; outputs concatenated over runs.
@@ -623,12 +604,12 @@ class DDPGLearner:
 
         # 6. the DDPG updates
         nan = jnp.full((R,), jnp.nan, jnp.float32)
-        losses = _UpdateOut(nan, nan, nan, nan)
+        losses = Losses(nan, nan, nan, nan)
         for u in range(cfg.updates_per_iteration):
             ts, losses = jax.lax.cond(
                 buffer_count >= cfg.learning_starts,
                 functools.partial(self._update, key=jax.random.fold_in(update_key, u)),
-                lambda t: (t, _UpdateOut(nan, nan, nan, nan)),
+                lambda t: (t, Losses(nan, nan, nan, nan)),
                 ts,
             )
         moves = jnp.sum(live, axis=-1, dtype=jnp.int32)
@@ -646,23 +627,36 @@ class DDPGLearner:
         )
         return ts.replace(iteration=ts.iteration + 1), metrics
 
-    def _update(self, ts: TrainState, key: jax.Array) -> tuple[TrainState, _UpdateOut]:
+    def _update(self, ts: TrainState, key: jax.Array) -> tuple[TrainState, Losses]:
         """One DDPG update of every run on a minibatch of its own buffer (module docstring, step 6)."""
         cfg = self.config
         R, B = cfg.num_runs, cfg.batch_size
         index = jax.random.randint(key, (R, B), 0, ts.buffer_count)
         batch = jax.tree.map(lambda x: jnp.take_along_axis(x, index.reshape((R, B) + (1,) * (x.ndim - 2)), axis=1),
                              ts.buffer)
-        new = self._per_variant(self._update_one, ts.actor, ts.actor_target, ts.critic, ts.critic_target,
+        new = self._per_variant(self.update_run, ts.actor, ts.actor_target, ts.critic, ts.critic_target,
                                 ts.actor_opt, ts.critic_opt, batch)
         fields = list(zip(*new))  # per output, per variant
         actor, actor_target, critic, critic_target, actor_opt, critic_opt = (tuple(f) for f in fields[:6])
-        out = _UpdateOut(*(jnp.concatenate(x, axis=0) for x in zip(*fields[6])))
+        out = Losses(*(jnp.concatenate(x, axis=0) for x in zip(*fields[6])))
         return ts.replace(actor=actor, actor_target=actor_target, critic=critic, critic_target=critic_target,
                           actor_opt=actor_opt, critic_opt=critic_opt), out
 
-    def _update_one(self, i: int, actor, actor_target, critic, critic_target, actor_opt, critic_opt, batch: Buffer):
-        """The update of ONE run of variant ``i`` (vmapped over its seeds by `_per_variant`)."""
+    def update_run(self, i: int, actor, actor_target, critic, critic_target, actor_opt, critic_opt, batch: Buffer):
+        """One DDPG update of ONE run of variant ``i`` on ``batch`` (module docstring, step 6).
+
+        Written for one run (the learner vmaps it over each variant's seeds).
+
+        Args:
+            i: the variant's index in ``config.variants`` (static).
+            actor, actor_target, critic, critic_target: the run's parameters.
+            actor_opt, critic_opt: its Adam states.
+            batch: a `Buffer` of ``B`` rows (``[B, ...]``, no run axis); rows
+                with ``filled`` False weigh nothing in the means.
+
+        Returns:
+            ``(actor, actor_target, critic, critic_target, actor_opt, critic_opt, losses)``, `Losses`.
+        """
         cfg = self.config
         net = self.actors[i]
         obs = batch.observation.astype(jnp.float32)
@@ -699,27 +693,32 @@ class DDPGLearner:
         actor = optax.apply_updates(actor, updates)
         soft = lambda new, old: jax.tree.map(lambda a, b: cfg.tau * a + (1.0 - cfg.tau) * b, new, old)
         return (actor, soft(actor, actor_target), critic, soft(critic, critic_target), actor_opt, critic_opt,
-                _UpdateOut(actor_loss, policy_loss, vloss, critic_loss))
+                Losses(actor_loss, policy_loss, vloss, critic_loss))
 
 
 # ----------------------------------------------------------------------------- entry points
-@functools.lru_cache(maxsize=8)
-def _cached_learner(config: DDPGConfig) -> DDPGLearner:
-    return DDPGLearner(config)
+def chunk_summary(config: DDPGConfig, records: Metrics, done: int) -> dict:
+    """The scalars of a chunk's `Metrics` ``[T, ...]`` that began after ``done`` iterations (its history row).
 
-
-def learner_for(config: DDPGConfig) -> DDPGLearner:
-    """The `DDPGLearner` of ``config``, shared by every config that differs only in ``num_iterations``.
-
-    Its jitted functions are compiled once per such config in a process (a
-    resume, or a second `train` call, does not recompile).
-
-    Raises:
-        TypeError: ``config`` is not a `DDPGConfig`.
+    Returns:
+        ``actor_loss``, ``critic_loss``: means over the chunk's iterations that
+        updated and over the runs (None before ``learning_starts``; NaN if one
+        became NaN, which stops `jaxgames.learners.loop.train`); ``valid_rate``:
+        valid moves over moves (None if none); ``games``: games ended;
+        ``depth``: the deepest opponent among the runs in its last iteration.
     """
-    if not isinstance(config, DDPGConfig):
-        raise TypeError(f"config must be a DDPGConfig; got {type(config).__name__}")
-    return _cached_learner(dataclasses.replace(config, num_iterations=1))
+    m = jax.device_get(records)
+    t = done + 1 + np.arange(m.moves.shape[0])  # the chunk's iterations, counted from 1
+    updated = np.minimum(t * config.num_envs, config.buffer_size) >= config.learning_starts  # step 6's condition
+    moves = int(m.moves.sum())
+    valid = float(np.nansum(m.valid_rate * m.moves))
+    return {
+        "actor_loss": float(np.mean(m.actor_loss[updated])) if updated.any() else None,
+        "critic_loss": float(np.mean(m.critic_loss[updated])) if updated.any() else None,
+        "valid_rate": valid / moves if moves else None,
+        "games": int(m.ended.sum()),
+        "depth": int(m.depth[-1].max()),
+    }
 
 
 def make_train(config: DDPGConfig) -> Callable[[jax.Array], tuple[TrainState, Metrics]]:
@@ -737,89 +736,6 @@ def make_train(config: DDPGConfig) -> Callable[[jax.Array], tuple[TrainState, Me
         return learner._run_impl(learner._init_impl(key), config.num_iterations)
 
     return jax.jit(train_fn)
-
-
-def train(
-    config: DDPGConfig,
-    key: jax.Array,
-    *,
-    chunk: int = 100,
-    checkpoint_dir=None,
-    on_chunk: Callable[[int, TrainState, Metrics], None] | None = None,
-    overwrite: bool = False,
-) -> tuple[TrainState, Metrics]:
-    """Runs ``config.num_iterations`` iterations in compiled chunks, checkpointing after each (Orbax), resumable.
-
-    With ``checkpoint_dir`` the `TrainState` is saved after every chunk
-    (`jaxgames.checkpoint.Checkpointer`; its ``config.json`` is this config,
-    and a folder of another config is refused). A call on a folder that holds
-    a checkpoint resumes from its latest step; since the state holds the key
-    and every iteration depends only on the state, the result equals the
-    uninterrupted run's bit for bit (same ``chunk``; `tests/test_ddpg.py`).
-    The metrics of chunks run before a resume are *not* returned (they are
-    not in the checkpoint): pass ``on_chunk`` to store each chunk's metrics as
-    it comes (`experiments/onitama_ddpg.py` does).
-
-    Args:
-        config: the settings.
-        key: PRNG key (used only when nothing is restored).
-        chunk: iterations per compiled call and per checkpoint (the last chunk may be shorter).
-        checkpoint_dir: folder of the checkpoints, or None.
-        on_chunk: called as ``on_chunk(iterations_done, state, chunk_metrics)`` after each chunk, before
-            its checkpoint is saved (so a stored record exists for every checkpointed chunk).
-        overwrite: replace a checkpoint folder of another configuration.
-
-    Returns:
-        ``(state, metrics)``: the final state and the metrics of the chunks
-        run in this call, concatenated over iterations (None if the
-        checkpoint had already reached ``num_iterations``).
-
-    Raises:
-        ValueError: ``chunk`` < 1; `jaxgames.experiment.ConfigMismatch` and
-        `jaxgames.experiment.ResultsDirLocked` from the checkpoint folder.
-    """
-    _int("chunk", chunk)
-    learner = learner_for(config)
-    state = None
-    done = 0
-    pieces: list[Metrics] = []
-    device = jax.local_devices()[0]
-
-    def loop(ckpt):
-        nonlocal state, done
-        # a fresh state and one restored by Orbax both committed to one device: jit's cache tells
-        # committed and uncommitted inputs apart, and would otherwise compile the loop again on a resume
-        state = jax.device_put(state, device)
-        while done < config.num_iterations:
-            n = min(chunk, config.num_iterations - done)
-            state, metrics = learner.run(state, n)
-            done += n
-            pieces.append(jax.device_get(metrics))
-            if on_chunk is not None:  # before the checkpoint: every checkpointed chunk has its records
-                on_chunk(done, state, metrics)
-            if ckpt is not None:
-                ckpt.save(done, state)
-
-    if checkpoint_dir is None:
-        state = learner.init(key)
-        loop(None)
-    else:
-        from jaxgames.checkpoint import Checkpointer
-        from jaxgames.experiment import NEUTRAL_FIELDS
-
-        # num_iterations only says where to stop: a resume may raise it
-        with Checkpointer(checkpoint_dir, config, max_to_keep=2, overwrite=overwrite,
-                          neutral=NEUTRAL_FIELDS + ("num_iterations",)) as ckpt:
-            state = learner.init(key)  # after the folder's checks: a refused folder compiles nothing
-            restored = ckpt.latest(template=state)
-            if restored is not None:
-                done, state = restored
-            loop(ckpt)
-    if pieces:
-        metrics = jax.tree.map(lambda *xs: np.concatenate(xs, axis=0), *pieces)
-    else:
-        metrics = None
-    return state, metrics
 
 
 def actor_params(config: DDPGConfig, state: TrainState, variant: str, seed: int = 0) -> dict:

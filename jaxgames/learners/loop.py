@@ -12,7 +12,8 @@ stopped.
 Vocabulary, used by every learner and experiment:
 
 * ``num_iterations``: the run's total iterations (an AlphaZero iteration, a
-  Q-snake generation, a DDPG chunk); a resumed run does the rest.
+  Q-snake generation, a DDPG iteration: one agent move in every game); a
+  resumed run does the rest.
 * ``key``: the run's PRNG key (`jax.random.key`); only a fresh run uses it.
 * ``checkpoint_dir``: the run's checkpoint folder (`jaxgames.checkpoint`).
 * ``budget_minutes``: wall-clock minutes of this call.
@@ -26,13 +27,17 @@ Adding a learner: write a config (a frozen dataclass, hashable) and a class with
 * ``config``: the config (its fields tie a checkpoint folder to the run);
 * ``init(key) -> state``: a pytree of arrays (`flax.struct` dataclass), raw
   key data inside it rather than a typed key;
-* ``update(state) -> (state, metrics)``: one iteration; metrics a dict whose
-  scalar entries go into the history (other entries reach only ``callback``);
+* ``update(state) -> (state, metrics)``: one iteration, or a chunk of several
+  (DDPG); metrics a dict whose scalar entries go into the history (one row
+  per update; other entries reach only ``callback``);
 * ``iteration(state) -> int``: iterations the state has done;
 * optionally ``promote(state) -> state`` (for evaluation hooks that promote)
   and ``name`` (the progress bar's label).
 
 Then ``train(learner, num_iterations=..., key=...)`` gives it everything above.
+The tabular learners (`jaxgames.learners.tabular`) stay outside it: a whole
+sweep of theirs is one compiled call, which an iteration-level driver would
+split into many.
 """
 
 from __future__ import annotations
@@ -96,7 +101,7 @@ class TrainResult(NamedTuple):
 
     Attributes:
         state: the final learner state.
-        history: one dict per iteration done (restored ones included), oldest
+        history: one dict per update done (restored ones included), oldest
             first: the learner's scalar metrics, ``iteration``, ``seconds``
             and the metrics of evaluations run after that iteration.
         evaluations: one dict per evaluation: ``iteration``, ``evaluation`` (the
@@ -267,7 +272,7 @@ def train(
         def evaluate(it: int, row: dict | None):
             nonlocal state
             for ev in evaluations:
-                due = (it == 0 and ev.at_start) or (it > 0 and it % ev.every == 0)
+                due = (it == 0 and ev.at_start) or (it > 0 and it // ev.every > before // ev.every)
                 if not due or any(r["iteration"] == it and r["evaluation"] == ev.name for r in evals):
                     continue
                 metrics, promoted = ev.fn(state)
@@ -289,7 +294,7 @@ def train(
                 atomic_write_bytes(ckpt.directory / HISTORY_NAME, blob.encode())
             ckpt.save(it, state)
 
-        it = int(learner.iteration(state))
+        it = before = int(learner.iteration(state))
         if it == 0:
             evaluate(0, None)
         if progress:
@@ -301,6 +306,7 @@ def train(
             if budget_seconds is not None and time.perf_counter() - started + last > budget_seconds:
                 stopped = True
                 break
+            before = it  # an update may do several iterations: cadences count the multiples it passed
             t0 = time.perf_counter()
             state, metrics = learner.update(state)
             it = int(learner.iteration(state))
@@ -317,10 +323,10 @@ def train(
             history.append(row)
             if callback is not None:
                 callback(it, metrics, result())
-            if it % checkpoint_every == 0 or it >= num_iterations:
+            if it // checkpoint_every > before // checkpoint_every or it >= num_iterations:
                 save(it)
             if bar is not None:
-                bar.update(1)
+                bar.update(min(it, num_iterations) - min(before, num_iterations))
                 shown = {k: row[k] for k in progress_keys if isinstance(row.get(k), (int, float))}
                 bar.set_postfix({k: f"{v:.3g}" for k, v in shown.items()})
         save(it)

@@ -1,290 +1,59 @@
 """AlphaSnake Zero: Q-value self-play for Battlesnake, thousands of snakes learning at once.
 
-Source: seed 003 (Siddiqui et al., "Multiagent Reinforcement Learning in a
-Synchronous Strategy Game"), section 3 (method) and section 4 (network).
-The generation loop (`QSnakeLearner.generation`):
+Source: Siddiqui, Kraak, Roesli, Daxini & Li, "Multiagent Reinforcement
+Learning in a Synchronous Strategy Game" (seed 003), section 3 (method) and
+section 4 (network). `QSnakeLearner` is a `jaxgames.learners.loop` learner;
+one ``update`` is one generation:
 
-1. **Self-play** (`QSnakeLearner.self_play`): ``B`` game slots of ``S``
-   snakes in parallel for ``num_turns`` turns, in one compiled ``lax.scan``;
-   a game that ends is restarted at once in its slot (as
-   `jaxgames.wrappers.auto_reset_step` does; done inline here because the
-   step's final board, not only its observation, is needed), so every slot
-   is always playing. Every snake is driven by the current *best* network
-   (inference mode) and picks a relative action (turn left, straight, turn
-   right) by sampling the power-softmax policy pi_n of its Q-vector (eq. 4;
-   the first move too: a stacked snake faces up). Per snake and turn it
-   records the chosen action, the Q-vector, whether the snake acted, the
-   transition weight Psi (eq. 8, `transition_weights`), whether the snake
-   died or won in that step and whether its game's chain ended there. The
-   rotated 21x21x3 views (`QSnakeLearner.views`) are not stored: the board of
-   every turn is (about 0.9 kB for 4 snakes on 11x11 against 21 kB for the
-   four views), and the views of the positions drawn for training are
-   recomputed from it by the same function. Why restart games rather than play ``B`` games to
-   their end: the network evaluates every seat of every slot each turn, and
-   with games of very different lengths most slots would sit finished
-   (measured with untrained networks, 256 games played to their end: about
-   16% of the network's evaluations were of living snakes); the price is
-   the games still running when the record ends, whose chains have no
-   outcome and are not trained on (choose ``num_turns`` several times the
-   typical game length).
+1. **Self-play** (`QSnakeLearner.self_play`): ``B`` game slots of ``S`` snakes
+   for ``T = num_turns`` turns in one ``lax.scan``, every snake driven by the
+   *best* network, sampling the power-softmax pi_n of its Q-vector (eq. 4).
+   A finished game restarts at once in its slot, so no slot sits idle; chains
+   still running when the record ends have no outcome and are not trained on.
+   The record keeps the boards, not the 21x21x3 views (about 0.9 kB against
+   21 kB per turn); the views of the sampled positions are recomputed.
 2. **Targets** (`chain_targets`): the backward recursion of eqs. 5-7 along
-   each snake's chain, from its last state to its first.
-3. **Training** (`QSnakeLearner._train_step`): ``train_steps`` Optax steps
-   (Adam by default) on minibatches drawn uniformly from the sampled
-   positions (`sample_distances`: exponentially growing gaps from the end
-   of each chain), each position mirrored left-right with probability 1/2
-   (`reflect_example`: the view mirrored, turn-left and turn-right swapped).
-   The *candidate* network keeps training from generation to generation
-   (AlphaGo Zero's scheme: the best network only generates data).
-4. **Pit** (`QSnakeLearner._pit`): the candidate against the best in "team"
-   games (the candidate holds half the seats: 2v2 with 4 snakes) and "solo"
-   games (one seat against ``S - 1``: 1v3), the seating drawn per game,
-   both sides playing ``pit_policy``. Its score (`pit_score_pmf`) is ``S - 1`` per
-   team game won plus, per solo game, the candidate's rank: how many of the
-   other snakes it outlasted, ties broken at random (`_solo_ranks`). It
-   replaces the best only if the score reaches `pit_threshold_table` of the
-   team games decided (a team game nobody wins is left out): the smallest
-   score that a network equal to the best reaches with probability below
-   ``pit_alpha`` (1%).
+   each snake's chain, with Psi of eq. 8 (`transition_weights`).
+3. **Training**: ``train_steps`` Optax steps of the *candidate* on positions
+   drawn at exponentially growing distances from each chain's end
+   (`sample_distances`), mirrored left-right with probability 1/2
+   (`reflect_example`).
 
-Curriculum ("learn to walk before you run", section 3): health loss
-``walk_health_loss`` (9) per turn for the first ``walk_generations``
-generations, then 1, through the traced `BattlesnakeParams`: one compiled
-generation serves both.
+The **pit** (the paper's promotion gate: the candidate against the best in
+2v2 "team" and 1v3 "solo" games, scored by `pit_score_pmf` against
+`pit_threshold_table`) is an evaluation hook built outside the learner
+(`jaxgames.evaluation.q_snake.pit_hook`); a pass calls `QSnakeLearner.promote`.
+The curriculum ("learn to walk", section 3) is health loss
+``walk_health_loss`` for the first ``walk_generations`` generations, then 1,
+through the traced `BattlesnakeParams` (one compiled generation serves both).
 
-Where the seed is ambiguous, the choices made here:
+Where the seed is ambiguous (measurements behind each choice:
+``jaxgames/weights/q_snake/README.md``):
 
-* **View scale.** Eqs. 1-2 scale heads and bodies by a "multiplier ... to
-  keep the value in the range [-1, 1]". The strict bound, 1 / (H W + 1)
-  (`observe.default_multipliers`), makes a body cell 0.008-0.08 on 11x11
-  beside a wall's 1 in the same channel and a head +-0.004-0.04: a snake
-  trained on it learned walls (none of its deaths) but not bodies or heads
-  (measured: the greedy snake of a 10-generation run died by a body or
-  head collision in 62 of 64 games against three random-safe snakes, on
-  turn 22 on average). Here ``head_multiplier`` and ``body_multiplier``
-  are 0.1 by default and the view is clipped to [-1, 1]
-  (`jaxgames.networks.q_snake.rotated_views`):
-  a body cell that stays 10 turns or more reads like a wall (both are
-  deadly), length differences of 10 or more saturate.
-* **Psi at a death.** Eq. 8's exception ("if a snake made an action and died
-  right after, then the assigned value is simply 0") is read as: the
-  snake's own Psi of that step is 0 and its target is the death value 0
-  whatever the others did (so the head-to-head case, where the others' moves
-  did matter, is ignored, as the seed says). Psi of a living snake is the
-  product over the *other snakes that acted in that step* (alive before it)
-  of their pi_n entries for the actions they took; an eliminated snake
-  contributes no factor.
-* **Chain ends.** A snake that dies in a step gets target 0 for that step's
-  action (a draw, when the last snakes die together, counts as a death: Q
-  is a win rate and a draw is no win). The last snake alive when the game
-  ends gets 1 for its last action. A game cut off at ``max_turns`` gives no
-  information: the survivors' last actions keep the network's own
-  prediction (the recursion starts with ``max Q* - max Q = 0``), and the
-  recursion runs back from there. A chain still running when the self-play
-  record ends has no end at all and is not sampled for training.
-* **Untaken entries.** The loss is on the taken entry only
-  (``targets="taken"``, the default): the untaken entries keep the trained
-  network's *own* current prediction as their target, i.e. they get no
-  gradient (the seed "refine[s] the Q value vector by updating its explored
-  entry"). The other reading, ``targets="vector"``, trains the whole
-  recorded vector with the taken entry refined, so the untaken entries are
-  pulled towards the values the *data-generating* (best) network predicted;
-  since the candidate trains on across generations while the best changes
-  only when a candidate passes the pit, that anchors two thirds of its
-  outputs to a stale network. Measured (11x11, 16-filter net, n = 6,
-  64 + 64 pit games, 100 Adam steps of 128 per generation, same seed, 9
-  generations): with ``"taken"`` starvation and wall deaths were 0% of the
-  self-play deaths from generation 2 on and games lasted 37-46 turns; with
-  ``"vector"`` they stayed at 17-24% and games at 32-36 turns.
-* **Bootstrap.** Eq. 7 refines "the Q values" of the recorded chain; with
-  a pit (the best network generates the data, the candidate trains) those
-  are the *best* network's, and so they stay while the best is unchanged.
-  Eq. 7 only moves a target where the refined maximum of the next state
-  differs from the recorded one, and a death of a sampled non-greedy move
-  rarely changes that maximum (the other moves' values stand), so outcomes
-  reach a few positions back and no further. Measured on the shipped snake's
-  self-play (32 slots x 512 turns, `psi` mean 0.48, median 0.45): mean
-  ``|Q* - Q|`` of the taken move 0.27 at the last step, 0.067 one step
-  before, 0.031 two, 0.011 at 3-4, 0.0025 at 5-8 and below 1e-4 from 9
-  on; the mean taken Q was 0.70 where a 4-snake self-play seat wins 25%.
-  Every target further back is the best network's own prediction, so a
-  candidate trained for many generations against an unchanged best learns
-  the same targets again (the shipped run's pit accepted generations 0, 2
-  and 5 of 61). ``bootstrap="candidate"`` applies eq. 7 to the
-  *candidate's* current Q-values on the recorded positions (recomputed once
-  per generation, as many network evaluations as the self-play made), with
-  Psi and the actions from the record: each generation then carries the
-  outcomes a few positions further back (fitted-Q iteration), whether or
-  not the pit promoted. The default stays the seed's reading: in a
-  25-generation run of the shipped snake's command with
-  ``bootstrap="candidate"`` (stopped after 32 min, 2 shared cores), the
-  targets did move (mean taken target 0.42-0.54 from generation 18 on,
-  against the best network's own 0.58; in the seed's reading they equal
-  it, 0.70 in the shipped run), but the pit again promoted only
-  generations 0, 2 and 4; its pit wins fell from 51 (of 128, threshold
-  61) at generation 3 to 30-45, but that pit still counted undecided games
-  as losses (see "Undecided pit games"), so this does not show that the
-  candidate played worse.
-* **Recursion.** Eq. 7 weights the correction by Psi, the probability of
-  the successor the chain went to. That is eq. 6 for one known successor;
-  but the targets are fitted by regression over sampled chains, in which a
-  successor s_1 already occurs with probability Psi(s_0, a, s_1), so the
-  fitted value converges to Q(s_0, a) + sum_s1 Psi^2 [max Q* - max Q](s_1),
-  not eq. 6's sum_s1 Psi [max Q* - max Q](s_1): the weight counts the
-  transition probability twice and shrinks every correction by it (by
-  about half per step at the measured mean Psi 0.48). The unbiased sample
-  of eq. 6 has weight 1 (``recursion="unbiased"``). Either way a
-  correction stops where the sampled move was not the maximum (Watkins's
-  cut). ``recursion="peng"`` is Peng's Q(lambda) (Peng and Williams, "Incremental
-  multi-step Q-learning", Machine Learning 22, 1996), written backwards:
-  ``Q*_t = (1 - lambda) max_a Q(s_{t+1}, a) + lambda Q*_{t+1}``, which
-  carries the outcome back through every move, mixing the Monte-Carlo
-  result of the sampled play (lambda = 1) with one-step Q-learning
-  (lambda = 0). The default stays the seed's ``"eq7"``. Measured (the
-  shipped snake's command, 25 minutes each, the pit before the fix under
-  "Undecided pit games", 200 games against three random-safe snakes):
-  ``"unbiased"`` 70.0% [63.3, 75.9], ``"peng"`` (lambda 0.8) 75.5%
-  [69.1, 80.9]; the 60-minute ``"eq7"`` run had 62.9% [59.9, 65.8] over
-  1,000 games. The shipped snake uses ``"peng"``
-  (``jaxgames/weights/q_snake/README.md``).
-* **Loss.** The seed names none. Binary cross-entropy on the sigmoid
-  outputs (``loss="bce"``, the default): the targets are win rates in
-  [0, 1] and the chain ends sit at 0 and 1, where a squared error's
-  gradient through the sigmoid vanishes (``2 (q - y) q (1 - q)``) while the
-  cross-entropy's stays ``q - y``: a move into a wall is pushed towards 0
-  as fast at Q = 0.1 as at 0.5. ``loss="mse"`` (squared error) is kept
-  as a setting.
-* **Sampler.** "An exponentially growing gap between samples counting from
-  the last move": positions at distances 0, 1, 3, 7, 15, ... from each
-  chain's last step (gaps 1, 2, 4, 8, ... for ``gap_growth = 2``);
-  ``sampler="all"`` keeps every position.
-* **Pit.** By default both sides *sample* pi_n, as in self-play
-  (``pit_policy="sample"``); ``"greedy"`` plays argmax Q, as the shipped
-  agent does. Why not greedy by default: two greedy copies of similar
-  networks on the symmetric start points mirror each other into
-  head-to-head collisions (measured after 10 generations of a test run:
-  in 64 greedy 1v3 games of the candidate against the best, every one of
-  the candidate's 57 deaths was head-to-head, and it won 7 games, below
-  the fair share of 16, although it won 61 of 64 against the initial
-  network), so a candidate that walks better never shows it; sampling
-  breaks the symmetry and tests the policy self-play actually uses.
-  A team wins when one of its snakes outlasts every snake of the other team
-  (eliminated on a later turn, or alive at the end); games where the last
-  snakes of both sides fall together or survive the turn limit count as no
-  win for the candidate. Team games stop once one team is out.
-* **Gate.** The seed promotes a candidate only through the pit
-  (``pit_gate=True``, default), so the candidate learns only from the best
-  network's games. ``pit_gate=False`` promotes every candidate (the later
-  AlphaZero's scheme, without an evaluation gate); the pit is still played
-  and recorded as a measure of each generation against the previous one.
-* **Undecided pit games.** Until 2026-11-22 the pit counted a game nobody
-  won as a loss of the candidate, against the all-games threshold. Games
-  grow long as the snakes learn: the shipped snake against itself at
-  ``pit_max_turns=200`` left 21% of the team and 15% of the solo games
-  undecided and won 40.5 of 128 on average (threshold 61), so from about
-  generation 6 no candidate could pass, and pit wins below 48 did not mean
-  worse candidates. That is what stalled the shipped run (the pit accepted
-  generations 0, 2 and 5 of 61). The pit now leaves the undecided team
-  games out (`pit_threshold_table`).
-  **Solo games are scored by rank since the second change of 2026-11-22.**
-  The first fix also counted solo wins against 1/S of the decided solo
-  games, and that share is biased: a solo game stops when the candidate's
-  one snake is out but needs all S - 1 others out for a candidate win, and
-  the turn limit cuts the long games, so the decided ones are mostly the
-  candidate's early deaths. The shipped run's best network (generation
-  39) against itself, 256 games per format at ``pit_max_turns=200``: team
-  20 wins of 50 decided (fair 25), solo 6 of 108 (fair 27). So the gate was
-  far stricter than ``pit_alpha`` once games grew long, and the solo part
-  of the "fall after a promotion" (``jaxgames/weights/q_snake/README.md``)
-  was this bias, not a worse candidate. Team games are symmetric under the
-  stopping rule. The pit now scores a solo game by the candidate's rank
-  among the S snakes. For a network equal to the best that rank is uniform
-  on ``0..S-1`` whatever the stopping rule and the turn limit (they only
-  cut what happens after the candidate's own death, or tie the survivors,
-  whose ties are broken at random), given that the candidate's seat is
-  uniform: it is drawn per game (``random_seats`` of `_versus`; for the
-  team games too, so the team test is exact for any game count), so no
-  symmetry of the spawn rules is assumed. `pit_score_pmf` gives the exact
-  null distribution; `tests/test_q_snake.py` checks the uniform rank on
-  512 games of a tiny network against itself. Measured on the shipped
-  run's best network against itself, 512 solo games at
-  ``pit_max_turns=200`` (333 truncated): the old rule gave it 3 wins of 179
-  decided games (a fair share of 1/4 would be 44.8); its ranks 0-3 came
-  127, 123, 131 and 131 times (uniform: 128 each; chi-square p = 0.95).
-  With the fix the pit promoted more often (two 55-minute runs of the
-  shipped command: 9 and 11 promotions against 6), but neither snake was
-  stronger against the baselines (``jaxgames/weights/q_snake/README.md``).
-* **Certain deaths** (``death_targets=True``, an addition to the seed; off
-  by default). With ``targets="taken"`` an untaken entry gets no gradient,
-  so the Q-value of a move the data-generating network rarely plays (into a
-  wall, a body) is whatever the shared features make of it, and may drift
-  upwards while the candidate trains on (in the first Q(lambda) run, without
-  these targets, the self-play deaths by starvation or wall rose from 6-12%
-  to 10-22% of deaths after its generation-14 promotion). Eqs. 5-7 already give such a move the
-  value 0 whenever it is played and kills; ``death_targets`` applies that
-  same value to every entry whose move eliminates the snake whatever the
-  others move (`jaxgames.games.battlesnake.rules.certain_deaths`, exact
-  by the rules, so the target is the true win rate 0, not a guess); other
-  untaken entries still get no gradient. Measured (the shipped snake's
-  55-minute command, one run each, same seed; 1,000 games per row against
-  three copies of a baseline, 95% Wilson): without it 79.6% [77.0, 82.0]
-  against random-safe and 8.8% [7.2, 10.7] against heuristic snakes
-  (generation 14's network); with it 86.2% [83.9, 88.2] and 12.8%
-  [10.9, 15.0] (generation 39's). The two runs' pits promoted different
-  generations, so the gain is not all the targets' doing. The self-play
-  starvation and wall deaths did *not* fall (pooled from generation 6:
-  14.1% without, 18.6% with): they grow with the game length, and a
-  snake that starves or is boxed in was doomed many moves before any
-  single move was certain death.
-* **Heuristic opponents** (``opponent_games > 0``, an addition to the seed;
-  off by default). The seed's snakes learn from themselves only. Here the
-  first ``opponent_games`` self-play slots seat one network snake (slot
-  ``g`` at seat ``g mod S``) against ``S - 1`` heuristic snakes
-  (`jaxgames.agents.battlesnake.HeuristicAgent`, the baseline of the
-  evaluation), so part of the data shows how the network fares against a
-  stronger, fixed opponent. The heuristic snakes do not act in the record
-  (no chains, no training positions); in Psi a deterministic opponent's
-  factor is its probability 1 (eq. 8's product runs over the network's
-  snakes), so in such a game the network's Psi is 1 and its chain is
-  refined as a single-agent one. Such a game ends when the network's snake
-  is out (the heuristic snakes' play after that teaches nothing). The
-  self-play figures (deaths by cause, food, game length) count the
-  network's snakes only, in both kinds of slot; ``opponent_games`` and
-  ``opponent_wins`` count the games against heuristic snakes that ended in
-  the record and those the network's snake won (a learning curve against a
-  fixed opponent, in the history as ``opponent_win_rate``). Measured (the
-  shipped snake's 55-minute command with ``opponent_games=16`` of 32, one
-  run, 1,000 games per row): 82.9% [80.4, 85.1] against three random-safe
-  snakes and 10.3% [8.6, 12.3] against three heuristic snakes, against the
-  shipped run's 86.2% and 12.8%: no gain against the snake it trained
-  against (``jaxgames/weights/q_snake/README.md``).
-* **Weight averaging** (``ema_decay > 0``, an addition to the seed; off by
-  default). The candidate trains on after a promotion, and after some
-  promotions every later candidate lost the pit to the promoted one by far
-  (the shipped run: after generation 39's promotion the 17 candidates won
-  6.1 decided pit games on average where an equal network wins 15.2).
-  One reading is that the gate promotes a lucky snapshot of noisy Adam
-  iterates. With ``ema_decay = d`` the pit plays, and a pass promotes, the
-  exponential moving average of the candidate's parameters and batch
-  statistics, ``ema <- d ema + (1 - d) params`` after each training step
-  (Polyak averaging; `optax.incremental_update`); the candidate itself
-  trains on unchanged. Measured (with ``opponent_games=16``, decay 0.99,
-  one 55-minute run): the fall stayed (after the last promotion 6.9 wins
-  where an equal network wins 12.0, below in 7 of 7 generations), so the
-  noise between the Adam steps of one generation (the span of a 0.99
-  average, about 100 steps) is not the explanation; 87.4% [85.2, 89.3]
-  against random-safe and 10.8% [9.0, 12.9] against heuristic snakes.
-  Under the rank-scored pit (see "Undecided pit games"; the shipped
-  command with ``ema_decay=0.99``, no opponents) the fall mostly went:
-  after the last promotion the candidates scored 109.1 where an equal
-  network expects 110.6 (below in 10 of 18); without the average, 116.7
-  against 121.8 (16 of 25). Neither snake beat the shipped one against
-  heuristic snakes (8.6% and 9.6%).
+* **View scale**: heads and bodies scaled by 0.1 and clipped to [-1, 1]
+  instead of the strict 1 / (H W + 1), which made bodies nearly invisible.
+* **Psi at a death** is 0 and the target 0, whatever the others did; Psi of a
+  living snake is the product over the other snakes that acted.
+* **Chain ends**: a death (a draw included) is 0, the last snake alive 1; a
+  game cut at ``max_turns`` keeps the network's own prediction.
+* **Untaken entries** get no gradient (``targets="taken"``): ``"vector"``
+  would anchor them to the stale data-generating network.
+* **Recursion**: ``"eq7"`` (the seed's) weights a correction by Psi, which
+  regression over sampled chains counts twice; ``"unbiased"`` uses weight 1;
+  ``"peng"`` is Peng's Q(lambda) (Peng & Williams, Machine Learning 22, 1996).
+* **Loss**: binary cross-entropy on the sigmoid outputs (the targets are win
+  rates whose chain ends sit at 0 and 1, where a squared error's gradient
+  through the sigmoid vanishes); ``"mse"`` is kept as a setting.
+* **Pit**: both sides sample pi_n (greedy copies mirror each other into
+  head-to-head deaths); team games nobody wins are left out of the test;
+  solo games score the candidate's rank, uniform for an equal network.
+* Additions off by default: ``death_targets`` (moves that die whatever the
+  others do, `rules.certain_deaths`, trained towards 0), ``opponent_games``
+  (slots against `HeuristicAgent` snakes, Psi 1 for the network's snake),
+  ``ema_decay`` (the pit plays and promotes a Polyak average).
 
 The ``[T, B, S]`` record layout: ``T = num_turns`` turns, ``B = num_games``
-game slots, ``S = num_snakes`` snakes. Entry points: `QSnakeConfig` (static
-settings), `QSnakeLearner` (the compiled pieces), `train` (the generation
-loop with checkpoints and a wall-clock budget).
+game slots, ``S = num_snakes`` snakes.
 """
 
 from __future__ import annotations
@@ -296,14 +65,16 @@ import json
 import math
 import os
 import time
-from typing import Any, Callable, NamedTuple
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
 from flax import struct
+from scipy.stats import binom
 
+from jaxgames import checks, parallel
 from jaxgames.agents.battlesnake import HeuristicAgent
 from jaxgames.games.battlesnake import observe, rules
 from jaxgames.games.battlesnake.env import Battlesnake, BattlesnakeParams, BattlesnakeState
@@ -337,16 +108,6 @@ DEATH_CAUSES = {
 
 
 # ----------------------------------------------------------------------------- settings
-def _pos_int(name, v, lo=1):
-    if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < lo:
-        raise ValueError(f"{name} must be an int >= {lo}; got {v!r}")
-
-
-def _pos_float(name, v):
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0:
-        raise ValueError(f"{name} must be a finite number > 0; got {v!r}")
-
-
 @dataclasses.dataclass(frozen=True)
 class QSnakeConfig:
     """Every setting of the learner (static: a config value compiles its own functions once).
@@ -462,42 +223,26 @@ class QSnakeConfig:
             raise ValueError(f"num_snakes must be even and >= 2 (the pit's team games split the seats); got {self.num_snakes}")
         object.__setattr__(self, "features", validate_features(self.features))
         for name in ("max_turns", "num_turns", "num_games", "batch_size", "train_steps", "pit_max_turns", "eval_games"):
-            _pos_int(name, getattr(self, name))
+            checks.positive_int(name, getattr(self, name))
         for name in ("walk_generations", "pit_team_games", "pit_solo_games", "reference_generation", "eval_every"):
-            _pos_int(name, getattr(self, name), lo=0)
+            checks.non_negative_int(name, getattr(self, name))
         if self.pit_team_games + self.pit_solo_games < 1:
             raise ValueError("the pit needs games: pit_team_games + pit_solo_games must be >= 1; got 0")
-        _pos_float("power", self.power)
-        _pos_float("head_multiplier", self.head_multiplier)
-        _pos_float("body_multiplier", self.body_multiplier)
-        _pos_float("learning_rate", self.learning_rate)
-        if self.walk_health_loss not in rules.HEALTH_LOSS_CHOICES or isinstance(self.walk_health_loss, bool):
-            raise ValueError(f"walk_health_loss must be one of {rules.HEALTH_LOSS_CHOICES}; got {self.walk_health_loss!r}")
-        for name, value, choices in (
-            ("sampler", self.sampler, SAMPLERS),
-            ("loss", self.loss, LOSSES),
-            ("targets", self.targets, TARGETS),
-            ("bootstrap", self.bootstrap, BOOTSTRAPS),
-            ("recursion", self.recursion, RECURSIONS),
-            ("optimizer", self.optimizer, OPTIMIZERS),
-            ("pit_policy", self.pit_policy, PIT_POLICIES),
-        ):
-            if value not in choices:
-                raise ValueError(f"{name} must be one of {choices}; got {value!r}")
-        if isinstance(self.gap_growth, bool) or not isinstance(self.gap_growth, (int, float)) or not self.gap_growth > 1:
-            raise ValueError(f"gap_growth must be a number > 1; got {self.gap_growth!r}")
-        if isinstance(self.trace_lambda, bool) or not isinstance(self.trace_lambda, (int, float)) or not 0.0 <= self.trace_lambda <= 1.0:
-            raise ValueError(f"trace_lambda must be a number in [0, 1]; got {self.trace_lambda!r}")
+        for name in ("power", "head_multiplier", "body_multiplier", "learning_rate"):
+            checks.positive_float(name, getattr(self, name))
+        checks.integer("walk_health_loss", self.walk_health_loss)
+        checks.choice("walk_health_loss", self.walk_health_loss, rules.HEALTH_LOSS_CHOICES)
+        for name, choices in (("sampler", SAMPLERS), ("loss", LOSSES), ("targets", TARGETS), ("bootstrap", BOOTSTRAPS),
+                              ("recursion", RECURSIONS), ("optimizer", OPTIMIZERS), ("pit_policy", PIT_POLICIES)):
+            checks.choice(name, getattr(self, name), choices)
+        checks.real("gap_growth", self.gap_growth, lo=1.0, lo_open=True)
+        checks.probability("trace_lambda", self.trace_lambda)
         for name in ("reflect", "pit_gate", "death_targets"):
             if not isinstance(getattr(self, name), bool):
                 raise TypeError(f"{name} must be a bool; got {getattr(self, name)!r}")
-        _pos_int("opponent_games", self.opponent_games, lo=0)
-        if self.opponent_games > self.num_games:
-            raise ValueError(f"opponent_games must be an int in 0..num_games={self.num_games}; got {self.opponent_games!r}")
-        if isinstance(self.ema_decay, bool) or not isinstance(self.ema_decay, (int, float)) or not 0.0 <= self.ema_decay < 1.0:
-            raise ValueError(f"ema_decay must be a number in [0, 1); got {self.ema_decay!r}")
-        if not (isinstance(self.pit_alpha, float) and 0.0 < self.pit_alpha < 1.0):
-            raise ValueError(f"pit_alpha must be a float in (0, 1); got {self.pit_alpha!r}")
+        checks.integer("opponent_games", self.opponent_games, lo=0, hi=self.num_games)
+        checks.real("ema_decay", self.ema_decay, lo=0.0, hi=1.0, hi_open=True)
+        checks.real("pit_alpha", self.pit_alpha, lo=0.0, hi=1.0, lo_open=True, hi_open=True)
         pit_threshold(self.pit_team_games, self.pit_solo_games, self.num_snakes, self.pit_alpha)  # raises if unreachable
 
     @property
@@ -553,6 +298,28 @@ def power_softmax(q: jax.Array, power) -> jax.Array:
     if not isinstance(power, jax.core.Tracer) and not float(np.asarray(power)) > 0:
         raise ValueError(f"the power n of pi_n must be > 0; got {power!r}")
     return jnp.exp(log_power_softmax(q, power))
+
+
+def q_loss(q: jax.Array, target: jax.Array, mask: jax.Array, kind: str = "bce") -> jax.Array:
+    """The training loss: the mean over the ``mask``-ed entries of the per-entry error of ``q`` against ``target``.
+
+    ``"bce"``: binary cross-entropy ``-(y log q + (1 - y) log(1 - q))``, ``q``
+    clipped to ``[Q_FLOOR, 1 - Q_FLOOR]``; ``"mse"``: ``(q - y)^2`` (module
+    docstring, "Loss"). The mean is ``sum(err * mask) / max(sum(mask), 1)``.
+
+    Args:
+        q, target, mask: float32 ``[N, 3]``: Q-values, targets in [0, 1], 1 where trained.
+        kind: ``"bce"`` or ``"mse"`` (static).
+
+    Returns:
+        float32 ``[]``.
+    """
+    if kind == "mse":
+        err = (q - target) ** 2
+    else:
+        qc = jnp.clip(q, Q_FLOOR, 1.0 - Q_FLOOR)
+        err = -(target * jnp.log(qc) + (1.0 - target) * jnp.log(1.0 - qc))
+    return jnp.sum(err * mask) / jnp.maximum(jnp.sum(mask), 1.0)
 
 
 def transition_weights(logp_taken: jax.Array, acting: jax.Array, died: jax.Array) -> jax.Array:
@@ -634,8 +401,7 @@ def chain_targets(
     """
     if recursion not in RECURSIONS:
         raise ValueError(f"recursion must be one of {RECURSIONS}; got {recursion!r}")
-    if isinstance(trace_lambda, bool) or not isinstance(trace_lambda, (int, float)) or not 0.0 <= trace_lambda <= 1.0:
-        raise ValueError(f"trace_lambda must be a number in [0, 1]; got {trace_lambda!r}")
+    checks.probability("trace_lambda", trace_lambda)
     far = jnp.int32(2**30)
     lam = jnp.float32(trace_lambda)
 
@@ -719,7 +485,7 @@ def pit_score_pmf(team_games: int, solo_games: int, num_snakes: int = 4, team_ra
     of solo ranks``: a team (2v2) game won counts ``S - 1``, a solo (1v3)
     game counts the candidate's rank ``R`` in ``0..S-1``, the number of
     the ``S - 1`` other snakes it outlasted, ties broken uniformly at random
-    (`_solo_ranks`). Team wins are Binomial(``team_games``, ``team_rate``)
+    (`solo_ranks`). Team wins are Binomial(``team_games``, ``team_rate``)
     and the ranks independent draws from ``solo_rank_pmf``; the pmf is the
     convolution (exact in float64).
 
@@ -745,13 +511,10 @@ def pit_score_pmf(team_games: int, solo_games: int, num_snakes: int = 4, team_ra
         ValueError: a negative game count, a rate outside [0, 1], or a rank
             pmf that is not S non-negative numbers summing to 1.
     """
-    from scipy.stats import binom
-
-    _pos_int("team_games", team_games, 0)
-    _pos_int("solo_games", solo_games, 0)
-    _pos_int("num_snakes", num_snakes, 2)
-    if not 0.0 <= float(team_rate) <= 1.0:
-        raise ValueError(f"team_rate must be in [0, 1]; got {team_rate!r}")
+    checks.non_negative_int("team_games", team_games)
+    checks.non_negative_int("solo_games", solo_games)
+    checks.integer("num_snakes", num_snakes, lo=2)
+    checks.probability("team_rate", team_rate)
     ranks = np.full(num_snakes, 1.0 / num_snakes) if solo_rank_pmf is None else np.asarray(solo_rank_pmf, np.float64)
     if ranks.shape != (num_snakes,) or np.any(ranks < 0) or not np.isclose(ranks.sum(), 1.0):
         raise ValueError(f"solo_rank_pmf must be {num_snakes} non-negative probabilities summing to 1; got {solo_rank_pmf!r}")
@@ -855,7 +618,7 @@ def pit_threshold_table(team_games: int, solo_games: int, num_snakes: int = 4, a
     probability below ``alpha``, so it does overall). Counting every game,
     as if draws were losses, made the pit unpassable once games got long
     (module docstring, "Undecided pit games"). Every solo game has a rank
-    (`_solo_ranks`), so none is left out.
+    (`solo_ranks`), so none is left out.
 
     Args:
         team_games, solo_games: pit games of each format (ints >= 0).
@@ -937,6 +700,9 @@ class LearnerState:
         reference_params, reference_batch_stats: the fixed earlier generation evaluated against.
         generation: int32 ``[]``: generations completed.
         rng: uint32 ``[2]``: the key data of the loop's PRNG key (``jax.random.key_data``).
+        pit_rng: uint32 ``[2]``: key data of the last generation's pit
+            (drawn with ``rng``'s advance, so the pit hook draws what an
+            in-generation pit would).
         ema_params, ema_batch_stats: the moving average of the candidate
             (``ema_decay > 0``: what the pit plays and promotes); equal to
             the candidate when ``ema_decay = 0``.
@@ -953,6 +719,7 @@ class LearnerState:
     rng: jax.Array
     ema_params: Any
     ema_batch_stats: Any
+    pit_rng: jax.Array
 
     @property
     def candidate(self) -> dict:
@@ -1008,32 +775,32 @@ def game_metrics(final: Board, seats: jax.Array) -> dict:
     return {k: v.astype(jnp.float32) for k, v in out.items()}
 
 
-def _survival(final: Board) -> jax.Array:
+def survival(final: Board) -> jax.Array:
     """int32 ``[G, S]``: the turn each snake was eliminated on, ``turn + 1`` for snakes alive at the end."""
     return jnp.where(final.alive, final.turn[:, None] + 1, final.eliminated_on_turn)
 
 
-def _side_survival(final: Board, mask_a: jax.Array) -> tuple[jax.Array, jax.Array]:
-    """int32 ``([G], [G])``: the longest `_survival` on side A's seats (``mask_a`` bool ``[G, S]``) and on the others'."""
-    surv = _survival(final)
+def sidesurvival(final: Board, mask_a: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """int32 ``([G], [G])``: the longest `survival` on side A's seats (``mask_a`` bool ``[G, S]``) and on the others'."""
+    surv = survival(final)
     return jnp.max(jnp.where(mask_a, surv, -1), axis=1), jnp.max(jnp.where(mask_a, -1, surv), axis=1)
 
 
-def _decided(final: Board, mask_a: jax.Array) -> jax.Array:
-    """bool ``[G]``: one side outlasted the other (`QSnakeLearner._versus`); False for a draw or both alive at the limit."""
-    best_a, best_b = _side_survival(final, mask_a)
+def decided(final: Board, mask_a: jax.Array) -> jax.Array:
+    """bool ``[G]``: one side outlasted the other (`QSnakeLearner.versus`); False for a draw or both alive at the limit."""
+    best_a, best_b = sidesurvival(final, mask_a)
     return best_a != best_b
 
 
-def _solo_ranks(final: Board, mask_a: jax.Array, key: jax.Array) -> jax.Array:
+def solo_ranks(final: Board, mask_a: jax.Array, key: jax.Array) -> jax.Array:
     """int32 ``[G]``: the rank of side A's one snake (``mask_a`` one seat per game) among the S snakes, ties broken at random.
 
-    The number of other snakes it outlasted (`_survival`: eliminated on an
+    The number of other snakes it outlasted (`survival`: eliminated on an
     earlier turn) plus a uniform draw from ``0..t``, ``t`` the others tied
     with it (eliminated on its turn, or alive with it at the end). So 0:
     out first, alone; ``S - 1``: the winner. Pit scoring, `pit_score_pmf`.
     """
-    surv = _survival(final)
+    surv = survival(final)
     mine = jnp.max(jnp.where(mask_a, surv, -1), axis=1, keepdims=True)
     others = ~mask_a
     outlasted = jnp.sum(others & (surv < mine), axis=1)
@@ -1123,18 +890,20 @@ def _reraise_oom(err: Exception, config: QSnakeConfig):
 
 # ----------------------------------------------------------------------------- the learner
 class QSnakeLearner:
-    """The compiled pieces of AlphaSnake Zero for one `QSnakeConfig` (module docstring).
+    """AlphaSnake Zero for one `QSnakeConfig`: a `jaxgames.learners.loop` learner (module docstring).
 
-    Every piece that runs games or training is jitted once per config (the
-    config is the cache key: two learners of equal configs share compiled
+    ``update`` is one generation without its pit (host code: ``collect``,
+    then ``train_steps`` calls of ``train_step``); the pit is the evaluation
+    hook `jaxgames.evaluation.q_snake.pit_hook`, which calls `promote`.
+    Every piece is jitted once per config (equal configs share compiled
     functions; `TRACES` counts the traces) and takes the game's numeric
     settings as traced `BattlesnakeParams`.
 
-    Methods (jitted): ``self_play(variables, params, key) -> SelfPlayRecord``;
-    ``versus(vars_a, vars_b, key, num_games, seats_a, params)`` (pit games);
-    ``evaluate(vars_a, vars_b, key)`` (A against B in ``eval_games`` team and
-    solo games); and `generation` (host-side: `_collect`, ``train_steps``
-    calls of `_train_step`, `_pit`).
+    Jitted: ``self_play(variables, params, key) -> SelfPlayRecord``;
+    ``collect(state) -> (TrainingData, keys [train_steps], metrics)``;
+    ``train_step(state, data, key) -> (state, loss)``;
+    ``versus(vars_a, vars_b, key, num_games, seats_a, params, random_seats)``
+    (pit and evaluation games).
 
     Attributes:
         config: the settings.
@@ -1158,21 +927,25 @@ class QSnakeLearner:
     with its own key, but the network's convolutions may round differently
     on a per-device batch of another size, and the loss, gradients and batch
     statistics are summed in another order, so the results agree up to
-    float32 rounding, not bitwise (an epsilon-close Q-value can in rare
-    cases flip a sampled move; `tests/test_parallel.py` checks one
-    generation of a tiny config with a tolerance). With ``mesh=None``
-    nothing changes.
+    float32 rounding, not bitwise (`tests/test_parallel.py` checks one
+    generation of a tiny config with a tolerance).
+
+    Raises:
+        TypeError: ``config`` is not a `QSnakeConfig`.
+        ValueError: a generation would not fit in memory (`check_memory`),
+            before anything is compiled or written.
     """
+
+    name = "q_snake"
 
     def __init__(self, config: QSnakeConfig, *, mesh=None):
         if not isinstance(config, QSnakeConfig):
             raise TypeError(f"config must be a QSnakeConfig; got {type(config).__name__}")
+        check_memory(config)
         self.config = config
         self.mesh = mesh
         self._batch_sharding = None
         if mesh is not None:
-            from jaxgames import parallel
-
             self._batch_sharding = parallel.batch_sharding(mesh)
             self._num_shards = parallel.num_shards(mesh)
         c = config
@@ -1194,10 +967,8 @@ class QSnakeLearner:
         jitted = _jitted(config)
         self.self_play = functools.partial(jitted["self_play"], self)
         self.versus = functools.partial(jitted["versus"], self)
-        self.evaluate = functools.partial(jitted["evaluate"], self)
-        self._collect_jit = functools.partial(jitted["collect"], self)
-        self._train_step_jit = functools.partial(jitted["train_step"], self)
-        self._pit_jit = functools.partial(jitted["pit"], self)
+        self.collect = functools.partial(jitted["collect"], self)
+        self.train_step = functools.partial(jitted["train_step"], self)
 
     # learners of one config (and mesh) are interchangeable (jit caches on them as static arguments)
     def __hash__(self):
@@ -1238,6 +1009,7 @@ class QSnakeLearner:
             rng=jax.random.key_data(key),
             ema_params=variables["params"],
             ema_batch_stats=variables["batch_stats"],
+            pit_rng=jax.random.key_data(key),
         )
 
     def views(self, board: Board) -> jax.Array:
@@ -1378,25 +1150,18 @@ class QSnakeLearner:
             mask = jnp.where(dead, 1.0, mask)
         return view, target, mask
 
-    def _loss(self, params, batch_stats, views, target, mask):
+    def batch_loss(self, params, batch_stats, views, target, mask):
+        """``(q_loss, new batch_stats)`` of the network in training mode on views float32 ``[N, V, V, 3]``."""
         q, updates = self.net.apply(
             {"params": params, "batch_stats": batch_stats}, views, train=True, mutable=["batch_stats"]
         )
-        if self.config.loss == "mse":
-            err = (q - target) ** 2
-        else:
-            qc = jnp.clip(q, Q_FLOOR, 1.0 - Q_FLOOR)
-            err = -(target * jnp.log(qc) + (1.0 - target) * jnp.log(1.0 - qc))
-        loss = jnp.sum(err * mask) / jnp.maximum(jnp.sum(mask), 1.0)
-        return loss, updates["batch_stats"]
+        return q_loss(q, target, mask, self.config.loss), updates["batch_stats"]
 
     def _train_step(self, state: LearnerState, data: TrainingData, key: jax.Array):
         """One Optax step of the candidate on ``batch_size`` positions drawn uniformly from the sampled ones (step 3).
 
         One jitted call per step, not a ``lax.scan`` of steps: XLA's CPU
-        backend runs the convolutions' gradients about 15x slower inside a
-        loop than as a top-level computation (measured on this repo's 2-core
-        machine), and a call per step costs nothing next to a step.
+        backend runs the convolutions' gradients far slower inside a loop.
         """
         TRACES["train_step"] += 1
         c = self.config
@@ -1407,7 +1172,7 @@ class QSnakeLearner:
             flip = jax.random.bernoulli(flip_key, 0.5, (c.batch_size,))
             views, target, mask = jax.vmap(reflect_example)(views, target, mask, flip)
         views, target, mask = self._constrain((views, target, mask))
-        (loss, batch_stats), grads = jax.value_and_grad(self._loss, has_aux=True)(
+        (loss, batch_stats), grads = jax.value_and_grad(self.batch_loss, has_aux=True)(
             state.params, state.batch_stats, views, target, mask
         )
         updates, opt_state = self.tx.update(grads, state.opt_state, state.params)
@@ -1469,75 +1234,58 @@ class QSnakeLearner:
             return self._constrain(nxt), key
 
         states, _ = jax.lax.while_loop(cond, body, (states, key))
-        best_a, best_b = _side_survival(states.board, mask_a)
+        best_a, best_b = sidesurvival(states.board, mask_a)
         return best_a > best_b, states.board, mask_a
 
-    def _pit(self, state: LearnerState):
-        """Step 4: the candidate against the best; the best replaced if the pit score reaches `threshold_table`; the key advanced."""
-        TRACES["pit"] += 1
-        c = self.config
-        key = jax.random.wrap_key_data(state.rng)
-        next_key, _, _, pit_key = jax.random.split(key, 4)
-        team_key, solo_key = jax.random.split(pit_key)
-        pit_params = self.pit_env.default_params
-        wins_team = wins_solo = decided_team = decided_solo = rank_solo = jnp.int32(0)
-        pitted = state.averaged if c.ema_decay else state.candidate
-        if c.pit_team_games:
-            w, board, mask = self._versus(pitted, state.best, team_key, c.pit_team_games, c.num_snakes // 2, pit_params, True)
-            wins_team, decided_team = jnp.sum(w).astype(jnp.int32), jnp.sum(_decided(board, mask)).astype(jnp.int32)
-        if c.pit_solo_games:
-            solo_key, tie_key = jax.random.split(solo_key)
-            w, board, mask = self._versus(pitted, state.best, solo_key, c.pit_solo_games, 1, pit_params, True)
-            wins_solo, decided_solo = jnp.sum(w).astype(jnp.int32), jnp.sum(_decided(board, mask)).astype(jnp.int32)
-            rank_solo = jnp.sum(_solo_ranks(board, mask, tie_key)).astype(jnp.int32)
-        score = (c.num_snakes - 1) * wins_team + rank_solo
-        threshold = self.threshold_table[decided_team]
-        accepted = (score >= threshold) | (not c.pit_gate)
-        pick = lambda new, old: jax.tree.map(lambda n, o: jnp.where(accepted, n, o), new, old)  # noqa: E731
-        state = state.replace(
-            best_params=pick(pitted["params"], state.best_params),
-            best_batch_stats=pick(pitted["batch_stats"], state.best_batch_stats),
-            generation=state.generation + 1,
-            rng=jax.random.key_data(next_key),
-        )
-        return state, dict(pit_wins_team=wins_team, pit_wins_solo=wins_solo, accepted=accepted,
-                           pit_decided_team=decided_team, pit_decided_solo=decided_solo, pit_rank_solo=rank_solo,
-                           pit_score=score, pit_threshold=threshold)
+    def pitted(self, state: LearnerState) -> dict:
+        """``{"params", "batch_stats"}`` that the pit plays and a pass promotes: the candidate, or its average (``ema_decay``)."""
+        return state.averaged if self.config.ema_decay else state.candidate
 
-    def generation(self, state: LearnerState) -> tuple[LearnerState, dict]:
-        """One generation: self-play -> targets -> ``train_steps`` training steps -> pit -> accept (module docstring).
+    def promote(self, state: LearnerState) -> LearnerState:
+        """``state`` with `pitted` as the best network (the pit hook's pass)."""
+        pitted = self.pitted(state)
+        return state.replace(best_params=pitted["params"], best_batch_stats=pitted["batch_stats"])
 
-        Three compiled pieces (`_collect`, `_train_step` once per step, `_pit`),
-        each traced once per config: the curriculum's health loss and every
-        key are traced values. Every random draw comes from ``state.rng``, so
-        the result depends on ``state`` alone.
+    def iteration(self, state: LearnerState) -> int:
+        """Generations done."""
+        return int(state.generation)
+
+    def update(self, state: LearnerState) -> tuple[LearnerState, dict]:
+        """One generation before its pit: self-play, targets, ``train_steps`` training steps.
+
+        Every random draw comes from ``state.rng``, so the result depends on
+        ``state`` alone. The reference network (``reference_generation > 0``)
+        is taken from the best at the start of the generation after it, i.e.
+        after that generation's pit.
 
         Returns:
-            ``(next state, metrics)``: metrics are device scalars (`metrics_to_host`).
-        """
-        data, keys, metrics = self._collect_jit(state)
-        losses = []
-        for i in range(self.config.train_steps):
-            state, loss = self._train_step_jit(state, data, keys[i])
-            losses.append(loss)
-        state, pit = self._pit_jit(state)
-        losses = jnp.stack(losses)
-        metrics = {**metrics, **pit, "loss_first": losses[0], "loss_last": losses[-1], "loss_mean": jnp.mean(losses)}
-        return state, metrics
+            ``(next state, metrics)``: host scalars, per generation ``generation``
+            (its 0-based index) and the seed's figures 4-5 (deaths by cause,
+            food, game length) of its self-play.
 
-    def _evaluate(self, vars_a: dict, vars_b: dict, key: jax.Array):
-        """A's win counts and its snakes' `game_metrics` in ``eval_games`` team and solo games against B."""
-        TRACES["evaluate"] += 1
+        Raises:
+            MemoryError: the device ran out of memory (naming the settings to lower).
+        """
+        t0 = time.perf_counter()
         c = self.config
-        team_key, solo_key = jax.random.split(key)
-        p = self.pit_env.default_params
-        out = {}
-        for name, k, seats in (("team", team_key, c.num_snakes // 2), ("solo", solo_key, 1)):
-            w, final, mask_a = self._versus(vars_a, vars_b, k, c.eval_games, seats, p)
-            out[f"{name}_wins"] = jnp.sum(w)
-            for m, v in game_metrics(final, mask_a).items():
-                out[f"{name}_{m}"] = v
-        return out
+        g = self.iteration(state)
+        if c.reference_generation and g == c.reference_generation:
+            state = state.replace(reference_params=state.best_params, reference_batch_stats=state.best_batch_stats)
+        try:
+            data, keys, metrics = self.collect(state)
+            losses = []
+            for i in range(c.train_steps):
+                state, loss = self.train_step(state, data, keys[i])
+                losses.append(loss)
+            losses = jnp.stack(losses)
+            metrics = jax.device_get({**metrics, "loss_first": losses[0], "loss_last": losses[-1],
+                                      "loss_mean": jnp.mean(losses)})
+        except jax.errors.JaxRuntimeError as err:
+            _reraise_oom(err, c)
+        next_key, _, _, pit_key = jax.random.split(jax.random.wrap_key_data(state.rng), 4)
+        state = state.replace(generation=state.generation + 1, rng=jax.random.key_data(next_key),
+                              pit_rng=jax.random.key_data(pit_key))
+        return state, _summary(g, {k: np.asarray(v).item() for k, v in metrics.items()}, time.perf_counter() - t0)
 
 
 @functools.lru_cache(maxsize=16)
@@ -1547,59 +1295,34 @@ def _jitted(config: QSnakeConfig) -> dict:
         "self_play": jax.jit(QSnakeLearner._self_play, static_argnums=0),
         "collect": jax.jit(QSnakeLearner._collect, static_argnums=0),
         "train_step": jax.jit(QSnakeLearner._train_step, static_argnums=0),
-        "pit": jax.jit(QSnakeLearner._pit, static_argnums=0),
         "versus": jax.jit(QSnakeLearner._versus, static_argnums=(0, 4, 5, 7)),
-        "evaluate": jax.jit(QSnakeLearner._evaluate, static_argnums=0),
     }
 
 
-def metrics_to_host(metrics: dict) -> dict:
-    """Scalars of a metrics dict as Python floats/ints/bools."""
-    out = {}
-    for k, v in jax.device_get(metrics).items():
-        a = np.asarray(v)
-        out[k] = bool(a) if a.dtype == np.bool_ else (int(a) if np.issubdtype(a.dtype, np.integer) else float(a))
-    return out
-
-
-# ----------------------------------------------------------------------------- the generation loop
-EVAL_STREAM = 0x5EED
-"""Folded into the state's key to draw the evaluation games' key (the loop's own key is not consumed)."""
-
-
-class TrainResult(NamedTuple):
-    """What `train` returns.
-
-    Attributes:
-        state: the final `LearnerState`.
-        history: one dict per generation played (the seed's figures 4-5 and the pit), oldest first.
-        evaluations: one dict per evaluated generation (best against the reference: figures 6-10).
-        stopped: ``"generations"`` (all played) or ``"budget"`` (the wall-clock budget ran out).
-        resumed_from: the generation restored from the checkpoint, or None for a fresh start.
-    """
-
-    state: LearnerState
-    history: list
-    evaluations: list
-    stopped: str
-    resumed_from: int | None
-
-
-@dataclasses.dataclass(frozen=True)
-class CheckpointSettings(QSnakeConfig):
-    """What a checkpoint folder is tied to: the learner's settings and the run's seed.
-
-    A dataclass rather than a mapping so that `jaxgames.checkpoint` knows the
-    defaults: a folder written before a setting existed (its ``config.json``
-    lacks it) still matches a run that leaves that setting at its default.
-    """
-
-    seed: int = 0
-
-
-def checkpoint_config(config: QSnakeConfig, seed: int) -> CheckpointSettings:
-    """The settings a checkpoint folder is tied to: the learner's config and the seed."""
-    return CheckpointSettings(**{f.name: getattr(config, f.name) for f in dataclasses.fields(QSnakeConfig)}, seed=int(seed))
+def _summary(generation: int, m: dict, seconds: float) -> dict:
+    """The per-generation figures of `QSnakeLearner.update` from the summed self-play metrics ``m``."""
+    games, snakes = max(m["games"], 1), max(m["snakes"], 1.0)
+    deaths = m["deaths"]
+    row = {"generation": generation, "health_loss": m["health_loss"],
+           "games": int(m["games"]), "decisions": m["decisions"], "complete_decisions": m["complete_decisions"],
+           "truncated": int(m["truncated"]),
+           "game_length": m["game_turns"] / games,
+           "opponent_games": int(m["opponent_games"]),
+           "opponent_win_rate": m["opponent_wins"] / m["opponent_games"] if m["opponent_games"] else None}
+    for name in DEATH_CAUSES:
+        row[f"deaths_{name}"] = m[f"deaths_{name}"]
+        row[f"deaths_{name}_share"] = m[f"deaths_{name}"] / deaths if deaths else 0.0
+    row["deaths"] = deaths
+    row["starvation_wall_share"] = (m["deaths_starvation"] + m["deaths_wall"]) / deaths if deaths else 0.0
+    row["food_per_game"] = m["food"] / games
+    row["food_per_snake"] = m["food"] / snakes
+    row["heads_hunted_per_game"] = m["heads_hunted"] / games
+    row["collisions_per_game"] = m["collisions"] / games
+    for k in ("samples", "loss_first", "loss_last", "loss_mean", "mean_q_taken", "mean_target_taken"):
+        row[k] = m[k]
+    row["decisions_per_second"] = m["decisions"] / seconds if seconds > 0 else float("nan")
+    row["first_turn_health"] = m["first_turn_health"]
+    return row
 
 
 def check_checkpoint_shapes(config: QSnakeConfig, checkpoint_dir) -> None:
@@ -1624,196 +1347,3 @@ def check_checkpoint_shapes(config: QSnakeConfig, checkpoint_dir) -> None:
             f"checkpoint folder {checkpoint_dir} holds a run of another board size or network shape ({'; '.join(diffs)}); "
             "give this run another folder"
         )
-
-
-def _evaluation_row(learner: QSnakeLearner, state: LearnerState) -> dict:
-    c = learner.config
-    key = jax.random.fold_in(jax.random.wrap_key_data(state.rng), EVAL_STREAM)
-    e = metrics_to_host(learner.evaluate(state.best, state.reference, key))
-    row = {"generation": int(state.generation), "reference_generation": c.reference_generation}
-    for fmt in ("team", "solo"):
-        n = c.eval_games
-        row[f"{fmt}_win_rate"] = e[f"{fmt}_wins"] / n
-        snakes = max(e[f"{fmt}_snakes"], 1.0)
-        row[f"{fmt}_game_length"] = e[f"{fmt}_game_turns"] / n
-        for m in ("food", "heads_hunted", "collisions"):
-            row[f"{fmt}_{m}_per_snake"] = e[f"{fmt}_{m}"] / snakes
-    return row
-
-
-def _history_row(learner: QSnakeLearner, generation: int, m: dict, seconds: float) -> dict:
-    games, snakes = max(m["games"], 1), max(m["snakes"], 1.0)
-    deaths = m["deaths"]
-    row = {"generation": generation, "health_loss": m["health_loss"], "accepted": int(m["accepted"]),
-           "pit_wins_team": m["pit_wins_team"], "pit_wins_solo": m["pit_wins_solo"],
-           "pit_wins": m["pit_wins_team"] + m["pit_wins_solo"],
-           "pit_decided_team": m["pit_decided_team"], "pit_decided_solo": m["pit_decided_solo"],
-           "pit_rank_solo": m["pit_rank_solo"], "pit_score": m["pit_score"], "pit_threshold": m["pit_threshold"],
-           "games": int(m["games"]), "decisions": m["decisions"], "complete_decisions": m["complete_decisions"],
-           "truncated": int(m["truncated"]),
-           "game_length": m["game_turns"] / games,
-           "opponent_games": int(m["opponent_games"]),
-           "opponent_win_rate": m["opponent_wins"] / m["opponent_games"] if m["opponent_games"] else None}
-    for name in DEATH_CAUSES:
-        row[f"deaths_{name}"] = m[f"deaths_{name}"]
-        row[f"deaths_{name}_share"] = m[f"deaths_{name}"] / deaths if deaths else 0.0
-    row["deaths"] = deaths
-    row["starvation_wall_share"] = (m["deaths_starvation"] + m["deaths_wall"]) / deaths if deaths else 0.0
-    row["food_per_game"] = m["food"] / games
-    row["food_per_snake"] = m["food"] / snakes
-    row["heads_hunted_per_game"] = m["heads_hunted"] / games
-    row["collisions_per_game"] = m["collisions"] / games
-    for k in ("samples", "loss_first", "loss_last", "loss_mean", "mean_q_taken", "mean_target_taken"):
-        row[k] = m[k]
-    row["decisions_per_second"] = m["decisions"] / seconds if seconds > 0 else float("nan")
-    row["first_turn_health"] = m["first_turn_health"]
-    row["seconds"] = seconds
-    return row
-
-
-def train(
-    config: QSnakeConfig,
-    *,
-    generations: int,
-    seed: int = 0,
-    checkpoint_dir=None,
-    budget_seconds: float | None = None,
-    checkpoint_every: int = 1,
-    progress: bool = False,
-    callback: Callable[[list, list], None] | None = None,
-    mesh=None,
-) -> TrainResult:
-    """Runs the generation loop (module docstring), resuming from ``checkpoint_dir`` when it holds a run.
-
-    Every ``eval_every`` generations (and at generation 0 when the reference
-    is the initial network) the best network plays ``eval_games`` team and
-    solo games against the reference. Checkpoints (`jaxgames.checkpoint`):
-    the `LearnerState` (candidate, optimiser, best, reference, generation,
-    key) and the history and evaluations so far, every ``checkpoint_every``
-    generations and when the loop stops. A resumed run replays exactly what an
-    uninterrupted one would (every random draw comes from the state's key).
-
-    Args:
-        config: the learner's settings.
-        generations: stop once this many generations are done (a resumed run
-            continues up to it).
-        seed: the run's seed (part of the checkpoint's config).
-        checkpoint_dir: the checkpoint folder, or None for none.
-        budget_seconds: wall-clock budget of this call; no generation is started
-            that the last one's duration says would overrun it (the loop then
-            checkpoints and returns, ``stopped="budget"``).
-        checkpoint_every: generations between checkpoints.
-        progress: show a tqdm bar.
-        callback: called after each generation with the history and the
-            evaluations so far (restored ones included), e.g. to write a CSV
-            as it goes.
-        mesh: None, or a `jax.sharding.Mesh` to train data-parallel on
-            (`QSnakeLearner`; equal to one device up to float32 rounding).
-
-    Returns:
-        A `TrainResult`.
-
-    Raises:
-        ValueError: bad ``generations``/``checkpoint_every``/``budget_seconds``,
-            a checkpoint of another board size or network shape, settings that
-            do not fit in memory (`check_memory`), all before anything is written.
-        jaxgames.experiment.ConfigMismatch: the folder holds a run of other settings.
-        jaxgames.experiment.ResultsDirLocked: another live run uses the folder.
-        MemoryError: the device ran out of memory anyway.
-    """
-    from flax import serialization
-
-    _pos_int("generations", generations, lo=0)
-    _pos_int("checkpoint_every", checkpoint_every)
-    if budget_seconds is not None:
-        _pos_float("budget_seconds", budget_seconds)
-    check_memory(config)
-    if checkpoint_dir is not None:
-        check_checkpoint_shapes(config, checkpoint_dir)
-    learner = QSnakeLearner(config, mesh=mesh)
-    state = learner.init(jax.random.key(seed))
-    history, evaluations, resumed_from = [], [], None
-    ckpt = None
-    if checkpoint_dir is not None:
-        from jaxgames.checkpoint import Checkpointer
-
-        ckpt = Checkpointer(checkpoint_dir, checkpoint_config(config, seed), max_to_keep=2)
-    try:
-        if ckpt is not None:
-            restored = ckpt.latest()
-            if restored is not None:
-                _, tree = restored
-                saved = dict(tree["state"])
-                if "ema_params" not in saved:  # a checkpoint from before weight averaging: ema_decay was 0
-                    saved["ema_params"], saved["ema_batch_stats"] = saved["params"], saved["batch_stats"]
-                new = serialization.from_state_dict(state, saved)
-                want, got = jax.tree.map(np.shape, state), jax.tree.map(np.shape, new)
-                if want != got:
-                    raise ValueError(f"checkpoint in {checkpoint_dir} does not match the network of features={config.features}")
-                # through the host: restored arrays come back committed to a device, and a
-                # committed argument would make jit compile the generation again (not retrace)
-                state = jax.tree.map(lambda x: jnp.asarray(np.asarray(x)), new)
-                meta = json.loads(bytes(np.asarray(tree["meta"], np.uint8)).decode())
-                history, evaluations = meta["history"], meta["evaluations"]
-                resumed_from = int(state.generation)
-
-        def save():
-            if ckpt is None:
-                return
-            g = int(state.generation)
-            if g in ckpt.steps():
-                return
-            meta = json.dumps({"history": history, "evaluations": evaluations}).encode()
-            ckpt.save(g, {"state": serialization.to_state_dict(state), "meta": np.frombuffer(meta, np.uint8)})
-
-        def evaluate_if_due():
-            g = int(state.generation)
-            due = config.eval_every and g % config.eval_every == 0 and g >= config.reference_generation
-            if due and not any(r["generation"] == g for r in evaluations):
-                evaluations.append(_evaluation_row(learner, state))
-
-        evaluate_if_due()
-        start = time.perf_counter()
-        last = 0.0
-        stopped = "generations"
-        bar = None
-        if progress:
-            from tqdm import tqdm
-
-            bar = tqdm(total=generations, initial=min(int(state.generation), generations), desc="generations")
-        while int(state.generation) < generations:
-            if budget_seconds is not None and time.perf_counter() - start + last > budget_seconds:
-                stopped = "budget"
-                break
-            g = int(state.generation)
-            t0 = time.perf_counter()
-            try:
-                state, m = learner.generation(state)
-                m = metrics_to_host(m)
-            except jax.errors.JaxRuntimeError as err:
-                _reraise_oom(err, config)
-            last = time.perf_counter() - t0
-            if int(state.generation) == config.reference_generation and config.reference_generation > 0:
-                state = state.replace(reference_params=state.best_params, reference_batch_stats=state.best_batch_stats)
-            row = _history_row(learner, g, m, last)
-            history.append(row)
-            evaluate_if_due()
-            if evaluations and evaluations[-1]["generation"] == int(state.generation):
-                ev = evaluations[-1]
-                row["team_win_rate_vs_reference"] = ev["team_win_rate"]
-                row["solo_win_rate_vs_reference"] = ev["solo_win_rate"]
-            if int(state.generation) % checkpoint_every == 0:
-                save()
-            if callback is not None:
-                callback(history, evaluations)
-            if bar is not None:
-                bar.update(1)
-                bar.set_postfix(len=f"{row['game_length']:.0f}", sw=f"{row['starvation_wall_share']:.2f}",
-                                acc=row["accepted"], loss=f"{row['loss_mean']:.3f}")
-        if bar is not None:
-            bar.close()
-        save()
-    finally:
-        if ckpt is not None:
-            ckpt.close()
-    return TrainResult(state, history, evaluations, stopped, resumed_from)

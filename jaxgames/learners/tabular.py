@@ -1,15 +1,16 @@
 """Independent stateless Q-learners in two-player matrix games, batched over runs.
 
-Each player keeps its own Q-function over its actions (a Flax module; a plain
-table by default) and never sees the other: independent learning (seed 000,
-section 3.1). In every iteration both players pick an action from their
-exploration policy, receive ``payoffs[p, a_row, a_col]`` and take one Optax
-step on the squared TD error of the action they played,
+Each player keeps its own Q-function over its actions (a Flax module; a
+plain table by default) and never sees the other: independent learning (El
+Kaddouri, Rys & Gao, "Multi Agent Reinforcement Learning With Dots And
+Boxes", course report, undated, section 3.1). In every iteration both
+players pick an action from their exploration policy, receive
+``payoffs[p, a_row, a_col]`` and take one Optax step on the squared TD
+error of the action they played (stateless: no next state, no discount)::
 
-    loss = 1/2 (r - Q(a))^2,   so with optax.sgd(alpha):  Q(a) <- Q(a) + alpha (r - Q(a)),
+    loss = 1/2 (r - Q(a))^2,   so with optax.sgd(alpha):  Q(a) <- Q(a) + alpha (r - Q(a))
 
-the tabular rule of stateless Q-learning (there is no next state; the
-discount is irrelevant). Exploration:
+Exploration:
 
 * ``epsilon_greedy``: the greedy action (ties split evenly, as OpenSpiel's
   ``QLearner``) with probability 1 - epsilon, uniform with probability epsilon.
@@ -22,46 +23,35 @@ discount is irrelevant). Exploration:
 
 Frequency adjustment (FAQ; Kaisers & Tuyls, AAMAS 2010, eq. 4): with
 ``faq_beta`` = beta < 1 every update of action i is scaled by
-``min(beta / x_i, 1)``, x_i the probability with which the updating player's
-current policy picks i (implemented as a weight on the squared TD error,
-which with ``optax.sgd`` is exactly the FAQ rule). beta = 1 is plain
-Q-learning (``min(1 / x_i, 1) = 1``), so one traced parameter covers both.
-The expected update per iteration of action i's Q-value is then
+``min(beta / x_i, 1)``, x_i the updating player's current probability of i
+(a weight on the squared TD error; beta = 1 is plain Q-learning). The
+expected update per iteration of action i's Q-value is then::
 
     E[dQ_i] = alpha min(x_i, beta) / kappa * (u_i - Q_i)
 
-(plain: alpha x_i (u_i - Q_i): i is played with probability x_i; lenient:
-one update per kappa plays of i, towards the maximum of kappa rewards, whose
-mean is the lenient utility u_i). `jaxgames.dynamics.fields.integrate_q`
-integrates exactly this mean-field ODE.
+(i is played with probability x_i; the lenient learner updates once per
+kappa plays, towards the maximum of kappa rewards, whose mean is the lenient
+utility u_i), the mean-field ODE that `jaxgames.dynamics.fields.integrate_q`
+integrates.
 
-Temperature and epsilon follow a `Schedule` over the iterations (constant,
-linear or exponential). All numeric hyperparameters live in `LearnerParams`,
-a traced pytree, so one jitted function sweeps over them with ``vmap``; the
-things that fix shapes or the algorithm live in the static `LearnerConfig`.
+Temperature and epsilon follow a `Schedule`. Numeric hyperparameters live in
+the traced `LearnerParams` (sweep them with ``vmap``); what fixes shapes or
+the algorithm lives in the static `LearnerConfig`. ``make_train(payoffs,
+config)`` returns a pure ``train(key, params, initial_q) -> TrainOutput``
+for ONE run, which `run_sweep` vmaps over runs and chunks.
 
-The entry points: ``make_train(payoffs, config)`` returns a pure
-``train(key, params, initial_q) -> TrainOutput`` for ONE run, which
-`run_sweep` vmaps over runs and chunks to bound memory.
-
-Numerics. The learners compute in float32 whether or not
-``jax_enable_x64`` is on (results are the same either way), so every
-setting is checked at the Python boundary (`learner_params`, `make_train`,
-`initial_q_from_policy`, `run_sweep`) in float32: a temperature must be at
-least the smallest normal float32 (about 1.2e-38; below it tau is 0 or
-denormal, which the CPU flushes to 0) at every value its schedule reaches,
-payoffs must stay finite in float32 and so must their differences (the TD
-errors), starting Q-values must be finite and starting policies probability
-vectors. The Boltzmann policy is computed from max-subtracted logits
-``(Q - max Q) / tau`` (every logit <= 0, exactly 0 at the best action), so
-large finite payoffs or a tiny tau give a (nearly) greedy policy, never NaN.
-A run that still goes non-finite (e.g. an optimizer or Q-module of one's
+The learners compute in float32 whether or not ``jax_enable_x64`` is on,
+so every setting is checked in float32 at the Python boundary
+(`learner_params`, `make_train`, `initial_q_from_policy`, `run_sweep`). A
+run that still goes non-finite (e.g. with an optimizer or Q-module of one's
 own) is flagged in `TrainOutput.non_finite` and reported by `run_sweep`.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import inspect
+import itertools
 import math
 import warnings
 from typing import Callable, NamedTuple
@@ -72,7 +62,9 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 from flax import struct
+from tqdm.auto import tqdm
 
+from jaxgames import parallel
 from jaxgames.games.matrix import MatrixGame, validate_payoffs
 
 EXPLORATIONS = ("epsilon_greedy", "boltzmann", "lenient_boltzmann")
@@ -187,7 +179,7 @@ def learner_params(
     leniency: int = 5,
     faq_beta: float = 1.0,
 ) -> LearnerParams:
-    """Validated `LearnerParams` for one run (defaults: seed 000 section 3.2.1).
+    """Validated `LearnerParams` for one run (defaults: El Kaddouri et al., section 3.2.1).
 
     Args:
         learning_rate: alpha in (0, 1].
@@ -200,13 +192,12 @@ def learner_params(
             default) is plain Q-learning.
 
     Raises:
-        ValueError: for any value out of range, before anything is traced,
-            judged in float32 as the learners compute: e.g. a temperature
-            below `TAU_MIN` (~1.2e-38, the smallest normal float32) at any
-            value of its schedule (``1e-50`` is 0 in float32; a linear
-            schedule from 1 to 1e-9 ends at 0 in float32), an exponential
-            temperature schedule with end / start < 1e-30, or a learning rate
-            or beta that is 0 in float32.
+        ValueError: for any value out of range, judged in float32 before
+            anything is traced: e.g. a temperature below `TAU_MIN` (~1.2e-38)
+            at any value of its schedule (a linear schedule from 1 to 1e-9
+            ends at 0 in float32), an exponential temperature schedule with
+            end / start < 1e-30, or a learning rate or beta that is 0 in
+            float32.
     """
     if not (isinstance(learning_rate, (int, float)) and 0 < learning_rate <= 1):
         raise ValueError(f"learning_rate (alpha) must be in (0, 1]; got {learning_rate!r}")
@@ -358,9 +349,6 @@ def grid_params(repeat: int = 1, **axes) -> tuple[LearnerParams, list[dict]]:
         ValueError: for an unknown name, an empty axis, repeat < 1, or any
             invalid value (see `learner_params`).
     """
-    import itertools
-    import inspect
-
     known = set(inspect.signature(learner_params).parameters)
     for name, values in axes.items():
         if name not in known:
@@ -473,13 +461,14 @@ class TrainOutput(NamedTuple):
 def exploration_policy(config: LearnerConfig, q: jax.Array, legal: jax.Array, temperature, epsilon) -> jax.Array:
     """The action probabilities of one player.
 
-    Boltzmann: ``softmax((Q - max Q) / tau)`` over the legal actions, the
-    max-subtracted (numerically stable) form of softmax(Q / tau): every
-    logit is <= 0 and the best action's is exactly 0, so large finite
-    Q-values or a tiny tau give a (nearly) greedy policy, never NaN. (With
-    ``Q / tau`` itself the logits overflow float32, and even finite ones
-    near 1e10 give NaN under jit: XLA may round ``Q / tau`` differently in
-    the max and in the exp, and one ulp there is exp(+1000).)
+    Boltzmann: ``softmax((Q - max Q) / tau)`` over the legal actions, so
+    large finite Q-values or a tiny tau give a (nearly) greedy policy, never
+    NaN. The max is subtracted before dividing by tau: ``Q / tau`` itself can
+    overflow float32, and even finite logits near 1e10 give NaN under jit
+    (XLA may round them differently in softmax's max and exp; one ulp there
+    is exp(+1000)).
+    Epsilon-greedy: 1 - epsilon on the greedy action(s), ties split evenly,
+    plus epsilon spread uniformly over the legal actions.
 
     Args:
         config: gives the exploration.
@@ -566,14 +555,11 @@ def make_train(game, config: LearnerConfig) -> Callable[..., TrainOutput]:
         ``train(key, params, initial_q) -> TrainOutput``: ``key`` a PRNG key,
         ``params`` `LearnerParams` (scalars), ``initial_q`` float32 ``[2, A]``
         starting Q-values (for a module whose only parameter is the table,
-        like `QTable`; pass None to use the module's own initialiser). Jit
-        and vmap it (see `run_sweep`). It computes in float32 whether or not
-        ``jax_enable_x64`` is on. It raises ValueError (at trace time) for
-        ``initial_q`` with any other module or of another shape than
-        ``[2, A]``; it cannot check traced values: pass params from
-        `learner_params` (or check them with `check_params`), or use
-        `run_sweep`, which checks everything. A run that goes non-finite
-        anyway sets `TrainOutput.non_finite`.
+        like `QTable`; None uses the module's own initialiser). Jit and vmap
+        it (see `run_sweep`). It raises ValueError at trace time for
+        ``initial_q`` with any other module or shape than ``[2, A]``; it
+        cannot check traced values, so pass params from `learner_params`
+        (or `check_params`), or use `run_sweep`, which checks everything.
 
     Raises:
         ValueError: if the payoffs, or twice their range (max - min, the
@@ -794,19 +780,13 @@ def run_sweep(
     padded), so a sweep of any size compiles once.
 
     With a ``mesh`` (`jaxgames.parallel.make_mesh`) each chunk is sharded
-    over its devices along the run axis (the chunk is rounded up to a
-    multiple of the device count and padded with the last run). Runs are
-    independent and each has its own key, so the result equals the
-    one-device result bitwise, whatever the device count and chunk size.
+    over its devices along the run axis (rounded up to a multiple of the
+    device count, padded with the last run); each run has its own key, so
+    the result equals the one-device result bitwise.
 
-    Everything is checked in float32 before anything is traced
-    (`check_params`, the payoffs and their range, ``initial_q``), so a valid
-    sweep of the table learners stays finite. A run that goes non-finite
-    anyway (an optimizer or Q-module of one's own, say) is not dropped: it
-    keeps its place in the output with ``non_finite[r] = True``, and by
-    default a `NonFiniteRunsWarning` says how many runs and which settings
-    (a sweep of 10,000 runs with a few bad settings keeps the other runs).
-    The flag is accumulated inside the compiled loop (no host syncs).
+    A run that goes non-finite is not dropped: it keeps its place with
+    ``non_finite[r] = True`` (accumulated inside the compiled loop, no host
+    syncs), and by default a `NonFiniteRunsWarning` names its settings.
 
     Args:
         game: a `MatrixGame` or payoffs ``[2, n, m]``.
@@ -822,7 +802,7 @@ def run_sweep(
             FloatingPointError once the sweep is done) or ``ignore``; they
             are flagged in ``non_finite`` in every case.
         mesh: a `jax.sharding.Mesh` with a ``"batch"`` axis to shard each
-            chunk over (None: one device, as before).
+            chunk over (None: one device).
 
     Returns:
         `TrainOutput` of numpy arrays with a leading ``[R]`` axis.
@@ -837,8 +817,6 @@ def run_sweep(
         FloatingPointError: with ``on_non_finite="raise"``, if a run went
             non-finite.
     """
-    from tqdm.auto import tqdm
-
     if on_non_finite not in ON_NON_FINITE:
         raise ValueError(f"on_non_finite must be one of {ON_NON_FINITE}; got {on_non_finite!r}")
     num_runs = keys.shape[0]
@@ -873,8 +851,6 @@ def run_sweep(
     batched = _compiled_sweep(game, config, initial_q is not None)
     chunk = min(chunk_size, num_runs)
     if mesh is not None:
-        from jaxgames import parallel
-
         chunk = -(-chunk // parallel.num_shards(mesh)) * parallel.num_shards(mesh)
     outputs = []
     with tqdm(total=num_runs, desc=description, disable=not progress, unit="run", leave=False) as bar:

@@ -1,24 +1,21 @@
-"""The seed's DDPG networks for Onitama: eight actor variants and the shared critic (Flax linen).
+"""DDPG networks for Onitama: eight actor variants and the shared critic (Flax linen).
 
-Source: seed 001, section 5 (5.2 the ``Actor_Preprocess`` / ``Critic_Preprocess``
-blocks and the critic, 5.3 the linear and branched variants, 5.4 the
-``_multiply`` forms, 5.5 ``dual`` and ``actions_only``); the inputs are the
-seed's observation of section 4.1 (ten 5x5 board planes and the 10-entry card
-vector, ``jaxgames.make("onitama", action_space="seed")``, 260 floats) and the
-outputs its 40 actions of section 4.2.
+Source: Dasgupta & Chong, "Mastering the game of Onitama with Reinforcement
+Learning" (NUS USP group report, 2021), section 5 (5.2 the
+``Actor_Preprocess`` / ``Critic_Preprocess`` blocks and the critic, 5.3-5.5
+the variants); inputs are their observation of section 4.1 (260 floats,
+``jaxgames.make("onitama", action_space="seed")``), outputs their 40 actions
+(section 4.2). Every module takes observations ``[..., 260]`` (any leading
+axes, none included) and returns float32 arrays with the same leading axes.
 
-Every module takes observations ``[..., 260]`` (any number of leading batch
-axes, none included: the learner and the agent write their code for one
-example and vmap it) and returns float32 arrays with the same leading axes.
-
-**Actor variants** (`VARIANTS`). ``P`` is the preprocess block (below),
+**Actor variants** (`VARIANTS`). ``P`` is the preprocess block (`Preprocess`),
 ``A`` the *actions layer* (``Dense(40)`` then softmax: a probability vector)
 and ``V`` the *validity layer* (``Dense(40)`` then sigmoid: the predicted
 legal-move mask, trained towards the true mask by the validity loss).
-``normalise(u) = u / sum(u)`` (the seed's re-normalisation, section 5.4).
+``normalise(u) = u / sum(u)`` (the report's re-normalisation, section 5.4).
 
 ======================================  ==================================================  ============
-variant                                 structure (``policy`` is what the agent plays)     seed
+variant                                 structure (``policy`` is what the agent plays)     section
 ======================================  ==================================================  ============
 ``val_after_actions``                   ``a = A(P(s))``, ``v = V(a)``, policy ``a``        5.3, fig 5.5a
 ``actions_after_val``                   ``v = V(P(s))``, ``a = A(v)``, policy ``a``        5.3, fig 5.5b
@@ -33,36 +30,20 @@ variant                                 structure (``policy`` is what the agent 
 ======================================  ==================================================  ============
 
 "Then" in ``val_after_actions`` / ``actions_after_val`` means the second
-layer reads the first layer's *output* (the softmax probabilities, resp. the
-sigmoid mask), as the seed's figures 5.5a-b draw one layer feeding the next.
+layer reads the first layer's *output* (softmax, resp. sigmoid), as figures
+5.5a-b draw it. The hand of god (section 5.1) is `hand_of_god`.
 
-**Preprocess block** (section 5.2, `Preprocess`): the board planes (moved to
-channels-last, ``[5, 5, 10]``) go through ``len(conv_features)`` 3x3
-convolutions with SAME padding, each followed by a normalisation, ReLU and a
-2x2 max-pool of stride 2 (VALID), so two layers reach ``1 x 1 x
-conv_features[-1]`` (the seed's ``(128, 1, 1)`` for ``conv_features=(64,
-128)``; the seed gives only the last width), flattened; the card vector goes
-through ``Dense(card_features)`` + ReLU (seed: 10); the critic's block also
-takes the 40-entry action vector through ``Dense(40)`` + ReLU; everything is
-concatenated (the seed's 138 or 178 entries) and goes through
-``Dense(hidden[i])`` + ReLU layers (seed: two, ending at 256). The seed names
-no activation: ReLU here.
+**Deviations from the report:**
 
-**Deviations, and seed mistakes:**
-
-* *Normalisation.* The seed batch-normalises each convolution. Here the
-  default is ``norm="layer"`` (LayerNorm over each example's channels), and
-  ``"none"`` is offered: BatchNorm's running statistics would make the
-  actor's output during training depend on the other examples of the batch
-  and add a mutable collection to every call, where the house style writes
-  the policy for one example. This is a choice, not a claim that the
-  result is the same.
+* *Normalisation.* The report batch-normalises each convolution; here
+  ``norm="layer"`` (default) or ``"none"``, because BatchNorm would make an
+  example's output depend on the rest of the batch and add a mutable
+  collection to every call. A choice, not a claim of equal results.
 * *Critic action width.* Section 5.2 says the action enters the critic as a
-  "(4,1) vector"; it is the 40-entry action vector (section 4.2), and the
-  seed's own total of 178 = 128 + 10 + 40 confirms it.
-* ``dual``: the seed plans to freeze the validity network once the valid
-  rate reaches e.g. 95%; it reports no run that did, and no threshold was
-  used in section 6.1, so nothing is frozen here.
+  "(4,1) vector"; it is the 40-entry action vector (section 4.2), as the
+  report's own total of 178 = 128 + 10 + 40 confirms.
+* ``dual``: the report plans to freeze the validity network at a valid rate
+  of e.g. 95% but uses no threshold in section 6.1; nothing is frozen here.
 """
 
 from __future__ import annotations
@@ -87,13 +68,13 @@ VARIANTS: tuple[str, ...] = (
     "dual",
     "actions_only",
 )
-"""The seed's eight actor variants (section 5; the order of its figures 6.1-6.8 differs)."""
+"""Dasgupta & Chong's eight actor variants (section 5; the order of their figures 6.1-6.8 differs)."""
 
 NORMS = ("layer", "none")
 """Normalisations after each convolution (module docstring: why not BatchNorm)."""
 
 NUM_ACTIONS = NUM_SEED_ACTIONS
-"""40: the seed's action space (section 4.2)."""
+"""40: Dasgupta & Chong's action space (section 4.2)."""
 
 KERNEL_INIT = nn.initializers.lecun_uniform()
 """Kernels start LeCun-uniform (the variance of Flax's default LeCun-normal); `init_variables`
@@ -111,7 +92,7 @@ def is_multiply(variant: str) -> bool:
 
 
 def normalise(u: jax.Array) -> jax.Array:
-    """``u / sum(u)`` over the last axis (the seed's re-normalisation); zeros stay zeros.
+    """``u / sum(u)`` over the last axis (the report's re-normalisation, section 5.4); zeros stay zeros.
 
     Args:
         u: float32 ``[..., 40]``, non-negative.
@@ -155,12 +136,19 @@ def check_widths(conv_features: Sequence[int], card_features: int, hidden: Seque
 
 
 class Preprocess(nn.Module):
-    """The seed's ``Actor_Preprocess`` / ``Critic_Preprocess`` block (section 5.2, figures 5.2-5.3).
+    """Dasgupta & Chong's ``Actor_Preprocess`` / ``Critic_Preprocess`` block (section 5.2, figures 5.2-5.3).
+
+    The board planes (channels-last ``[5, 5, 10]``) go through 3x3 SAME
+    convolutions, each followed by the norm, ReLU and a 2x2 stride-2 max-pool
+    (two layers reach ``1 x 1 x conv_features[-1]``), flattened; the card
+    vector through ``Dense(card_features)`` + ReLU; the critic's action vector
+    through ``Dense(40)`` + ReLU; all concatenated, then ``Dense(hidden[i])``
+    + ReLU layers. The report names no activation: ReLU here.
 
     Attributes:
-        conv_features: widths of the 3x3 convolutions (1 or 2; seed: last 128).
-        card_features: width of the card layer (seed: 10).
-        hidden: widths of the dense layers after the concatenation (seed: two, the last 256).
+        conv_features: widths of the 3x3 convolutions (1 or 2; the report: last 128).
+        card_features: width of the card layer (the report: 10).
+        hidden: widths of the dense layers after the concatenation (the report: two, the last 256).
         norm: ``"layer"`` or ``"none"`` after each convolution (module docstring).
 
     Call: ``(observation [..., 260], action [..., 40] or None) -> float32 [..., hidden[-1]]``.
@@ -210,7 +198,7 @@ class ActorOutput(NamedTuple):
 
 
 class Actor(nn.Module):
-    """One of the seed's actor variants (module docstring table; seed sections 5.3-5.5).
+    """One of Dasgupta & Chong's actor variants (module docstring table; sections 5.3-5.5).
 
     Attributes:
         variant: one of `VARIANTS`.
@@ -256,10 +244,20 @@ class Actor(nn.Module):
         return ActorOutput(policy=policy, actions=a, validity=v)
 
 
-class Critic(nn.Module):
-    """The seed's critic (section 5.2, figures 5.3-5.4): ``Critic_Preprocess`` then one linear unit, Q(s, a).
+def hand_of_god(key: jax.Array, policy: jax.Array, legal: jax.Array) -> jax.Array:
+    """int32 ``[]``: a move drawn from ``policy`` ``[40]`` masked to ``legal`` ``[40]`` and renormalised (Dasgupta & Chong, 5.1, 5.6).
 
-    The same architecture for every actor variant (the seed varies only the actor).
+    Where every legal entry of ``policy`` is 0 the draw is uniform over the legal moves.
+    """
+    tiny = jnp.finfo(jnp.float32).tiny
+    logits = jnp.where(legal, jnp.log(jnp.maximum(policy, tiny)), jnp.finfo(jnp.float32).min)
+    return jax.random.categorical(key, logits).astype(jnp.int32)
+
+
+class Critic(nn.Module):
+    """Dasgupta & Chong's critic (section 5.2, figures 5.3-5.4): ``Critic_Preprocess`` then one linear unit, Q(s, a).
+
+    The same architecture for every actor variant (the report varies only the actor).
 
     Attributes:
         conv_features, card_features, hidden, norm: of its preprocess block (`Preprocess`).
@@ -286,8 +284,7 @@ def init_variables(key: jax.Array, module: nn.Module, *example: jax.Array) -> di
     ``fan_in`` the product of all but the last axis; biases 0; LayerNorm
     scales 1), but all kernels are cut from a single ``jax.random.uniform``
     call: Flax's ``module.init`` draws each kernel with its own threefry
-    kernel, and XLA took over ten seconds to compile the eighteen of a small
-    actor on our loaded 2-core CPU.
+    kernel, each compiled separately, which dominated start-up on CPU.
 
     Args:
         key: PRNG key.

@@ -1,33 +1,17 @@
 """A policy-value network for Dots-and-Boxes that plays every board size with one parameter set.
 
-Choice: a **fully convolutional residual network over the dot grid** with
-global pooling, not a graph network. Why:
-
-* The board is a regular lattice. The environment's observation already lays
-  it out as planes over the ``(num_rows + 1) x (num_cols + 1)`` dots
-  (`jaxgames.games.dots_and_boxes.env.DotsAndBoxes`: the horizontal and the
-  vertical edge leaving each dot, the box below-right of it). A 3x3
-  convolution over that grid *is* a message-passing layer over the
-  dot/edge/box graph, with one weight per neighbour direction; a GNN with
-  shared neighbour weights would have to add edge types to tell "left" from
-  "up", which matters here (a box's sides are a fixed pattern of horizontal
-  and vertical edges). Convolutions are also the fastest layer on the CPU
-  the agent must answer within 200 ms on (seed 000 section 6.2).
-* Nothing depends on the board size: convolutions slide over any grid
-  (``SAME`` padding, zeros beyond the border, plus mask planes saying which
-  cells hold a real edge or box), the policy logits are read per edge from
-  two 1x1-convolution planes (horizontal, vertical), and the value head and
-  the global-pooling biases average and max-pool over the board. The same
-  parameters therefore run 2x2, 3x3, 5x5, 7x7 or 3x5 boards (tested).
-* Global pooling in every residual block (the "global pooling bias" of
-  KataGo, Wu 2019, arXiv:1902.10565 section 3.2) gives every cell a view of
-  the whole board after one block, which chain counting (seed 000 section
-  4.3, the long chain rule of section 5.4) needs on boards wider than the
-  receptive field of the stacked 3x3 convolutions.
-
-Seed 000 section 6.2 proposes a GNN for size independence; a fully
-convolutional net with global pooling gives the same independence on this
-lattice (Wu 2019 trains one such net on 9x9 to 19x19 Go).
+A **fully convolutional residual network over the dot grid** with global
+pooling. El Kaddouri, Rys & Gao, "Multi Agent Reinforcement Learning With
+Dots And Boxes" (course report), section 6.2, propose a GNN for size
+independence; on this regular lattice a 3x3 convolution already is a
+message-passing layer with one weight per neighbour direction (which a GNN
+would need edge types for), and nothing depends on the board size: ``SAME``
+convolutions with mask planes, per-edge policy logits from two 1x1
+convolution planes, and a value from global mean/max pooling. Each residual
+block adds a global-pooling bias (KataGo: Wu 2019, arXiv:1902.10565, section
+3.2), so every cell sees the whole board after one block, which chain
+counting (El Kaddouri et al., sections 4.3 and 5.4) needs on boards wider
+than the receptive field.
 
 Input features, float32 ``[R + 1, C + 1, NUM_FEATURES]`` computed from the
 observation by `features` (cells beyond a row/column of edges or boxes are 0):
@@ -136,13 +120,16 @@ def features(observation: jax.Array) -> jax.Array:
     return out
 
 
-def _global_pool(x: jax.Array) -> jax.Array:
+def global_pool(x: jax.Array) -> jax.Array:
     """``[N, H, W, F] -> [N, 2F]``: mean and max over the grid."""
     return jnp.concatenate([jnp.mean(x, axis=(1, 2)), jnp.max(x, axis=(1, 2))], axis=-1)
 
 
-class _Block(nn.Module):
-    """Pre-activation residual block with a global-pooling bias (KataGo, Wu 2019)."""
+class ResidualBlock(nn.Module):
+    """Pre-activation residual block with a global-pooling bias (KataGo, Wu 2019).
+
+    Built with ``name=f"_Block_{i}"`` by the networks: the parameter names of the shipped weights.
+    """
 
     channels: int
 
@@ -150,7 +137,7 @@ class _Block(nn.Module):
     def __call__(self, x):
         y = nn.relu(nn.LayerNorm()(x))
         y = nn.Conv(self.channels, (3, 3), padding="SAME")(y)
-        bias = nn.Dense(self.channels)(_global_pool(y))
+        bias = nn.Dense(self.channels)(global_pool(y))
         y = y + bias[:, None, None, :]
         y = nn.relu(nn.LayerNorm()(y))
         y = nn.Conv(self.channels, (3, 3), padding="SAME", kernel_init=nn.initializers.zeros)(y)
@@ -181,8 +168,8 @@ class PolicyValueNet(nn.Module):
         x = x.reshape((-1, Rp1, Cp1, NUM_FEATURES))
         cfg = self.config
         x = nn.Conv(cfg.channels, (3, 3), padding="SAME")(x)
-        for _ in range(cfg.num_blocks):
-            x = _Block(cfg.channels)(x)
+        for i in range(cfg.num_blocks):
+            x = ResidualBlock(cfg.channels, name=f"_Block_{i}")(x)
         x = nn.relu(nn.LayerNorm()(x))
         # Policy: one logit plane for horizontal edges, one for vertical edges.
         p = nn.Conv(2, (1, 1))(x)
@@ -191,7 +178,7 @@ class PolicyValueNet(nn.Module):
         logits = jnp.concatenate([h_logits, v_logits], axis=-1)
         # Value: 1x1 convolution, global mean and max pooling, a hidden layer, tanh.
         v = nn.relu(nn.Conv(cfg.value_channels, (1, 1))(x))
-        v = nn.relu(nn.Dense(cfg.value_hidden)(_global_pool(v)))
+        v = nn.relu(nn.Dense(cfg.value_hidden)(global_pool(v)))
         value = jnp.tanh(nn.Dense(1)(v)[:, 0])
         return logits.reshape(batch + logits.shape[-1:]), value.reshape(batch)
 

@@ -1,57 +1,32 @@
 """A policy-value network for Onitama, and the left-right mirror used to augment its training data.
 
-Choice of action space: the **canonical 1250 actions** (hand slot x from-square
-x to-square, in the mover's view; `jaxgames.games.onitama.env.Onitama`), not
-the seed's 40 (piece x slot x card move). Why:
+It plays the **canonical 1250 actions** (hand slot x from-square x
+to-square, mover's view; `jaxgames.games.onitama.env.Onitama`), not Dasgupta
+& Chong's 40 (piece x slot x card move; "Mastering the game of Onitama with
+Reinforcement Learning", NUS USP group report, 2021, section 4.2): those name
+pieces by identity and card moves by picture order, so the same board move
+changes index with the piece and card, and the left-right mirror permutes
+them position by position. Here a move is where it goes, and the policy head
+is translation equivariant (AlphaZero's chess head, Silver et al. 2018): a
+1x1 convolution gives, per from-square, one logit per (hand slot, jump offset
+in ``[-2, 2]^2``), scattered into the 1250 actions by `POLICY_INDEX`; jumps
+outside the window are never legal (logit 0), and the pass ``(slot, 0, 0)``
+reads the unused zero-offset logit of square 0.
 
-* The seed's 40 actions name *pieces by identity* (student 1-4, master) and a
-  card's moves by their reading order on the card. The same move on the board
-  has a different index depending on which student happens to stand on the
-  square and on the card's picture, so a network must learn the bookkeeping
-  of identities; and the left-right mirror (the game's one symmetry) permutes
-  student numbers and card-move orders in a position-dependent way. In the
-  canonical space a move is *where it goes*: the board mirror is a square
-  permutation (plus a slot swap when the mirrored cards change order).
-* The policy head can then be **translation equivariant**: a 1x1 convolution
-  gives, on each from-square, one logit per (hand slot, jump offset) with the
-  offset in ``[-2, 2] x [-2, 2]`` (every card move lies in that window; the
-  cards' pictures are 5x5 with the piece at the centre). Those
-  ``25 x 2 x 25`` logits are scattered into the 1250 canonical actions by a
-  static index (`POLICY_INDEX`); an action whose jump lies outside the window
-  is never legal and gets logit 0 (the search masks it). The pass that gives
-  up the card in ``slot``, action ``(slot, 0, 0)``, reads the zero-offset
-  logit of square 0 (no card has a zero move, so that logit has no other use).
-  This is AlphaZero's chess head (Silver et al. 2018, "queen moves" planes
-  per from-square) for Onitama's jumps.
-
-Trunk: the environment's canonical observation (float32 ``[5, 5, 9]``: the
-mover's students and master, the opponent's, the pictures of the mover's two
-cards, the side card and the opponent's two cards; `Onitama`) plus one plane
-of ones (so ``SAME`` padding shows the border), a 3x3 convolution, then
-``num_blocks`` pre-activation residual blocks with a global-pooling bias
-(shared with `jaxgames.networks.dots_and_boxes`; KataGo, Wu 2019,
-arXiv:1902.10565 section 3.2). On a 5x5 board two 3x3 convolutions already
-see every square; the pooling bias makes the whole board one block away.
-Value head: a 1x1 convolution, flattened (the board has one fixed size, so
-*where* things are may matter), beside the trunk's global mean and max, a
-hidden layer and tanh: the final outcome
-(+1 win, -1 loss, 0 draw) from the mover's side (seed 001 section 4.3's
-rewards; `VALUE_TARGETS`).
-
-The module has the same interface as `jaxgames.networks.dots_and_boxes`
-(`NetworkConfig`, `PolicyValueNet`, `init_params`, `check_params`,
-`VALUE_TARGETS`, `check_value_target`, `value_scale`, `make_evaluate`), so
-the learner and the agent use either through one code path.
+Trunk: the canonical observation float32 ``[5, 5, 9]`` plus a plane of ones
+(so ``SAME`` padding shows the border), a 3x3 convolution and ``num_blocks``
+residual blocks with a global-pooling bias (shared with
+`jaxgames.networks.dots_and_boxes`). Value head: a flattened 1x1 convolution
+beside the trunk's global mean and max, a hidden layer and tanh: the final
+outcome (+1/-1/0) from the mover's side (their section 4.3). The interface is
+that of `jaxgames.networks.dots_and_boxes`, so the learner and the agent use
+either through one code path.
 
 Symmetry (`mirror_board`, `mirror_actions`): mirroring the board left-right
-(column ``c -> 4 - c``) and replacing every card by its mirror card
-(`cards.MIRROR_CARD`: Frog-Rabbit, Goose-Rooster, Horse-Ox, Eel-Cobra; the
-other eight are symmetric) maps legal moves to legal moves and keeps every
-game-theoretic value (the rules never refer to left or right). The mirror
-commutes with the 180-degree rotation of player 1's view, so in the mover's
-view it is again ``c -> 4 - c``. Mirror pairs have different stamp colours,
-but the stamp only decides who starts a game; mid-game the player to move is
-part of the position and is kept.
+(``c -> 4 - c``, also in the mover's view) and replacing every card by its
+mirror card (`cards.MIRROR_CARD`) maps legal moves to legal moves and keeps
+every game value. Mirror pairs differ in stamp colour, which only decides
+who starts; mid-game the player to move is kept.
 """
 
 from __future__ import annotations
@@ -70,7 +45,7 @@ from jaxgames.games.onitama import cards, env as onitama_env, rules
 from jaxgames.games.onitama.rules import Board
 
 # The residual block and pooling of the Dots-and-Boxes network are reused as they are (one definition).
-from jaxgames.networks.dots_and_boxes import _Block, _global_pool
+from jaxgames.networks.dots_and_boxes import ResidualBlock, global_pool
 from jaxgames.networks.widths import NetworkWidths
 
 NUM_ACTIONS = onitama_env.NUM_CANONICAL_ACTIONS
@@ -156,7 +131,7 @@ class PolicyValueNet(nn.Module):
 
     Raises:
         ValueError: an observation whose last three axes are not ``(5, 5, 9)``
-            (e.g. the seed's 260-entry observation; at trace time).
+            (e.g. the 260-entry ``action_space="seed"`` observation; at trace time).
     """
 
     config: NetworkConfig = NetworkConfig()
@@ -172,15 +147,15 @@ class PolicyValueNet(nn.Module):
         x = jnp.concatenate([x, jnp.ones(x.shape[:-1] + (1,), jnp.float32)], axis=-1)
         cfg = self.config
         x = nn.Conv(cfg.channels, (3, 3), padding="SAME")(x)
-        for _ in range(cfg.num_blocks):
-            x = _Block(cfg.channels)(x)
+        for i in range(cfg.num_blocks):
+            x = ResidualBlock(cfg.channels, name=f"_Block_{i}")(x)
         x = nn.relu(nn.LayerNorm()(x))
         n = x.shape[0]
         p = nn.Conv(2 * NUM_OFFSETS, (1, 1))(x).reshape((n, rules.NUM_SQUARES * 2 * NUM_OFFSETS))
         p = jnp.concatenate([p, jnp.zeros((n, 1), p.dtype)], axis=-1)
         logits = p[:, jnp.asarray(POLICY_INDEX)]
         v = nn.relu(nn.Conv(cfg.value_channels, (1, 1))(x)).reshape((n, -1))
-        v = nn.relu(nn.Dense(cfg.value_hidden)(jnp.concatenate([v, _global_pool(x)], axis=-1)))
+        v = nn.relu(nn.Dense(cfg.value_hidden)(jnp.concatenate([v, global_pool(x)], axis=-1)))
         value = jnp.tanh(nn.Dense(1)(v)[:, 0])
         chex.assert_shape(logits, (n, NUM_ACTIONS))
         return logits.reshape(batch + (NUM_ACTIONS,)), value.reshape(batch)

@@ -1,23 +1,19 @@
 """The AlphaSnake Zero Q-network: a conv stack over the rotated egocentric view, 3 sigmoid win rates.
 
-Source: seed 003 (Siddiqui et al., "Multiagent Reinforcement Learning in a
-Synchronous Strategy Game"), section 3 (the 21x21x3 view, the three
-relative actions, Q read as a win rate) and section 4 (6 convolutions of 32,
-32, 64, 64, 128, 128 filters of 3x3, batch normalisation between the weights
-and the ``selu`` activation).
+Source: Siddiqui, Kraak, Roesli, Daxini & Li, "Multiagent Reinforcement
+Learning in a Synchronous Strategy Game" (University of Victoria report,
+undated), section 3 (the 21x21x3 view, the three relative actions, Q read
+as a win rate) and section 4 (6 convolutions of 32, 32, 64, 64, 128, 128
+filters of 3x3, batch normalisation between the weights and the ``selu``
+activation).
 
-How the conv stack reaches the 3 outputs (the seed does not say): the last
-feature map ``[2H-1, 2W-1, C]`` is *flattened* and a dense layer maps it to
-three logits, then a sigmoid. Why flatten rather than global pooling: the
-view is egocentric and rotated, so *where* a feature lies carries the
-meaning (the cell left of the head versus right of it is the whole
-difference between turn left and turn right); a global average would keep
-what is on the board but not where it is relative to the head, and a
-6-layer 3x3 stack sees only 13x13 cells around any one position, so reading
-out the centre cell alone would leave most of the 21x21 view unseen. The
-price of flattening is a readout tied to the view size: a network trained on
-11x11 boards (21x21 views) takes 21x21 views only (`QSnakeAgent` pads or crops
-the views of other board sizes to it).
+The report does not say how the conv stack reaches the 3 outputs: here the
+last feature map ``[2H-1, 2W-1, C]`` is flattened into a dense layer. The
+view is egocentric and rotated, so *where* a feature lies relative to the
+head is what tells turn left from turn right; global pooling would lose it,
+and the centre cell alone sees only 13x13 cells. The price: the readout is
+tied to the view size (`jaxgames.agents.q_snake.fit_view` pads or crops
+views of other board sizes).
 """
 
 from __future__ import annotations
@@ -32,19 +28,20 @@ from jaxgames.games.battlesnake import observe, rules
 from jaxgames.games.battlesnake.rules import Board
 
 SEED_FEATURES = (32, 32, 64, 64, 128, 128)
-"""Filters of the seed's six 3x3 convolutions (section 4)."""
+"""Filters of the six 3x3 convolutions of Siddiqui et al., section 4."""
 
 NUM_RELATIVE_ACTIONS = 3
 """Turn left, straight, turn right (`jaxgames.games.battlesnake.observe.TURN_LEFT` ...)."""
 
 
 def rotated_views(board: Board, head_multiplier: float = 0.1, body_multiplier: float = 0.1) -> jax.Array:
-    """Every snake's egocentric view (seed 003, eqs. 1-3), clipped to [-1, 1] and rotated to face up: the network's input.
+    """Every snake's egocentric view (Siddiqui et al., eqs. 1-3), clipped to [-1, 1] and rotated to face up: the network's input.
 
     `observe.egocentric` with the given head and body multipliers (food:
     ``1 / 100``, eq. 3), clipped to [-1, 1], then `observe.rotate_to_facing`
-    each snake's `rules.facing`. Why not the default multipliers
-    (``1 / (H W + 1)``): see `jaxgames.learners.q_snake`, "View scale".
+    each snake's `rules.facing`. The default 0.1 rather than the strict
+    ``1 / (H W + 1)``, which makes bodies nearly invisible to the network
+    (``jaxgames/weights/q_snake/README.md``, "View scale").
 
     Args:
         board: one board.
@@ -82,7 +79,7 @@ def validate_features(features) -> tuple[int, ...]:
 
 
 class QSnakeNet(nn.Module):
-    """Conv stack -> flatten -> dense -> sigmoid: Q-values of the three relative actions (seed 003, section 4).
+    """Conv stack -> flatten -> dense -> sigmoid: Q-values of the three relative actions (Siddiqui et al., section 4).
 
     Each block is ``Conv(f, 3x3, SAME, no bias) -> BatchNorm -> selu`` (the
     bias is dropped because batch norm's shift replaces it). Batch

@@ -1,10 +1,12 @@
 """Depth-limited alpha-beta over any two-player zero-sum sequential `Env`, with an evaluation function.
 
-Source: Knuth & Moore 1975, "An analysis of alpha-beta pruning" (negamax
-form, fail-soft); iterative deepening and a transposition table storing
-bounds with their depth as in the seed's Dots-and-Boxes agent (seed 000
-section 5) and the minimax slides of seed 002. Onitama and any later
-two-player game get a classical search from their `Env` alone.
+Sources: Knuth & Moore 1975, "An analysis of alpha-beta pruning" (negamax
+form, fail-soft); the minimax, transposition-table and alpha-beta agent of
+El Kaddouri, Rys & Gao, "Multi Agent Reinforcement Learning With Dots And
+Boxes" (course report, undated), sections 4-5; Torralba, "Multi-Agent
+Systems: Adversarial Search and Game Theory" (Machine Intelligence lecture
+12, Aalborg University, 2022), the minimax slides. Any two-player game gets
+a classical search from its `Env` alone.
 
 Values are always from the side of the player to move, and every edge of
 the tree is backed up by `jaxgames.search.sign` (the one owner of the
@@ -14,9 +16,8 @@ moves again (Dots-and-Boxes' extra turn), 0 at a terminal child (whose
 value is then the reward alone). At the depth limit a non-terminal state is
 worth ``evaluate(state)``, from *its* player to move's side.
 
-The search runs on the host (it is inherently sequential; house style rule
-10 keeps JAX for batched kernels), but it never re-implements the rules: a
-node is expanded by ONE jitted call that steps every action of the state
+The search runs on the host (it is inherently sequential), but it never
+re-implements the rules: a node is expanded by ONE jitted call that steps every action of the state
 with ``jax.vmap(env.step)``; illegal actions are stepped too and ignored.
 That function is compiled once per game *value* (`Env`s hash and compare by
 their settings) and reused by every search on an equal env.

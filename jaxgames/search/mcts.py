@@ -5,30 +5,24 @@ described below: `search` (pure MCTS, random rollouts at the leaves) and
 `network_search` (AlphaZero-style: a policy-value network gives the priors
 and the leaf values; ``mctx.gumbel_muzero_policy`` or ``mctx.muzero_policy``).
 
-Source: the MCTS slides of seed 004 (selection by an upper confidence bound,
-expansion, a random rollout from the new node, backup), seed 000 section 5.7
-(the "naive MCTS" opponent), and mctx (``mctx.muzero_policy``: PUCT
-selection, here with uniform priors over the legal actions, no Dirichlet
-noise and no network: the leaf value is the outcome of one uniformly random
-playout).
+Sources: Janson, "Two-Player Games" (CS/Stat 184 lecture notes, 2024), the
+MCTS slides (selection by an upper confidence bound, expansion, a random
+rollout from the new node, backup); El Kaddouri, Rys & Gao, "Multi Agent
+Reinforcement Learning With Dots And Boxes" (course report, undated),
+section 5.7 (the "naive MCTS" opponent); and mctx (``mctx.muzero_policy``:
+PUCT selection, here with uniform priors over the legal actions, no
+Dirichlet noise, and one uniformly random playout as the leaf value).
 
-Works for any two-player zero-sum sequential `jaxgames.core.Env`. The
-extra-turn rule of Dots-and-Boxes needs no special case: every tree edge
-carries the mover's reward and the discount of `jaxgames.search.sign`
-(+1 when the same player moves again, -1 when the turn passes, 0 at a
-terminal child), and a leaf's value is from the side of *its* player to
-move. Legal-action masks (True = legal) become mctx's ``invalid_actions``
-(True = illegal) only at the ``mctx.muzero_policy`` call; inside the tree
-illegal actions get the prior logit ``finfo(float32).min`` (and, if ever
-selected, the environment's illegal-move rule scores them as a loss).
+Works for any two-player zero-sum sequential `jaxgames.core.Env`. Every tree
+edge carries the mover's reward and the discount of `jaxgames.search.sign`,
+so Dots-and-Boxes' extra turn needs no special case; a leaf's value is from
+the side of *its* player to move. Legal-action masks (True = legal) become
+mctx's ``invalid_actions`` (True = illegal) only at the mctx call; inside
+the tree illegal actions get the prior logit ``finfo(float32).min``.
 
-Keys are split explicitly: every ``env.step`` gets its own subkey (games
-with chance events refuse a missing key), apart from the keys of the
-playout's action choices and of mctx's own search. A root whose mask has no
-True entry (a terminal state under an old all-False convention, or a game
-that gives none) is searched as if every action were legal, so mctx never
-normalises over an empty set (NaN weights); jaxgames' terminal states have
-an all-True mask anyway (`jaxgames.core`, Pgx's convention).
+Every ``env.step`` gets its own subkey. A root whose mask has no True entry
+is searched as if every action were legal, so mctx never normalises over an
+empty set (NaN weights).
 """
 
 from __future__ import annotations
@@ -197,12 +191,7 @@ def network_search(
     The network's logits are the prior and its value the leaf evaluation;
     the environment itself is the model (the rules are known: AlphaZero,
     Silver et al. 2018, Science 362:1140, not a learned MuZero dynamics).
-    Every tree edge carries the mover's reward (`sign.mover_reward`) and
-    the discount of `sign.discount` (+1 when the same player moves again,
-    -1 when the turn passes, 0 at a terminal child, whose value is 0).
-    Illegal actions are masked twice: at the root through mctx's
-    ``invalid_actions`` (True = illegal, converted only at the mctx call)
-    and in every expanded node through the prior logits (``finfo.min``).
+    Signs and masking as in the module docstring.
 
     * ``algorithm="gumbel"``: ``mctx.gumbel_muzero_policy`` (Danihelka et
       al. 2022, "Policy improvement by planning with Gumbel", ICLR): Gumbel

@@ -12,9 +12,12 @@ the player to move. Along an edge parent -> child of a search tree:
 This is how mctx backs values up (``value = reward + discount * value``),
 and the same identity written for Dots-and-Boxes boxes is the solver's
 recursion: ``g + V(child)`` if the move completed ``g > 0`` boxes (same
-player again), ``-V(child)`` otherwise. Source: seed 000 sections 4-5 (the
-extra-turn rule), mctx ``RecurrentFnOutput`` (discount per step), and the
-minimax slides of seed 002 (values negate when the player changes).
+player again), ``-V(child)`` otherwise. Sources: El Kaddouri, Rys & Gao,
+"Multi Agent Reinforcement Learning With Dots And Boxes" (course report,
+undated), sections 4-5 (the extra-turn rule); mctx ``RecurrentFnOutput``
+(discount per step); Torralba, "Multi-Agent Systems: Adversarial Search and
+Game Theory" (Machine Intelligence lecture 12, Aalborg University, 2022),
+the minimax slides (values negate when the player changes).
 """
 
 from __future__ import annotations
@@ -96,7 +99,7 @@ def box_discount(boxes):
 
     The terminal case needs no 0 here: the value of a full board is 0.
     Works on ints, numpy arrays and ``jax.Array`` (int ``[...]`` in, same shape out).
-    Source: seed 000 sections 4-5 (a move completing a box moves again).
+    Source: El Kaddouri et al., sections 4-5 (a move completing a box moves again).
     """
     return 2 * (boxes > 0) - 1
 

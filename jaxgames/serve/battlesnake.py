@@ -1,60 +1,33 @@
 """A Battlesnake HTTP server (the official snake API) for any agent of `jaxgames.agents`.
 
 Endpoints (docs.battlesnake.com/api): ``GET /`` (snake info), ``POST /start``,
-``POST /move`` (answers ``{"move": ..., "shout": ...}``), ``POST /end``.
+``POST /move`` (answers ``{"move": ..., "shout": ...}``), ``POST /end``. A
+plain ASGI application (`asgi_app`) on uvicorn, with httptools' C parser
+when installed (`http_protocol`): the ``server`` extra, ``pip install -e
+".[server]"``.
 
-HTTP is served by uvicorn, with the C parser of ``httptools`` when it is
-installed (else uvicorn's pure-Python ``h11``; `http_protocol`), running a
-plain ASGI application (`asgi_app`): the optional ``server`` extra,
-``pip install -e ".[server]"``.
-What the server guarantees, whatever a client sends:
+Whatever a client sends, the server answers: ``400`` with ``{"error":
+reason}`` for a malformed request (bad JSON or Content-Length, a missing or
+mistyped field, a board `api.parse_request` rejects; never a ``500`` on
+input); ``413`` for a body over ``max_body_bytes``, unread; ``408`` and a
+closed connection when the headers or the body come slower than
+``header_timeout``/``body_timeout`` (a client trickling bytes cannot hold
+the server); ``503`` beyond ``limit_concurrency``. ``/move`` is answered
+within ``game.timeout`` (ms, 500 if absent) less ``answer_margin_ms``: a
+late agent is replaced by `fallback_move` (``"fallback": true``), as is the
+first request of a board size not in ``warmup_sizes``, which compiles for
+seconds. SIGINT or SIGTERM (`serve`) answers the requests in flight and
+returns, exit status 0, within ``shutdown_timeout`` seconds.
 
-* a malformed request is answered ``400`` with ``{"error": reason}``: a bad
-  ``Content-Length`` (``abc``, ``-5``) or request line (the protocol's
-  own plain-text answer),
-  bad JSON, JSON nested too deeply, a missing or mistyped field
-  (``hazards: null``), a number out of range (``turn: 2**40``), a board the
-  rules reject (`api.parse_request`); never a ``500`` on input;
-* a body over ``max_body_bytes`` (declared, or streamed chunk by chunk) is
-  answered ``413`` without being read, and the connection closed;
-* the request line and headers must arrive within ``header_timeout`` seconds
-  of the connection opening (or of the previous response on a kept-alive
-  connection), and the body within ``body_timeout`` seconds of the headers
-  (then ``408`` and the connection is closed): a client trickling bytes
-  cannot hold the server; an idle kept-alive connection closes after
-  ``keep_alive_timeout`` seconds;
-* at most ``limit_concurrency`` connections or requests at once (beyond:
-  ``503``), a listen backlog of ``backlog``; connections cost no thread;
-* ``/move`` is answered within the engine's timeout (``game.timeout`` ms,
-  500 if absent) less ``answer_margin_ms`` for the network (at least half
-  the timeout): if the agent is late, the server answers a *fallback move*
-  (the first of up/right/down/left that leaves the snake on the board and
-  off every body but tails, plain Python on the JSON; ``"fallback": true``
-  in the answer) and the late decision is dropped. The first request of a
-  board size not in ``warmup_sizes`` compiles for seconds, so it (and those
-  queued behind it) get the fallback;
-* SIGINT or SIGTERM (`serve`, the command line) stops accepting, answers
-  the requests in flight, closes the connections and returns (exit status
-  0) within ``shutdown_timeout`` seconds.
+A request becomes an unbatched `BattlesnakeState` of a `Battlesnake` Env
+padded to ``num_snakes`` (default 8, so one compile serves a board size),
+and the agent acts for seat ``you``: a ``JaxAgent``'s ``policy`` is jitted
+once per board size, a ``HostAgent``'s ``act`` gets the state's numpy
+leaves. Decisions run on ``workers`` threads, never on the event loop.
+`AGENTS` names the agents the command line serves.
 
-TCP_NODELAY is set on every accepted connection, so a kept-alive connection
-pays no delayed-ACK wait (about 40 ms on Linux) between the response's head
-and body, which are written separately.
-
-Any agent is served (`jaxgames.agents.base`): the request becomes an
-unbatched `BattlesnakeState` of a `Battlesnake` Env of the board's size,
-padded to ``num_snakes`` (default 8, so that one compile serves every request
-of a board size), and the agent acts for seat ``you``. A ``JaxAgent``'s
-``policy(env, state, key, player)`` is jitted once per board size, together
-with the state's construction, when the server starts (``warmup_sizes``) so
-that ``/move`` answers in milliseconds; a ``HostAgent``'s ``act(env, state,
-rng, player)`` is called on the state's numpy leaves. Decisions run on a pool
-of ``workers`` threads (JAX dispatch is thread-safe), never on the event
-loop. The Battlesnake agents are in `jaxgames.agents.battlesnake` (random,
-random-safe, the flood-fill heuristic, a greedy Q-function).
-
-    python -m jaxgames.games.battlesnake.server --port 8000 --agent heuristic
-    python -m jaxgames.games.battlesnake.server --host 0.0.0.0 --agent random_safe   # reachable from outside
+    python -m jaxgames.serve.battlesnake --port 8000 --agent heuristic
+    python -m jaxgames.serve.battlesnake --host 0.0.0.0 --agent random_safe   # reachable from outside
 """
 
 from __future__ import annotations
@@ -74,6 +47,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxgames.agents.base import Agent, HostAgent, JaxAgent
+from jaxgames.agents.battlesnake import HeuristicAgent, RandomAgent, RandomSafeAgent
+from jaxgames.agents.q_snake import QSnakeAgent
 from jaxgames.core import SIMULTANEOUS
 from jaxgames.games.battlesnake import api, rules
 from jaxgames.games.battlesnake.env import Battlesnake, BattlesnakeState
@@ -83,6 +58,10 @@ _log = logging.getLogger(__name__)
 
 DEFAULT_TIMEOUT_MS = 500
 """The engine's default move timeout (``game.timeout``, ms), used when a request has none."""
+
+AGENTS = {"random": RandomAgent, "random_safe": RandomSafeAgent, "heuristic": HeuristicAgent, "q_snake": QSnakeAgent}
+"""Agents built without arguments, by name (the command line's ``--agent``). ``q_snake`` loads its
+shipped weights only when built."""
 
 _INT32_MAX = 2**31 - 1
 _FALLBACK_ORDER = (("up", 0, 1), ("right", 1, 0), ("down", 0, -1), ("left", -1, 0))
@@ -260,8 +239,6 @@ class BattlesnakeServer:
         http: str = "auto",
     ):
         if agent is None:
-            from jaxgames.agents.battlesnake import RandomSafeAgent
-
             agent = RandomSafeAgent()
         if not isinstance(agent, (JaxAgent, HostAgent)):
             raise TypeError(f"agent must be a JaxAgent or a HostAgent of jaxgames.agents; got {type(agent).__name__}")
@@ -524,7 +501,7 @@ def http_protocol(http: str = "auto") -> str:
     if http == "h11":
         return "h11"
     try:
-        import httptools  # noqa: F401
+        import httptools  # noqa: F401  (optional: the 'server' extra; probed here, h11 otherwise)
     except ImportError as e:
         if http == "httptools":
             raise ImportError(f"http='httptools' needs the httptools package: pip install httptools ({e})") from e
@@ -632,7 +609,8 @@ class _HeaderDeadline:
 
     def connection_made(self, transport):
         super().connection_made(transport)
-        # asyncio sets TCP_NODELAY only on sockets made with proto=IPPROTO_TCP; ours may not be.
+        # asyncio sets TCP_NODELAY only on sockets made with proto=IPPROTO_TCP; ours may not be. Without
+        # it a kept-alive connection waits for the delayed ACK between the response's head and body.
         sock = transport.get_extra_info("socket")
         if sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6):
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -669,6 +647,8 @@ class _HeaderDeadline:
 def _protocol_class(http: str, header_timeout: float) -> type:
     """uvicorn's protocol class for ``http`` (``"httptools"`` or ``"h11"``) with `_HeaderDeadline`."""
     if http == "httptools":
+        # uvicorn, httptools and h11 are the optional 'server' extra: imported when a server is built,
+        # so this module (and its agent table) imports without them.
         from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
         class Protocol(_HeaderDeadline, HttpToolsProtocol):
@@ -701,7 +681,7 @@ def _protocol_class(http: str, header_timeout: float) -> type:
 def _make_uvicorn(server: BattlesnakeServer, limits: dict, http: str):
     """The uvicorn server of a `BattlesnakeServer`: `asgi_app` on the ``http`` protocol with a header deadline."""
     try:
-        import uvicorn
+        import uvicorn  # optional: the 'server' extra (a clear ImportError below)
     except ImportError as e:
         raise ImportError(f"the Battlesnake server needs the 'server' extra (uvicorn, httptools): pip install -e '.[server]' ({e})") from e
     config = uvicorn.Config(
@@ -729,7 +709,7 @@ def server_from_args(argv=None) -> tuple[BattlesnakeServer, str]:
 
     Options: ``--host`` (default 127.0.0.1, this machine only; 0.0.0.0
     accepts outside connections), ``--port`` (8000; 0 picks a free port),
-    ``--agent`` (a name of `jaxgames.agents.battlesnake.AGENTS`, default
+    ``--agent`` (a name of `AGENTS`, default
     ``random_safe``), ``--seed``, ``--warmup-sizes`` (comma-separated board
     sizes compiled at start-up, default ``7,11,19``), ``--workers`` (threads
     running the agent, default 2), ``--limit-concurrency`` (128), ``--http``
@@ -739,8 +719,6 @@ def server_from_args(argv=None) -> tuple[BattlesnakeServer, str]:
         SystemExit: bad options (argparse's usage message).
         ValueError: a bad warm-up size or limit.
     """
-    from jaxgames.agents.battlesnake import AGENTS
-
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--host", default="127.0.0.1", help="interface to listen on (0.0.0.0 to accept outside connections)")
     p.add_argument("--port", type=int, default=8000)

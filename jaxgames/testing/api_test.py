@@ -8,6 +8,7 @@ inside ``x64_mode(True)`` to check a game with ``jax_enable_x64`` on.
 from __future__ import annotations
 
 import contextlib
+import copy
 
 import jax
 import jax.numpy as jnp
@@ -30,7 +31,7 @@ def x64_mode(enabled: bool = True) -> contextlib.AbstractContextManager:
     manager = getattr(jax, "enable_x64", None)
     if manager is not None:
         return manager(enabled)
-    from jax import experimental  # older JAX
+    from jax import experimental  # older JAX only (a fallback where jax.enable_x64 is missing)
 
     return experimental.enable_x64() if enabled else experimental.disable_x64()
 
@@ -43,8 +44,7 @@ def random_legal_action(key: jax.Array, state: State) -> jax.Array:
         state: one (unbatched) state.
 
     Returns:
-        int32 ``[]`` or ``[num_players]``. Where nothing is legal (terminal
-        states) action 0.
+        int32 ``[]`` or ``[num_players]``.
     """
     mask = state.legal_action_mask
     logits = jnp.where(mask, 0.0, jnp.finfo(jnp.float32).min)
@@ -87,8 +87,6 @@ def _check_state(env: Env, state: State, batch: tuple[int, ...]) -> None:
 def _check_value_semantics(env: Env) -> None:
     """An Env is a frozen, hashable value (so compiled functions can be cached on it)."""
     assert env == env and hash(env) == hash(env)
-    import copy
-
     twin = copy.copy(env)
     assert twin == env and hash(twin) == hash(env), "a copy of an env must equal it"
     try:
@@ -203,6 +201,12 @@ def api_test(env: Env, *, batch_size: int = 8, max_steps: int = 200, seed: int =
     key and different keys give different trajectories), traced and vmapped
     params, refusal of float/bool/misshaped actions, and that the env is a
     frozen hashable value.
+
+    Args:
+        env: the game.
+        batch_size: random games played at once.
+        max_steps: steps per game at most.
+        seed: the random seed of the games' keys.
 
     Raises:
         AssertionError: on the first broken clause.

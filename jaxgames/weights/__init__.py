@@ -1,1 +1,4 @@
-"""Shipped network weights (package data): ``q_snake/`` holds the AlphaSnake Zero snake of `jaxgames.agents.q_snake`."""
+"""Shipped network weights (package data), one `jaxgames.weights_io` folder each.
+
+``alphazero_dab/`` and ``alphazero_onitama/`` (`jaxgames.agents.alphazero`), ``q_snake/`` (`jaxgames.agents.q_snake`).
+"""

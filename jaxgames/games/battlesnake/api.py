@@ -251,20 +251,15 @@ def apply_turn(
 ) -> Board:
     """Applies one turn of the official engine: the moves by snake id and the food it spawned.
 
-    The public entry point for replaying a recorded game exactly
-    (`rules.resolve` then `rules.finish_turn`, under ``jit``).
-
-    Move strings are those the ruleset accepts: any string. ``"up"``,
-    ``"down"``, ``"left"`` and ``"right"`` (exact, lower case) move that way;
-    any other string (``""``, ``"Up"``, ``"north"``) is the engine's *default
-    move*: the neck-to-head direction, ``up`` while the body is stacked.
-    Source: ``standard.go`` of github.com/BattlesnakeOfficial/rules,
-    ``MoveSnakesStandard`` (a move outside the four constants of
-    ``constants.go`` goes to ``getDefaultMove``). The CLI (``cli/commands/
-    play.go``, ``getSnakeUpdate``) never passes an invalid answer of a snake
-    server on: it keeps the snake's previous move; a recording of such a
-    game holds that previous move, which replays as any other. A *request*
-    to our server that does not parse is still a ``400`` (`server`).
+    Replays a recorded game exactly (`rules.resolve` then
+    `rules.finish_turn`, under ``jit``). ``"up"``, ``"down"``, ``"left"`` and
+    ``"right"`` (exact, lower case) move that way; any other string (``""``,
+    ``"Up"``) is the engine's *default move*: the neck-to-head direction,
+    ``up`` while the body is stacked (``standard.go``,
+    ``MoveSnakesStandard`` and ``getDefaultMove``). The CLI
+    (``cli/commands/play.go``, ``getSnakeUpdate``) replaces a server's
+    invalid answer by the snake's previous move, so a recording holds that
+    move.
 
     Args:
         board: the board before the turn.

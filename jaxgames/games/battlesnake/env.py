@@ -1,19 +1,17 @@
 """The Battlesnake `Env`: the official standard ruleset as a simultaneous-move game.
 
-Layering: `rules` (deterministic turn), `spawn` (all randomness), `observe`
-(encodings); this module adds the state contract of `jaxgames.core`.
+This module adds the state contract of `jaxgames.core` to `rules`
+(deterministic turn), `spawn` (all randomness) and `observe` (encodings).
 
 Actions: one move code per snake, `rules.UP`, `RIGHT`, `DOWN`, `LEFT`
-(0..3, clockwise). Illegal actions. ``legal_action_mask`` never allows the
-move back into the neck, but such a move is *legal by the official rules*: it
-is a self collision. This Env plays it by the rules (the snake is
-eliminated, cause ``snake-self-collision``, reward ``loss_reward``; the
-others play on) instead of the core's illegal-action rule, so that games
-replay the engine exactly. Moves of eliminated snakes are ignored (their mask
-row is all True, and so is every row once the game is over: the core's
-terminal-mask convention). Only an action
-outside ``0..3`` is treated as a programming error with the core's rule
-(`jaxgames.core.Env._illegal_action_outcome`: offender -1, game terminated).
+(0..3, clockwise). ``legal_action_mask`` never allows the move back into
+the neck, but such a move is *legal by the official rules* (a self
+collision), so this Env plays it by the rules (the snake is eliminated,
+reward ``loss_reward``; the others play on) rather than by the core's
+illegal-action rule: games then replay the engine exactly. Moves of
+eliminated snakes are ignored (their mask row is all True, and so is every
+row once the game is over). Only an action outside ``0..3`` gets the core's
+illegal-action rule (offender -1, game terminated).
 
 Rewards (per step, float32 ``[S]``): ``loss_reward`` (-1) to each snake
 eliminated in the step; ``win_reward`` (+1) to the last snake alive when the
@@ -23,9 +21,11 @@ is alive (none in a one-snake game); ``truncated`` when ``turn`` reaches
 ``max_turns`` with the game still on.
 
 Keys: food spawns at random, so the game is ``stochastic`` and ``step``
-refuses a missing key. Parameters: `BattlesnakeParams` (health loss, hazard
-damage, food settings and the three rewards) may be traced, so the seed's
-"learn to walk" curriculum (health loss 9, then 1) is a change of params,
+refuses a missing key. `BattlesnakeParams` (health loss, hazard damage, food
+settings, the three rewards) may be traced, so the "learn to walk"
+curriculum (health loss 9, then 1) of Siddiqui, Kraak, Roesli, Daxini & Li,
+"Multiagent Reinforcement Learning in a Synchronous Strategy Game"
+(University of Victoria report, undated), section 3, is a change of params,
 not a recompile.
 """
 
@@ -99,9 +99,9 @@ class Battlesnake(Env):
         hazard_damage: health per hazard per turn (``damagePerTurn``; the
             standard map has no hazards, so 0 by default).
         health_loss: health lost per turn: 1, or 3, 9, 11, 33, 99 for the
-            "learn to walk" variant (seed 003, section 3).
+            "learn to walk" variant (Siddiqui et al., section 3).
         win_reward, loss_reward, draw_reward: rewards (module docstring).
-        observation: ``"egocentric"`` (seed 003 views), ``"rotated"`` (the
+        observation: ``"egocentric"`` (Siddiqui et al.'s views), ``"rotated"`` (the
             same, turned so each snake faces up) or ``"none"``.
 
     Raises:

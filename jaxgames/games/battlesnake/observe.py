@@ -1,7 +1,8 @@
 """Encodings for learning: the egocentric observation, rotation, relative actions, reflections.
 
-Source: seed 003 (Siddiqui et al., "Multiagent Reinforcement Learning in a
-Synchronous Strategy Game"), section 3, equations (1)-(3).
+Source: Siddiqui, Kraak, Roesli, Daxini & Li, "Multiagent Reinforcement
+Learning in a Synchronous Strategy Game" (University of Victoria report,
+undated), section 3, equations (1)-(3).
 
 Observation layout. An egocentric view is float32 ``[2H-1, 2W-1, 3]`` (21 x 21
 x 3 on 11 x 11) in image orientation: row 0 is up (largest ``y``), column 0
@@ -16,10 +17,9 @@ head_y + (H-1) - r)``. Channels:
    counts ``length``, a tail doubled by eating 2);
 2. food: ``(101 - own health) * food_multiplier`` (eq. 3).
 
-Multipliers (defaults) keep values in ``[-1, 1]``: ``1 / (H W + 1)`` for heads
-and bodies (lengths are at most ``H W + 1``; only a snake that ate on every
-turn since its stacked start can reach `rules.max_length`, ``H W + 2``, and
-go just past 1), ``1 / 100`` for food.
+The default multipliers keep values in ``[-1, 1]``: ``1 / (H W + 1)`` for
+heads and bodies (only a snake at `rules.max_length`, ``H W + 2``, goes just
+past 1), ``1 / 100`` for food.
 
 Rotation: `rotate_to_facing` turns the view so the snake faces up (row 0);
 then the actions are relative, `TURN_LEFT`, `STRAIGHT`, `TURN_RIGHT`
@@ -38,7 +38,7 @@ from jaxgames.games.battlesnake import rules
 from jaxgames.games.battlesnake.rules import Board
 
 TURN_LEFT, STRAIGHT, TURN_RIGHT = 0, 1, 2
-"""Relative actions of the rotated view (seed 003, section 3)."""
+"""Relative actions of the rotated view (Siddiqui et al., section 3)."""
 
 
 def default_multipliers(size: int) -> tuple[float, float, float]:
@@ -59,7 +59,7 @@ def egocentric(
     body_multiplier: float | None = None,
     food_multiplier: float | None = None,
 ) -> jax.Array:
-    """Every snake's egocentric view of one board (seed 003, eqs. 1-3).
+    """Every snake's egocentric view of one board (Siddiqui et al., eqs. 1-3).
 
     Args:
         board: one board.
@@ -77,7 +77,7 @@ def egocentric(
     mb = db if body_multiplier is None else body_multiplier
     mf = dfood if food_multiplier is None else food_multiplier
     alive = board.alive
-    x, y = rules._coords(size)
+    x, y = rules.cell_coords(size)
     is_head = (x[None] == board.head[:, 0, None]) & (y[None] == board.head[:, 1, None]) & alive[:, None]
     head_len = jnp.max(jnp.where(is_head, board.length[:, None], 0), axis=0).astype(jnp.float32)
     head_present = jnp.any(is_head, axis=0).astype(jnp.float32)

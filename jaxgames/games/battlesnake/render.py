@@ -10,9 +10,13 @@ path (draw scenario boards so it does); ``stack`` appends copies of the tail
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 
 import numpy as np
+from matplotlib.animation import FuncAnimation, PillowWriter
+from matplotlib.figure import Figure
+from matplotlib.patches import Rectangle
 
 from jaxgames.games.battlesnake import rules
 from jaxgames.games.battlesnake.rules import Board
@@ -129,9 +133,6 @@ def draw(board: Board, ax=None):
     Returns:
         The Axes.
     """
-    from matplotlib.figure import Figure
-    from matplotlib.patches import Rectangle
-
     if ax is None:
         ax = Figure(figsize=(4, 4)).subplots()
     size = board.size
@@ -171,11 +172,6 @@ def save_game(boards: Sequence[Board], path: str, *, fps: int = 4) -> str:
     Raises:
         ValueError: no boards.
     """
-    import os
-
-    from matplotlib.animation import FuncAnimation, PillowWriter
-    from matplotlib.figure import Figure
-
     # pyplot-free figures (`Figure.savefig` renders with Agg): the user's backend is left alone.
     if not boards:
         raise ValueError("no boards to draw")

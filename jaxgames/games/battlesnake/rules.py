@@ -5,7 +5,10 @@ Source: the official engine, github.com/BattlesnakeOfficial/rules, files
 ``maps/standard.go`` (food spawning after each turn) and
 ``cli/commands/play.go`` (the order: ruleset stages, then the map's food
 spawn, then ``turn + 1``). Where the docs page and the code disagree, this
-module follows the code.
+module follows the code. The "learn to walk" health losses
+(`HEALTH_LOSS_CHOICES`) are from Siddiqui, Kraak, Roesli, Daxini & Li,
+"Multiagent Reinforcement Learning in a Synchronous Strategy Game"
+(University of Victoria report, undated), section 3.
 
 One turn (`step`) applies, in the engine's order:
 
@@ -37,15 +40,13 @@ One turn (`step`) applies, in the engine's order:
 Representation (all shapes static). Boards are square, ``size x size``;
 grids are flat over the cells, cell ``(x, y)`` (Battlesnake coordinates, ``y``
 up) at index ``x * size + y`` (`cell_index`; ``grid.reshape(size, size)[x,
-y]``). Flat grids keep every per-cell operation a plain vector loop (a
-trailing ``[11, 11]`` made XLA's CPU loops over ten times slower). A
-snake's body is not stored as a list: ``body[s, c]`` is the number of moves
-until snake ``s`` leaves cell ``c`` (0: not there). With ``n`` the
-length, the head cell holds ``n``, the neck ``n - 1``, ..., the tail 1 (2 for
+y]``). Flat grids keep every per-cell operation a plain vector loop (XLA's
+CPU loops over a trailing ``[11, 11]`` are far slower). A snake's body is
+not stored as a list: ``body[s, c]`` is the number of moves until snake
+``s`` leaves cell ``c`` (0: not there). With ``n`` the length, the head cell holds ``n``, the neck ``n - 1``, ..., the tail 1 (2 for
 a tail doubled by eating); a stacked start cell holds 3. Each move decrements
 every cell of a living snake and writes ``n`` at the new head; eating adds 1
-to every occupied cell. The ordered body list is recovered exactly by
-`body_list` (segment ``i`` is the cell with the smallest value ``>= n - i``).
+to every occupied cell; `body_list` recovers the ordered list exactly.
 This makes every stage a few elementwise operations over the board, which is
 what vectorises well. ``head`` is stored separately, so that a snake that
 died off the board keeps its off-board head, as the engine keeps it.
@@ -103,7 +104,7 @@ MIN_BOARD_SIZE = 7
 MAX_BOARD_SIZE = 25
 MAX_SNAKES = 8
 HEALTH_LOSS_CHOICES = (1, 3, 9, 11, 33, 99)
-"""Allowed health losses per turn: 1 (standard) and the factors of 99 (seed 003, "learn to walk")."""
+"""Allowed health losses per turn: 1 (standard) and the factors of 99 (Siddiqui et al., section 3, "learn to walk")."""
 
 
 @struct.dataclass
@@ -147,7 +148,7 @@ class Board:
     @property
     def size(self) -> int:
         """Board width = height (static)."""
-        return _isqrt(self.body.shape[-1])
+        return isqrt(self.body.shape[-1])
 
     @property
     def alive(self) -> jax.Array:
@@ -165,7 +166,7 @@ class Params:
         hazard_damage: int32, health lost per turn per hazard under the head
             (``damagePerTurn``; no hazards in the standard map).
         health_loss: int32, health lost per turn (1; 3, 9, 11, 33, 99 for the
-            "learn to walk" variant of seed 003, section 3).
+            "learn to walk" variant of Siddiqui et al., section 3).
         minimum_food: int32, food kept on the board (``minimumFood``). Traced
             like the others; the spawn functions of
             `jaxgames.games.battlesnake.spawn` bound the food placed in one
@@ -231,13 +232,13 @@ def body_dtype(size: int):
 
     The extra 1 is the growth of one turn: a turn applied to a board within
     `max_length` never wraps the grid (`api.apply_turn` checks the result).
-    Measured: int16 grids on 11x11 cost about a fifth of the kernel's
-    throughput, so small boards keep int8.
+    Small boards keep int8 because int16 grids slow the kernel.
     """
     return jnp.int8 if max_length(size) + 1 <= np.iinfo(np.int8).max else jnp.int16
 
 
-def _isqrt(n: int) -> int:
+def isqrt(n: int) -> int:
+    """The side of a square flat grid of ``n`` cells (ValueError if ``n`` is not a square)."""
     r = round(n**0.5)
     if r * r != n:
         raise ValueError(f"a flat grid of {n} cells is not square")
@@ -249,7 +250,7 @@ def cell_index(size: int, x, y):
     return x * size + y
 
 
-def _coords(size: int) -> tuple[jax.Array, jax.Array]:
+def cell_coords(size: int) -> tuple[jax.Array, jax.Array]:
     """int32 ``[size * size]`` each: the ``x`` and ``y`` of every flat cell."""
     c = np.arange(size * size, dtype=np.int32)
     return jnp.asarray(c // size), jnp.asarray(c % size)
@@ -257,7 +258,7 @@ def _coords(size: int) -> tuple[jax.Array, jax.Array]:
 
 def _at(grid: jax.Array, xy: jax.Array) -> tuple[jax.Array, jax.Array]:
     """``grid[..., cell(x, y)]`` at points ``xy`` ``[..., K, 2]`` and whether each is on the board."""
-    size = _isqrt(grid.shape[-1])
+    size = isqrt(grid.shape[-1])
     on = jnp.all((xy >= 0) & (xy < size), axis=-1)
     flat = jnp.clip(xy[..., 0], 0, size - 1) * size + jnp.clip(xy[..., 1], 0, size - 1)
     return jnp.take_along_axis(grid, flat, axis=-1), on
@@ -268,9 +269,8 @@ def materialize(values: tuple) -> tuple:
 
     A reduction is computed once and stored; XLA's CPU backend would
     otherwise fuse the chain of cheap operations producing a per-snake value
-    into every per-cell loop that broadcasts it, and redo it for each cell
-    (measured: resolve 10x slower). ``jax.lax.optimization_barrier`` does not
-    prevent that fusion on CPU.
+    into every per-cell loop that broadcasts it, and redo it for each cell.
+    ``jax.lax.optimization_barrier`` does not prevent that fusion on CPU.
 
     Args:
         values: tuple of int32 arrays.
@@ -466,9 +466,7 @@ def resolve(board: Board, moves: jax.Array, params: Params = DEFAULT_PARAMS) -> 
     # unless the snake already holds that cell (a self collision: the frozen
     # body then stays exact).
     dt = board.body.dtype
-    # The per-snake inputs of the per-cell pass go through a reduction, which
-    # XLA computes once: otherwise it fuses their whole chain of cheap scalar
-    # operations into the per-cell loop and redoes it for every cell.
+    # The per-snake inputs of the per-cell pass: see `materialize`.
     head_flat = jnp.where(active & on_board, new_head[:, 0] * size + new_head[:, 1], -1)
     head_flat, grow, value, keep = materialize(
         (head_flat, eats.astype(jnp.int32), length, (~active).astype(jnp.int32))

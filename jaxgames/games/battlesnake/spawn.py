@@ -74,7 +74,7 @@ def food_candidates(board: Board) -> jax.Array:
     head (``GetUnoccupiedPoints(b, false, false)``). Eliminated snakes block
     nothing.
     """
-    x, y = rules._coords(board.size)
+    x, y = rules.cell_coords(board.size)
     alive, hx, hy = rules.materialize((board.alive.astype(jnp.int32), board.head[:, 0], board.head[:, 1]))
     alive = alive[:, None] > 0
     dist = jnp.abs(x[None] - hx[:, None]) + jnp.abs(y[None] - hy[:, None])
@@ -100,7 +100,7 @@ def _pick_uniform(u: jax.Array, cand: jax.Array) -> jax.Array:
     is one pass over the board and two tiny cumulative sums. All False if
     ``cand`` is empty or ``u < 0``.
     """
-    w = rules._isqrt(cand.shape[-1])
+    w = rules.isqrt(cand.shape[-1])
     c = cand.astype(jnp.int8).reshape(w, w)
     per_x = jnp.sum(c, axis=1, dtype=jnp.int32)  # [W]
     total = jnp.sum(per_x)

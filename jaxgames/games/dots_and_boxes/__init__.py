@@ -1,8 +1,11 @@
-"""Dots-and-Boxes (OpenSpiel ``dots_and_boxes``; seed 000, sections 4-6).
+"""Dots-and-Boxes (OpenSpiel ``dots_and_boxes``; El Kaddouri, Rys & Gao,
+"Multi Agent Reinforcement Learning With Dots And Boxes", course report,
+sections 4-6).
 
 Modules: `rules` (pure kernel: geometry, one move), `env` (the state-contract
 adapter, registered as ``dots_and_boxes``), `dbn` (Barker & Korf notation),
-`symmetry` (board symmetries, canonical form), `render` (text and SVG).
+`symmetry` (board symmetries, canonical form), `positions` (random test
+positions), `search` (exact solver, minimax), `render` (text and SVG).
 
     >>> import jax, jaxgames
     >>> env = jaxgames.make("dots_and_boxes", num_rows=3, num_cols=3)

@@ -3,7 +3,8 @@
 A dbn string has one character per edge, ``'1'`` drawn and ``'0'`` not, in
 OpenSpiel's action order: the ``(num_rows + 1) * num_cols`` horizontal edges
 row by row, then the ``num_rows * (num_cols + 1)`` vertical edges row by row
-(seed 000 section 4.1; OpenSpiel ``DotsAndBoxesState::DbnString``). It records
+(OpenSpiel ``DotsAndBoxesState::DbnString``; El Kaddouri, Rys & Gao, "Multi
+Agent Reinforcement Learning With Dots And Boxes", course report, section 4.1). It records
 the board only, not the scores or the player to move: Dots-and-Boxes is
 impartial, so the value of the rest of the game depends on the edges alone,
 which is why it is the transposition-table key.

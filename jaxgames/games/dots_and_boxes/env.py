@@ -1,7 +1,8 @@
 """Dots-and-Boxes under the shared state contract (the RL adapter over `rules`).
 
-Source: OpenSpiel ``dots_and_boxes`` (``open_spiel/games/dots_and_boxes``),
-seed 000 sections 4-6. Parameters, defaults, action numbering, returns and the
+Source: OpenSpiel ``dots_and_boxes`` (``open_spiel/games/dots_and_boxes``);
+El Kaddouri, Rys & Gao, "Multi Agent Reinforcement Learning With Dots And
+Boxes" (course report), sections 4-6. Parameters, defaults, action numbering, returns and the
 dbn string are OpenSpiel's; the tests replay random games against ``pyspiel``.
 """
 
@@ -13,6 +14,7 @@ import numpy as np
 from flax import struct
 
 from jaxgames.core import Env, State
+from jaxgames.games.dots_and_boxes import dbn as dbn_lib
 from jaxgames.games.dots_and_boxes import rules
 from jaxgames.games.dots_and_boxes.rules import NO_OWNER, Board
 
@@ -194,7 +196,7 @@ class DotsAndBoxes(Env):
 
     # ------------------------------------------------------------ host side
     def from_dbn(self, dbn: str, *, current_player: int = 0, scores=None) -> DotsAndBoxesState:
-        """A state from a dots-and-boxes notation string (Barker & Korf 2012; seed 000 section 4.1).
+        """A state from a dots-and-boxes notation string (Barker & Korf 2012; El Kaddouri et al., section 4.1).
 
         OpenSpiel's ``game.new_initial_state(dbn)`` starts such a board with
         player 0 to move and both scores 0; here the player and the scores
@@ -219,15 +221,11 @@ class DotsAndBoxes(Env):
                 player, or scores that are negative or do not sum to the
                 number of complete boxes.
         """
-        from jaxgames.games.dots_and_boxes import dbn as dbn_lib
-
         board = dbn_lib.board_from_dbn(self.num_rows, self.num_cols, dbn, current_player=current_player, scores=scores)
         return self._state_from_board(board, jnp.zeros(2, jnp.float32), jnp.int32(0))
 
     def to_dbn(self, state: DotsAndBoxesState) -> str | list:
         """The dbn string of a state (OpenSpiel ``DbnString``); a nested list for a batch."""
-        from jaxgames.games.dots_and_boxes import dbn as dbn_lib
-
         return dbn_lib.to_dbn(state.board.edges)
 
     def __repr__(self) -> str:

@@ -1,6 +1,7 @@
 """Symmetries of the Dots-and-Boxes board and the canonical (minimal) form.
 
-Source: seed 000 section 4.2 and Barker & Korf (2012): the mirror image of a
+Source: El Kaddouri, Rys & Gao, "Multi Agent Reinforcement Learning With
+Dots And Boxes" (course report), section 4.2, and Barker & Korf (2012): the mirror image of a
 position is a position whose optimal play mirrors the original one; every
 board has the horizontal and vertical mirror symmetries (and both together,
 the 180 degree rotation), square boards also the diagonal reflections and the
@@ -192,7 +193,7 @@ def canonical_index(sym: Symmetries, edges: jax.Array) -> jax.Array:
     """int32 ``[]``: the first symmetry whose image of ``edges`` is minimal.
 
     Minimal means the lexicographically smallest dbn string (``'0' < '1'``),
-    the canonical form of seed 000 section 4.2. One game; vmap for a batch.
+    the canonical form of El Kaddouri et al., section 4.2. One game; vmap for a batch.
 
     Args:
         sym: `symmetries` of the board size.

@@ -1,9 +1,12 @@
-"""Onitama (seed 001; the official rulebook, Arcane Wonders 2014).
+"""Onitama (the official rulebook, Arcane Wonders 2014; Dasgupta & Chong,
+"Mastering the game of Onitama with Reinforcement Learning", NUS USP group
+report, 2021).
 
 Modules: `cards` (the 16 cards: move patterns, stamp colours, mirror pairs),
 `rules` (pure kernel: deal, move generation, one turn), `env` (the state
 contract, registered as ``onitama``, with the canonical 1250-action space or
-the seed's 40-action space), `render` (text and SVG).
+Dasgupta & Chong's 40-action space), `search` (fixed-depth negamax in JAX
+with their "Minimax" evaluation), `render` (text and SVG).
 
     >>> import jax, jaxgames
     >>> env = jaxgames.make("onitama")                                  # random deal from the key

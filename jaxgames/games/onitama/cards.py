@@ -1,12 +1,10 @@
 """The 16 move cards of base-game Onitama: names, move patterns, stamp colours.
 
 Source: the official rulebook of Onitama (Shimpei Sato, Arcane Wonders,
-2014), whose card pictures we read square by square; the seed (seed 001,
-sections 2.1 and 8.1) names the cards and says how many moves each has (one
-card with 2 moves, Tiger; ten with 3; five with 4), which agrees. The seed's
-appendix describes only the Frog picture in words ("two squares to the left,
-one square diagonally to their top-left, or one square diagonally to their
-bottom-right"), which agrees with the picture below.
+2014), whose card pictures we read square by square; Dasgupta & Chong,
+"Mastering the game of Onitama with Reinforcement Learning" (NUS USP group
+report, 2021), sections 2.1 and 8.1, name the cards and their move counts,
+which agree.
 
 Each card is drawn as its 5x5 picture from its **owner's** point of view:
 ``o`` is the moving piece, ``x`` a square it may jump to, the top row is
@@ -15,19 +13,18 @@ uses the same card rotated 180 degrees (`jaxgames.games.onitama.rules`).
 
 **Move order.** A card's moves are numbered in the reading order of its
 picture (top row first, left to right in each row). This order defines the
-``move`` index of the seed's 40-action space (seed section 4.2 fixes "4 moves
-in a consistent order" without giving one). Cards with fewer than 4 moves
-leave the last slots empty (never legal).
+``move`` index of Dasgupta & Chong's 40-action space (their section 4.2
+fixes "4 moves in a consistent order" without giving one). Cards with fewer
+than 4 moves leave the last slots empty (never legal).
 
-**Card order.** Card ids are the positions in `CARD_NAMES`, the order of the
-issue and of the rulebook's card list. The seed's five cards
-(`SEED_CARDS`: Dragon, Elephant, Goose, Rooster, Monkey, seed section 4.1)
-appear in this order in the seed's card vector, so "sort by card id" gives
-the seed's order for its deal and a consistent order for any other.
+**Card order.** Card ids are the positions in `CARD_NAMES`, the rulebook's
+card list. Dasgupta & Chong's five cards (`SEED_CARDS`, section 4.1) appear
+in this order in their card vector, so "sort by card id" gives their order
+for their deal and a consistent order for any other.
 
-**Stamp colour.** The colour printed on the card (the seed's figure 8.2) decides who moves first:
-the player whose colour matches the side card's stamp starts (seed section
-8.1.1). Player 0 is Red, player 1 is Blue (`jaxgames.games.onitama.rules`).
+**Stamp colour.** The side card's stamp colour (Dasgupta & Chong, figure
+8.2) decides who moves first: the player of that colour (section 8.1.1).
+Player 0 is Red, player 1 is Blue.
 """
 
 from __future__ import annotations
@@ -166,7 +163,7 @@ NUM_CARDS = len(CARD_NAMES)
 """16."""
 
 SEED_CARDS: tuple[str, ...] = ("Dragon", "Elephant", "Goose", "Rooster", "Monkey")
-"""The five cards of the seed's experiments, in the seed's order (seed section 4.1)."""
+"""The five cards of Dasgupta & Chong's experiments, in their order (section 4.1)."""
 
 
 def _parse_picture(picture: str) -> list[tuple[int, int]]:
@@ -219,7 +216,7 @@ def card_id(name: str) -> int:
     """The id of a card from its name (case-insensitive).
 
     Args:
-        name: a card name, e.g. ``"Tiger"`` or ``"tiger"`` (the seed writes them in lower case).
+        name: a card name, e.g. ``"Tiger"`` or ``"tiger"`` (Dasgupta & Chong write them in lower case).
 
     Returns:
         The index in `CARD_NAMES`, a Python int in ``[0, 16)``.

@@ -1,9 +1,11 @@
 """Onitama under the shared state contract (the RL adapter over `rules`).
 
-Source: the official Onitama rulebook (Arcane Wonders, 2014) and seed 001:
-section 8.1 (rules), 4.1 (the 10x5x5 board planes and the 10-entry card
-vector), 4.2 (the 40-action space), 4.3 (rewards +1/-1/0). Deviations from
-the seed, all toward the official rules, are listed in `rules`.
+Source: the official Onitama rulebook (Arcane Wonders, 2014) and Dasgupta &
+Chong, "Mastering the game of Onitama with Reinforcement Learning" (NUS USP
+group report, 2021): section 8.1 (rules), 4.1 (the 10x5x5 board planes and
+the 10-entry card vector), 4.2 (the 40-action space), 4.3 (rewards +1/-1/0).
+Deviations from the report, all toward the official rules, are listed in
+`rules`.
 """
 
 from __future__ import annotations
@@ -25,13 +27,13 @@ NUM_CANONICAL_ACTIONS = 2 * rules.NUM_SQUARES * rules.NUM_SQUARES
 """1250: hand slot (2) x from-square (25) x to-square (25)."""
 
 NUM_SEED_ACTIONS = rules.NUM_PIECES * 2 * cards.MAX_MOVES
-"""40: piece (5) x hand slot (2) x card move (4) (seed section 4.2)."""
+"""40: piece (5) x hand slot (2) x card move (4) (Dasgupta & Chong, section 4.2)."""
 
 CANONICAL_PLANES = 9
 """Channels of the canonical observation (see `Onitama`)."""
 
 SEED_OBSERVATION_SIZE = 10 * rules.NUM_SQUARES + 10
-"""260: the seed's 10x5x5 board planes, flattened, then its 10-entry card vector."""
+"""260: Dasgupta & Chong's 10x5x5 board planes, flattened, then their 10-entry card vector."""
 
 
 def _card_planes() -> np.ndarray:
@@ -59,7 +61,7 @@ def canonical_action(slot: int, from_view: int, to_view: int) -> int:
 
 
 def seed_action(piece: int, slot: int, move: int) -> int:
-    """The seed's action id ``piece * 8 + slot * 4 + move`` (host side; seed section 4.2).
+    """Dasgupta & Chong's action id ``piece * 8 + slot * 4 + move`` (host side; their section 4.2).
 
     ``seed_action(4, slot, 0)`` (the master's first move) is the pass that
     gives up the card in ``slot`` when the mover has no legal move.
@@ -73,7 +75,7 @@ class OnitamaParams(EnvParams):
 
     Attributes:
         max_turns: int32 ``[]``: the game is a draw, reported as ``truncated``,
-            once this many turns are played without a win (seed: 200).
+            once this many turns are played without a win (Dasgupta & Chong: 200).
     """
 
     max_turns: jax.Array
@@ -85,7 +87,7 @@ class OnitamaState(State):
 
     Attributes (beyond `jaxgames.core.State`):
         current_player: int32 ``[]``: 0 (Red) or 1 (Blue); after a win, the winner.
-        observation: float32 ``[5, 5, 9]`` (canonical) or ``[260]`` (seed),
+        observation: float32 ``[5, 5, 9]`` (canonical) or ``[260]`` (``"seed"``),
             from ``current_player``'s view (see `Onitama`).
         rewards: float32 ``[2]``: +1 for the winner and -1 for the loser on
             the winning step, 0 otherwise (draws too); -1/+1 after an
@@ -109,20 +111,12 @@ class OnitamaState(State):
 class Onitama(Env):
     """Two-player Onitama on the 5x5 board with the 16 base-game cards.
 
-    Player 0 is Red (starts on the bottom row), player 1 Blue (top row); the
-    first player is the stamp colour of the side card. A game ends when a
-    player captures the enemy master (Way of the Stone) or moves their own
-    master onto the enemy temple arch (Way of the Stream); a player with no
-    legal move passes but exchanges a card with the side card (official
-    rule; the seed omits it). Rules and geometry: `rules`; cards: `cards`.
-
-    Rewards (seed section 4.3): +1 for the winner and -1 for the loser on the
-    winning step (the zero-sum sign of `jaxgames.search.sign`), 0 otherwise.
-    After ``max_turns`` turns without a win the game is a draw, reported as
-    ``truncated`` with zero rewards (seed: 200 turns). Illegal actions follow
-    `jaxgames.core` (the mover loses). `random_action` draws a uniform legal
-    action cheaply; `decode` turns an action into (card slot, piece, landing
-    square, pass).
+    Player 0 is Red (bottom row), player 1 Blue (top row). Rules, wins and
+    the pass: `rules`; cards: `cards`. Rewards (Dasgupta & Chong, section
+    4.3): +1 for the winner and -1 for the loser on the winning step, 0
+    otherwise; after ``max_turns`` turns without a win the game is a draw,
+    reported as ``truncated`` with zero rewards. Illegal actions follow
+    `jaxgames.core` (the mover loses).
 
     **Canonical action space** (``action_space="canonical"``, 1250 actions):
     ``slot * 625 + from * 25 + to`` (`canonical_action`): the hand slot of the
@@ -149,21 +143,21 @@ class Onitama(Env):
           seen from the mover's side (rotated 180 degrees)
     ====  =================================================================
 
-    **The seed's action space** (``action_space="seed"``, 40 actions, seed
-    section 4.2): ``piece * 8 + slot * 4 + move`` (`seed_action`): piece 0-3
+    **Dasgupta & Chong's action space** (``action_space="seed"``, 40
+    actions, their section 4.2): ``piece * 8 + slot * 4 + move`` (`seed_action`): piece 0-3
     the students ("pawns 1 to 4", numbered left to right on the home row as
     the owner sees it, keeping their numbers as they move), 4 the master;
-    slot 0/1 the mover's cards in card-id order (the seed's order for its
+    slot 0/1 the mover's cards in card-id order (their order for their
     deal: `cards.SEED_CARDS`); move 0-3 the card's moves in the reading
     order of its picture (`cards`; empty slots never legal). The pass that
     gives up the card in ``slot`` is ``seed_action(4, slot, 0)``, i.e.
-    actions 32 and 36, legal only when no move is (the seed has no pass).
+    actions 32 and 36, legal only when no move is (the report has no pass).
 
-    Observation (seed section 4.1), float32 ``[260]``: the 10x5x5 board planes
+    Observation (their section 4.1), float32 ``[260]``: the 10x5x5 board planes
     (channels first, flattened in C order), from the mover's view: planes
     0-3 the mover's students 1-4, 4 its master, 5-8 the opponent's students
     1-4, 9 its master; then the 10-entry card vector: entries 0-4 are the
-    five cards in play sorted by id (the seed's order), 1 where the mover
+    five cards in play sorted by id (their order), 1 where the mover
     holds the card, entries 5-9 the same for the opponent (the side card is
     implied). `split_seed_observation` splits it.
 
@@ -174,10 +168,10 @@ class Onitama(Env):
             ``init`` ignores its key), e.g. ``deal=("Tiger", "Crab", "Frog",
             "Rabbit", "Eel")``.
         deck: the cards to shuffle and deal from (default: all 16); at least
-            five distinct names, e.g. `cards.SEED_CARDS` for the seed's
-            experiments (its five cards in random hands). Not with ``deal``.
+            five distinct names, e.g. `cards.SEED_CARDS` for Dasgupta &
+            Chong's experiments (their five cards in random hands). Not with ``deal``.
         max_turns: turns before a draw (``truncated``), int in ``[1, 2**30]``
-            (seed: 200). The default of `default_params`; may be traced.
+            (Dasgupta & Chong: 200). The default of `default_params`; may be traced.
 
     Raises:
         TypeError: a non-str card name, a deal/deck that is not a sequence,
@@ -222,12 +216,12 @@ class Onitama(Env):
 
     @property
     def num_actions(self) -> int:
-        """1250 (canonical) or 40 (seed)."""
+        """1250 (canonical) or 40 (``"seed"``)."""
         return NUM_CANONICAL_ACTIONS if self.action_space == "canonical" else NUM_SEED_ACTIONS
 
     @property
     def observation_shape(self) -> tuple[int, ...]:
-        """``(5, 5, 9)`` (canonical) or ``(260,)`` (seed)."""
+        """``(5, 5, 9)`` (canonical) or ``(260,)`` (``"seed"``)."""
         if self.action_space == "canonical":
             return (rules.SIZE, rules.SIZE, CANONICAL_PLANES)
         return (SEED_OBSERVATION_SIZE,)
@@ -298,15 +292,15 @@ class Onitama(Env):
 
         Computed from `rules.move_targets` (all 40 piece x card x move
         combinations at once); in the canonical space scattered to
-        ``slot * 625 + from * 25 + to`` (a batched scatter of 40 updates:
-        faster on XLA's CPU backend than building the ``[2, 25, 25]`` mask
-        elementwise, which we measured 2-5x slower). Where no move is legal, the two pass
-        actions (`pass_actions`) are.
+        ``slot * 625 + from * 25 + to`` (a scatter of 40 updates, faster on
+        XLA's CPU backend than building the ``[2, 25, 25]`` mask
+        elementwise). Where no move is legal, the two pass actions
+        (`pass_actions`) are.
         """
         legal, target = rules.move_targets(board)  # [40] each
         return self._mask_from_moves(board, legal, target)
 
-    def _canonical_ids(self, board: Board, target: jax.Array) -> jax.Array:
+    def canonical_ids(self, board: Board, target: jax.Array) -> jax.Array:
         """int32 ``[40]``: the canonical id of each (piece, slot, move) triple (meaningless where not legal)."""
         p = board.player
         n = rules.NUM_SQUARES
@@ -321,7 +315,7 @@ class Onitama(Env):
         pass_mask = must_pass & ((ids == passes[0]) | (ids == passes[1]))
         if self.action_space == "seed":
             return legal | pass_mask
-        index = jnp.where(legal, self._canonical_ids(board, target), self.num_actions)  # out of range: dropped
+        index = jnp.where(legal, self.canonical_ids(board, target), self.num_actions)  # out of range: dropped
         return jnp.zeros(self.num_actions, jnp.bool_).at[index].set(True, mode="drop") | pass_mask
 
     def decode(self, state: OnitamaState, action: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array, jax.Array]:
@@ -356,7 +350,7 @@ class Onitama(Env):
         if self.action_space == "seed":
             move = first
         else:
-            move = jnp.sum(jnp.where(hit, self._canonical_ids(state.board, state.move_target), 0), dtype=jnp.int32)
+            move = jnp.sum(jnp.where(hit, self.canonical_ids(state.board, state.move_target), 0), dtype=jnp.int32)
         return jnp.where(jnp.any(state.move_mask), move, self.pass_actions[0]).astype(jnp.int32)
 
     def random_action(self, key: jax.Array, state: OnitamaState) -> jax.Array:
@@ -365,7 +359,7 @@ class Onitama(Env):
         The same distribution as a uniform draw over ``legal_action_mask``
         (legal moves and actions correspond one to one; where the mover must
         pass, each pass action has probability 1/2), but it reads 40 entries
-        instead of 1250 in the canonical space, several times faster on CPU.
+        instead of 1250 in the canonical space.
 
         Args:
             key: PRNG key.
@@ -384,7 +378,7 @@ class Onitama(Env):
             move = index
         else:
             hit = jnp.arange(rules.NUM_MOVES, dtype=jnp.int32) == index
-            move = jnp.sum(jnp.where(hit, self._canonical_ids(state.board, state.move_target), 0), dtype=jnp.int32)
+            move = jnp.sum(jnp.where(hit, self.canonical_ids(state.board, state.move_target), 0), dtype=jnp.int32)
         passes = jnp.asarray(self.pass_actions, jnp.int32)
         give_up = jnp.where(u < 0.5, passes[0], passes[1])
         return jnp.where(count > 0, move, give_up).astype(jnp.int32)
@@ -469,6 +463,6 @@ class Onitama(Env):
 
 
 def split_seed_observation(observation: jax.Array) -> tuple[jax.Array, jax.Array]:
-    """The seed's two inputs from an observation ``[..., 260]``: board planes ``[..., 10, 5, 5]`` and cards ``[..., 10]``."""
+    """Dasgupta & Chong's two inputs from an observation ``[..., 260]``: board planes ``[..., 10, 5, 5]`` and cards ``[..., 10]``."""
     board = observation[..., : 10 * rules.NUM_SQUARES]
     return board.reshape(board.shape[:-1] + (10, rules.SIZE, rules.SIZE)), observation[..., 10 * rules.NUM_SQUARES :]

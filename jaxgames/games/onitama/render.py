@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Sequence
 from xml.sax.saxutils import escape
 
+import jax.numpy as jnp
 import numpy as np
 
 from jaxgames.games.onitama import cards, rules
@@ -96,8 +97,6 @@ def action_to_text(env, state, action: int) -> str:
         raise ValueError(f"action {action} is not legal in this state")
     if bool(state.terminated | state.truncated):
         raise ValueError("the game is over: no action moves anything")
-    import jax.numpy as jnp
-
     slot, piece, target, is_pass = (np.asarray(x) for x in env.decode(state, jnp.int32(action)))
     p = int(state.current_player)
     card = cards.CARD_NAMES[int(np.asarray(state.board.hands)[p, int(slot)])]

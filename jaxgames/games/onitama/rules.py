@@ -1,51 +1,38 @@
 """The pure rules of Onitama: the board, the deal, move generation and one turn.
 
-This module knows nothing of rewards, observations or action numbering (that
-is `jaxgames.games.onitama.env`); search code and playout loops may call it
-directly. Every kernel is written for ONE game and is branch-free
-(``jnp.where``), so callers ``jax.vmap`` it.
+No rewards, observations or action numbering here (that is
+`jaxgames.games.onitama.env`). Every kernel is written for ONE game and is
+branch-free, so callers ``jax.vmap`` it.
 
-Source: the official Onitama rulebook (Arcane Wonders, 2014) and the seed's
-summary of it (seed 001, sections 2 and 8.1). Where the seed's appendix is
-silent or contradicts the official rules we follow the rulebook:
+Source: the official Onitama rulebook (Arcane Wonders, 2014) and Dasgupta &
+Chong, "Mastering the game of Onitama with Reinforcement Learning" (NUS USP
+group report, 2021), sections 2 and 8.1. Where the report is silent or
+contradicts the rulebook we follow the rulebook:
 
-* **No legal move.** A player who cannot move a piece passes, but must still
-  exchange one of their two cards with the side card (the rulebook: a player
-  who cannot move still uses one of their cards, which goes to the side, and
-  takes the side card). The seed's section 8.1.2 omits this; here the pass is
-  a turn that only moves cards, and the mover chooses which card to give up.
-* **Names of the wins.** The seed's section 2 text calls capturing the master
-  "Conquer" and reaching the temple "Destroy", while its figures 2.1/2.2 say
-  the opposite; we use the rulebook's names, the Way of the Stone (capture
-  the opponent's master) and the Way of the Stream (move your own master
-  onto the opponent's temple arch). Both at once (seed figure 2.3) is a win.
-* **The side card** is one card: the seed's 8.1.1 says "deal the next cards"
-  to the side; the rulebook deals one (2 + 2 + 1 = 5 cards in play).
+* **No legal move.** The player passes but still exchanges one of their two
+  cards (their choice) with the side card; the report's 8.1.2 omits this.
+* **Names of the wins.** The report's section 2 text and its figures 2.1/2.2
+  swap "Conquer" and "Destroy"; we use the rulebook's Way of the Stone
+  (capture the enemy master) and Way of the Stream (own master onto the
+  enemy's temple arch). Both at once (figure 2.3) is a win.
+* **The side card** is one card (2 + 2 + 1 = 5 in play); the report's 8.1.1
+  says "deal the next cards".
 
 Geometry. Squares are ``5 * row + col``, row 0 at the top. Player 0 (Red)
-starts on row 4 and moves up; player 1 (Blue) starts on row 0 and moves down
-(the seed's figure 2.4 puts Blue at the top, origin top-left). A card's
-patterns (`cards.CARD_MOVES`) are from the owner's point of view with
-"forward" = up, which is the board as player 0 sees it; player 1 uses them
-rotated 180 degrees (both deltas negated). A player's *view* of a square
-(`view_square`) is the square itself for player 0 and ``24 - square``
-(rotated 180 degrees) for player 1.
+starts on row 4 and moves up; player 1 (Blue) starts on row 0 (Dasgupta &
+Chong, figure 2.4). Card patterns are from the owner's view, "forward" = up;
+player 1 uses them rotated 180 degrees, and `view_square` maps a square to
+``24 - square`` for player 1.
 
-Pieces. Each player has five pieces with fixed identities, ``pieces[p, i]``:
-``i`` in 0..3 the students (the seed's "pawns" 1-4, numbered left to right
-on the home row as their owner sees it), ``i = 4`` the master. A captured
-piece has square `CAPTURED` (-1). Pieces jump: only the landing square
-matters; it must be on the board and not hold one of the mover's pieces.
+Pieces. ``pieces[p, i]``: ``i`` in 0..3 the students (the report's "pawns"
+1-4, left to right on the home row as their owner sees it), ``i = 4`` the
+master; `CAPTURED` (-1) once taken.
 
-A turn (rulebook; seed section 8.1.2): the mover picks one of its two cards,
-one of the card's moves and one of its pieces; the piece jumps, capturing an
-enemy piece on the landing square. If that captured the enemy master (Way of
-the Stone) or put the mover's master on the enemy's temple arch (the square
-the enemy master started on; Way of the Stream), the mover wins and the
-game ends at once (the cards stay where they are: the seed's 8.1.2 checks
-victory before the card phase). Otherwise the used card becomes the side
-card (turned toward the opponent, who will receive it) and the mover takes
-the side card into its hand.
+A turn (rulebook; the report's 8.1.2): the mover picks a card, one of its
+moves and a piece, which jumps, capturing an enemy piece on the landing
+square. A win (Stone or Stream) ends the game at once with the cards left
+where they are (the report checks victory before the card phase); otherwise
+the used card becomes the side card and the mover takes the old side card.
 """
 
 from __future__ import annotations
@@ -96,7 +83,7 @@ class Board:
         pieces: int32 ``[2, 5]``: square of each player's students 1-4 and
             master (last), `CAPTURED` (-1) once taken.
         hands: int32 ``[2, 2]``: the card ids each player holds, sorted
-            ascending (slot 0 is the lower id: the seed's card order).
+            ascending (slot 0 is the lower id: Dasgupta & Chong's card order).
         side: int32 ``[]``: the side card (the next one the mover receives).
         player: int32 ``[]``: the player to move (after a win: the winner).
         turn: int32 ``[]``: turns played (moves and passes).
@@ -122,7 +109,7 @@ def deal_board(dealt: jax.Array) -> Board:
         dealt: int ``[5]``: player 0's two cards, player 1's two cards, the side card.
 
     Returns:
-        The set-up board (rulebook "Setup"; seed section 8.1.1): masters on
+        The set-up board (rulebook "Setup"; Dasgupta & Chong, section 8.1.1): masters on
         their temples, students beside them; the first player is the colour
         of the side card's stamp (`cards.CARD_COLORS`).
     """
@@ -146,8 +133,8 @@ def shuffle_deal(key: jax.Array, deck: jax.Array) -> jax.Array:
     selects instead of gathers): the five cards are distinct, uniformly
     random and in uniformly random order, as the top five of a shuffled
     deck. Each step picks ``bits % (n - k)``, whose bias is below
-    ``n / 2**32``. (About 30 times cheaper on CPU than
-    ``jax.random.permutation``, whose sort dominated auto-reset playouts.)
+    ``n / 2**32``. Not ``jax.random.permutation``: its sort dominated
+    auto-reset playouts.
 
     Args:
         key: PRNG key.
@@ -185,7 +172,7 @@ def view_square(square: jax.Array, player: jax.Array) -> jax.Array:
 
 
 NUM_MOVES = NUM_PIECES * 2 * cards.MAX_MOVES
-"""40: the (piece, hand slot, card move) triples, flattened as ``piece * 8 + slot * 4 + move`` (seed section 4.2)."""
+"""40: the (piece, hand slot, card move) triples, flattened as ``piece * 8 + slot * 4 + move`` (Dasgupta & Chong, section 4.2)."""
 
 _SLOT_OF = np.tile(np.repeat(np.arange(2), cards.MAX_MOVES), NUM_PIECES).astype(np.int32)  # [40]
 _SLOT_OF.setflags(write=False)
@@ -221,17 +208,17 @@ def move_targets(board: Board) -> tuple[jax.Array, jax.Array]:
 
     Returns:
         ``(legal, target)``: bool ``[40]`` and int32 ``[40]``, indexed
-        ``piece * 8 + slot * 4 + move`` (the seed's section 4.2 layout;
-        `NUM_MOVES`): whether piece ``piece`` (students 1-4, then the master)
+        ``piece * 8 + slot * 4 + move`` (Dasgupta & Chong's section 4.2
+        layout; `NUM_MOVES`): whether piece ``piece`` (students 1-4, then the master)
         may jump with move ``move`` of the card in hand slot ``slot``, and the
         absolute landing square (-1 or meaningless where not legal). Legal =
         the piece is on the board, the card has that move, the landing square
         is on the board and holds none of the mover's pieces. A finished game
         still reports its moves (the `Env` masks them).
 
-    One 40-element gather from the static `TARGETS` table and a 25-bit
-    occupancy bitboard; every array stays flat (XLA's CPU backend reduces
-    and selects over one axis several times faster than over ``[5, 2, 4]``).
+    One gather from the static `TARGETS` table and a 25-bit occupancy
+    bitboard; arrays stay flat because XLA's CPU backend reduces over one
+    axis much faster than over ``[5, 2, 4]``.
     """
     chex.assert_shape(board.pieces, (2, NUM_PIECES))
     p = board.player
@@ -314,8 +301,8 @@ def in_play(board: Board) -> jax.Array:
 def card_rank(board: Board, card: jax.Array) -> jax.Array:
     """int32 ``[...]``: the position of ``card`` among the five cards in play, sorted by id (0..4).
 
-    The seed's card order (section 4.1): with the seed's deal (`cards.SEED_CARDS`)
-    the ranks of Dragon, Elephant, Goose, Rooster, Monkey are 0..4.
+    Dasgupta & Chong's card order (section 4.1): with their deal
+    (`cards.SEED_CARDS`) the ranks of Dragon, Elephant, Goose, Rooster, Monkey are 0..4.
     """
     ids = jnp.arange(cards.NUM_CARDS, dtype=jnp.int32)
     below = in_play(board) & (ids < jnp.asarray(card)[..., None])

@@ -1,11 +1,11 @@
 """Dots-and-Boxes positions as Python ints, for host-side tree search.
 
 A position is the set of drawn edges as an int: bit ``e`` is edge ``e`` in
-OpenSpiel's action order (the dbn order; seed 000 section 4.1), exactly the
-index of the retrograde solver's table. Python ints make the minimax
-variants and the alpha-beta agent simple and fast enough (they are
-inherently sequential, so they run on the host; house style rule 10 keeps
-JAX for the batched kernels).
+OpenSpiel's action order (the dbn order; El Kaddouri, Rys & Gao, "Multi
+Agent Reinforcement Learning With Dots And Boxes", course report, section
+4.1), exactly the index of the retrograde solver's table. The minimax
+variants and the alpha-beta agent are inherently sequential, so they run on
+the host over Python ints; JAX is kept for the batched kernels.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxgames.games.dots_and_boxes import dbn as dbn_lib
 from jaxgames.games.dots_and_boxes import rules
 from jaxgames.games.dots_and_boxes import symmetry as symmetry_lib
 
@@ -30,7 +31,7 @@ class BitBoard:
         edge_boxes: ``E`` tuples of the (one or two) boxes beside each edge.
         box_edges: ``B`` tuples of the four sides of each box.
         centre_order: the ``E`` edges sorted from the centre of the board
-            outwards (seed 000 section 5.4, "move ordering").
+            outwards (El Kaddouri et al., section 5.4, "move ordering").
     """
 
     def __init__(self, num_rows: int, num_cols: int):
@@ -82,10 +83,10 @@ class BitBoard:
         return out
 
     def canonical(self, edges: int) -> int:
-        """The smallest image of ``edges`` over the board's symmetry group (seed 000 section 4.2).
+        """The smallest image of ``edges`` over the board's symmetry group (El Kaddouri et al., section 4.2).
 
         The group is `jaxgames.games.dots_and_boxes.symmetry`'s: 4 symmetries
-        of a rectangle, 8 of a square. Seed erratum: section 4.2 lists the
+        of a rectangle, 8 of a square. Erratum in the source: section 4.2 lists the
         mirrors, both mirrors, and the 90/270 degree rotations for square
         boards, which misses the two diagonal reflections (``transpose`` and
         ``anti_transpose``) of the dihedral group of order 8; we use all 8.
@@ -103,8 +104,6 @@ class BitBoard:
         Raises:
             TypeError, ValueError: see `jaxgames.games.dots_and_boxes.dbn.parse_dbn`.
         """
-        from jaxgames.games.dots_and_boxes import dbn as dbn_lib
-
         edges = dbn_lib.parse_dbn(self.num_rows, self.num_cols, dbn)
         return edge_set_index(edges)
 

@@ -1,4 +1,7 @@
-"""Chain rules and move ordering for Dots-and-Boxes search (seed 000 sections 4.3, 5.3, 5.4).
+"""Chain rules and move ordering for Dots-and-Boxes search.
+
+Source: El Kaddouri, Rys & Gao, "Multi Agent Reinforcement Learning With
+Dots And Boxes" (course report), sections 4.3, 5.3 and 5.4.
 
 Terms (Berlekamp, "The Dots and Boxes Game", 2000; Barker & Korf 2012):
 a box with three drawn sides is *capturable*; a *chain* is a run of boxes
@@ -8,23 +11,21 @@ box; a *half-open* chain has one capturable end, a *closed* chain both; a
 
 Move filters used by the exact minimax variants:
 
-1. *Safe capture* (seed 5.3, "safe capturing moves should be taken first"):
+1. *Safe capture* (El Kaddouri et al., 5.3, "safe capturing moves should be taken first"):
    a move that completes a box and leaves no box with three sides (an
    isolated box, a box on the border, or both boxes of a hard-hearted
    handout) is always at least as good as any alternative: the only move
    considered.
-2. *Chain rule* (seed 4.3, rules 1-3): otherwise, when some box is
+2. *Chain rule* (El Kaddouri et al., 4.3, rules 1-3): otherwise, when some box is
    capturable, the mover either keeps capturing, or declines the last two
    boxes of the chain by drawing the far side of the second-to-last box,
    leaving a hard-hearted handout (in a closed chain the same move leaves
    two handouts: "all but four"). So the moves considered are the captures
-   plus these handout moves; the seed's "capture all / capture all but 2"
-   are the two lines this generates. The seed states the rules without
-   proof; here they are checked against the retrograde solver on every
-   position of every board up to 12 edges and on random positions of 2x3
-   and 3x3 (``tests/test_search_minimax.py``), and once on all 131,072
-   positions of 2x3 (alpha-beta variant, no mismatch).
-3. *Important moves first* (seed 5.3-5.4): captures, then safe edges (that
+   plus these handout moves; the report's "capture all / capture all but 2"
+   are the two lines this generates. The report states the rules without
+   proof; ``tests/test_search_minimax.py`` checks them against the
+   retrograde solver.
+3. *Important moves first* (El Kaddouri et al., 5.3-5.4): captures, then safe edges (that
    give no box away), centre first, then the rest by the number of boxes
    they make capturable. Only an ordering, so search stays exact.
 """
@@ -90,7 +91,7 @@ def chain_moves(bb: BitBoard, edges: int) -> list[int] | None:
 
 
 def safe_edges(bb: BitBoard, edges: int) -> list[int]:
-    """Undrawn edges that neither complete nor make capturable any box (seed 5.3)."""
+    """Undrawn edges that neither complete nor make capturable any box (El Kaddouri et al., 5.3)."""
     out = []
     for e in range(bb.num_edges):
         if edges >> e & 1:

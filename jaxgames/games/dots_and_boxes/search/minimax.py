@@ -1,32 +1,31 @@
-"""Minimax search for Dots-and-Boxes: the seed's study variants and the depth-limited agent search.
+"""Minimax search for Dots-and-Boxes: the study's variants and the depth-limited agent search.
 
-Source: seed 000 section 4 (naive minimax, + transposition table keyed by the
-dbn, + symmetry canonicalisation, + chain rules) and section 5 (alpha-beta,
-"important moves first", depth limit 9 with the box-difference heuristic);
-the minimax and alpha-beta slides of seed 002.
+Source: El Kaddouri, Rys & Gao, "Multi Agent Reinforcement Learning With
+Dots And Boxes" (course report), section 4 (naive minimax, + transposition
+table keyed by the dbn, + symmetry canonicalisation, + chain rules) and
+section 5 (alpha-beta, "important moves first", depth limit 9 with the
+box-difference heuristic); the minimax and alpha-beta slides of Torralba,
+"Multi-Agent Systems: Adversarial Search and Game Theory" (Machine
+Intelligence lecture 12, Aalborg University, 2022).
 
 All searches return the *net value for the player to move* of the boxes
 still to be won, exactly as `jaxgames.games.dots_and_boxes.search.solver`: a move completing
 ``g > 0`` boxes is worth ``g + V(child)`` (the mover moves again), any other
-move ``-V(child)``. The sign rule is the one of `jaxgames.search.sign`. With
-no depth limit every variant returns the exact value, which the tests check
-against the retrograde solver. With a depth limit, a cut-off position is
-worth 0 more boxes: the leaf value is the box difference collected along
-the path, i.e. the seed's heuristic "boxes of max minus boxes of min"
-(section 5.1) measured from the root.
+move ``-V(child)`` (the sign rule of `jaxgames.search.sign`). Without a
+depth limit every variant returns the exact value. With one, a cut-off
+position is worth 0 more boxes: the leaf value is the box difference
+collected along the path, i.e. El Kaddouri et al.'s heuristic "boxes of max
+minus boxes of min" (section 5.1) measured from the root.
 
 Variants (`VARIANTS`, each adding one idea to the previous one, as the
-seed's figures 2 and 3): ``naive``, ``tt``, ``symmetry``, ``chains``,
+report's figures 2 and 3): ``naive``, ``tt``, ``symmetry``, ``chains``,
 ``alphabeta``, ``ordering``.
 
-Notes on the seed. Section 5.4's "early termination" (stop once a player
-holds more than half of the boxes) is sound for a win/loss value but not for
-the net-box value computed here, so it is not used. Section 5.3's "propose
-only one safe edge" loses exactness; it is available to the agent only
-(`SearchOptions.max_safe_edges`). Section 4.2 says symmetry checks make the
-search a bit slower than a plain table; with a canonical key computed by
-byte tables we measure the opposite (fewer nodes and less time, see
-``experiments/dab_minimax_study.py``).
+Where the report is wrong for this value: section 5.4's "early termination"
+(stop once a player holds more than half of the boxes) is sound for a
+win/loss value but not for the net-box value computed here, so it is not
+used; section 5.3's "propose only one safe edge" loses exactness, so it is
+for the agent only (`SearchOptions.max_safe_edges`).
 """
 
 from __future__ import annotations
@@ -42,7 +41,7 @@ from jaxgames.search import sign
 from jaxgames.search.alphabeta import SearchTimeout, bound_flag, decides
 
 VARIANTS = ("naive", "tt", "symmetry", "chains", "alphabeta", "ordering")
-"""The minimax variants of the study, cumulative (seed 000 figures 2-3)."""
+"""The minimax variants of the study, cumulative (El Kaddouri et al., figures 2-3)."""
 
 __all__ = ["VARIANTS", "SearchOptions", "SearchResult", "SearchTimeout", "solve_position", "iterative_deepening"]
 
@@ -52,13 +51,13 @@ class SearchOptions:
     """Which ideas a search uses.
 
     Attributes:
-        transposition: cache values by edge set (seed 4.1).
+        transposition: cache values by edge set (El Kaddouri et al., 4.1).
         symmetry: cache by the canonical image under the board symmetries (4.2).
         chain_rules: safe captures and the chain rule (4.3; `jaxgames.games.dots_and_boxes.search.chains`).
         alpha_beta: alpha-beta pruning (5.2); the cache then stores bounds.
         ordering: important moves first (5.3-5.4).
         max_safe_edges: when nothing is capturable and safe edges exist, search
-            only safe edges, at most this many (seed 5.3 proposes one). Not
+            only safe edges, at most this many (section 5.3 proposes one). Not
             exact: for the depth-limited agent only. None: off.
     """
 
@@ -166,7 +165,7 @@ class _Searcher:
         if edges == bb.full:
             return 0
         if depth == 0:
-            return 0  # the seed's heuristic: nothing more is counted beyond the horizon
+            return 0  # the report's heuristic: nothing more is counted beyond the horizon
         k = self.key(edges) if self.o.transposition else None
         if k is not None:
             hit = self.table.get(k)
@@ -260,7 +259,7 @@ def iterative_deepening(
 ) -> tuple[int, int, int, int]:
     """Depth-limited alpha-beta with iterative deepening and a deadline (the agent's search).
 
-    Searches depth 1, 2, ... up to ``max_depth`` plies (seed 5.1: 9) and
+    Searches depth 1, 2, ... up to ``max_depth`` plies (El Kaddouri et al., 5.1: 9) and
     returns the result of the deepest search that finished before the
     deadline; depth 1 always finishes (it is one pass over the moves).
 

@@ -1,8 +1,10 @@
 """Exact Dots-and-Boxes solver by batched retrograde analysis in JAX.
 
-Source: seed 000 section 4 (solving small boards; the dbn key of Barker &
-Korf 2012, "Solving Dots-and-Boxes", AAAI) and the minimax recursion of the
-slides (seed 002, "Minimax"). Dots-and-Boxes is impartial: what is still to
+Source: El Kaddouri, Rys & Gao, "Multi Agent Reinforcement Learning With
+Dots And Boxes" (course report), section 4 (solving small boards; the dbn key
+of Barker & Korf 2012, "Solving Dots-and-Boxes", AAAI) and the minimax
+recursion of Torralba, "Multi-Agent Systems: Adversarial Search and Game
+Theory" (Machine Intelligence lecture 12, Aalborg University, 2022). Dots-and-Boxes is impartial: what is still to
 be won depends only on the set of drawn edges, not on the scores or on who
 is to move. So one value per edge set suffices:
 
@@ -23,10 +25,9 @@ chunks so that one compiled kernel serves every level. Box completion uses
 static bit masks of each box's four sides: box ``b`` is complete in ``s``
 iff ``s & mask_b == mask_b``.
 
-The table is int8 (values lie in ``[-num_boxes, num_boxes]``): ``2**E`` bytes.
-1x1..2x2: instant; 3x3 (24 edges): 16.8 MB, ~1 s; 2x5 (27 edges): 134 MB,
-~8 s; 3x4 (31 edges): 2.1 GB, ~75 s on 2 CPU cores (value 0: a draw). 4x4
-(40 edges) would need 1.1 TB: refused with a ValueError.
+The table is int8 (values lie in ``[-num_boxes, num_boxes]``): ``2**E``
+bytes, 16.8 MB for 3x3 (24 edges), 2.1 GB for 3x4 (31 edges, `MAX_EDGES`);
+larger boards are refused with a ValueError. Timings: ``benchmarks/README.md``.
 """
 
 from __future__ import annotations
@@ -366,3 +367,28 @@ def solve(
             print(f"level {k:2d}: {count:>12,d} edge sets, {time.perf_counter() - start_time:8.2f} s", flush=True)
     host = np.asarray(jax.device_get(values)).reshape(-1)
     return Solution(R, C, host, time.perf_counter() - start_time)
+
+
+def optimal_move_rate(solution: Solution, edges, actions) -> tuple[float, np.ndarray]:
+    """Share of ``actions`` that keep the exact value of their position (El Kaddouri et al., section 4).
+
+    Args:
+        solution: the `Solution` of the board.
+        edges: bool ``[N, num_edges]``: the positions (drawn edges).
+        actions: int ``[N]``: the move played in each.
+
+    Returns:
+        ``(rate, optimal)``: the share (NaN for no positions), and bool ``[N]``
+        per position. A move is optimal when its value ``g + V(child)`` or
+        ``-V(child)`` equals the position's value (the maximum over legal moves).
+    """
+    edges = np.asarray(edges, bool)
+    actions = np.asarray(actions, np.int64)
+    values = []
+    for start in range(0, len(edges), 4096):  # eager chunks: the solver's JAX lookup, no jit (its table is cached on first use)
+        values.append(np.asarray(solution.batch_action_values(jnp.asarray(edges[start:start + 4096]))))
+    av = np.concatenate(values) if values else np.zeros((0, edges.shape[-1]), np.int32)
+    best = np.where(av == ILLEGAL, np.iinfo(np.int32).min, av).max(axis=1)
+    chosen = av[np.arange(len(actions)), actions]
+    optimal = (chosen != ILLEGAL) & (chosen == best)
+    return (float(optimal.mean()) if len(optimal) else float("nan")), optimal
