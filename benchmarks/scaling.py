@@ -141,7 +141,7 @@ def _worker(config: Config) -> dict:
             state = parallel.replicate(state.replace(env_states=()), mesh).replace(
                 env_states=parallel.shard_batch(state.env_states, mesh)
             )
-        play = az._compiled(azc, mesh).selfplay[0]
+        play = az.compiled(azc, mesh).selfplay[0]
         key = jax.random.key(config.seed + 1)
         fn = lambda: play(state.params, state.env_states[0], state.buffers[0], key)  # noqa: E731
         out["rows"].append(dict(workload="self-play", scaling=scaling, batch=games, seconds=_best_time(fn, config.repeats)))

@@ -142,7 +142,7 @@ def bare_decision(cfg: Config, bodies: list[bytes]) -> dict:
     """Median and p99 (ms) of `BattlesnakeServer.move` and of the jitted policy alone, in this process."""
     srv = BattlesnakeServer(AGENTS[cfg.agent](), port=0, warmup_sizes=(cfg.board_size,), observation="none")
     try:
-        _, decide = srv._for_size(cfg.board_size)
+        _, decide = srv.for_size(cfg.board_size)
         parsed = [srv.parse(b) for b in bodies]
         move, policy = [], []
         for i in range(cfg.bare_repeats + 20):

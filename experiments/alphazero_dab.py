@@ -202,7 +202,7 @@ def play_recorded(env, agent, opponent, num_games: int, key: jax.Array):
         agent's final box margin per game.
     """
     G, E = num_games, env.num_actions
-    act_a, act_b = agent._compiled(env), opponent._compiled(env)
+    act_a, act_b = agent.compiled(env), opponent.compiled(env)
     step = jax.jit(jax.vmap(env.step))
     states = jax.vmap(env.init)(jax.random.split(key, G))
     seat = np.arange(G) % 2  # the agent's seat: 0 (moves first) in even games
@@ -225,7 +225,7 @@ def play_recorded(env, agent, opponent, num_games: int, key: jax.Array):
 def moves_on_positions(agent, env, states, chunk: int = 1000) -> np.ndarray:
     """The agent's move in each of a batch of states, in fixed-size chunks (one compile)."""
     n = int(states.current_player.shape[0])
-    fn = agent._compiled(env)
+    fn = agent.compiled(env)
     out = []
     for start in range(0, n, chunk):
         idx = np.arange(start, start + chunk) % n  # the last chunk is padded with repeats

@@ -254,7 +254,7 @@ def test_augmentation_moves_board_and_policy_together(size):
 def test_selfplay_value_targets_on_1x1_are_closed_form():
     """1x1: P1 always takes the box (module docstring), so value targets are +1 for P1, -1 for P0."""
     state = az.init_state(TINY, jax.random.key(0))
-    play = az._compiled(TINY).selfplay[0]
+    play = az.compiled(TINY).selfplay[0]
     env_states, buf, stats = play(state.params, state.env_states[0], state.buffers[0], jax.random.key(1))
     n = int(buf.size)
     assert n == 4 * 4 and float(stats["games"]) == 4  # 4 games of 4 moves
@@ -325,7 +325,7 @@ def test_updates_lower_the_loss_on_a_fixed_batch():
     """Ten update steps on the positions of one self-play call: the loss on those positions falls every step
     (a flipped sign anywhere in the loss or the step would make it rise)."""
     state = az.init_state(TINY, jax.random.key(0))
-    fns = az._compiled(TINY)  # the compiled self-play and update the other tests use
+    fns = az.compiled(TINY)  # the compiled self-play and update the other tests use
     buffers = tuple(fns.selfplay[i](state.params, state.env_states[i], state.buffers[i], jax.random.key(1 + i))[1]
                     for i in range(len(TINY.board_sizes)))
     held = [jax.tree.map(lambda x: x[:int(b.size)], b.data) for b in buffers]

@@ -208,7 +208,7 @@ def test_augment_moves_board_and_policy_together():
 # ----------------------------------------------------------------------------- learner
 def test_tiny_iteration_under_jit_has_closed_form_targets():
     state = az.init_state(TINY, jax.random.key(0))
-    play = az._compiled(TINY).selfplay[0]
+    play = az.compiled(TINY).selfplay[0]
     env_states, buf, stats = play(state.params, state.env_states[0], state.buffers[0], jax.random.key(1))
     assert float(stats["games"]) == 16 and int(buf.size) == 32  # 4 slots x 4 two-turn games
     np.testing.assert_array_equal(np.asarray(buf.data.value[:32]), 0.0)  # every game a draw

@@ -269,7 +269,7 @@ class AlphaZeroAgent(JaxAgent):
         fn = self._policy_fn(env)
         return lambda states, keys, players: fn(self.params, states, keys, players)
 
-    def _compiled(self, env):
+    def compiled(self, env):
         """The jitted policy with the parameters as an *argument*: shared by every agent of the same
         settings (new parameters, e.g. each evaluation during training, compile nothing new)."""
         key = (self._settings(env), env)
@@ -393,7 +393,7 @@ def seconds_per_move(agent: JaxAgent, env, *, repeats: int = 5, key=None) -> flo
     searches). Used to calibrate time budgets and by the benchmark.
     """
     key = jax.random.key(0) if key is None else key
-    fn = agent._compiled(env)
+    fn = agent.compiled(env)
     if env.name == "dots_and_boxes":
         states = random_positions(env.num_rows, env.num_cols, key, repeats)
     else:  # opening positions of several deals (the most pieces: the most legal moves)

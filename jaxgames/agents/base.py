@@ -78,7 +78,7 @@ class JaxAgent(Agent):
         """``(states [B, ...], keys [B], players int32 [B]) -> actions int32 [B]``, vmapped (not jitted)."""
         return jax.vmap(lambda s, k, p: self.policy(env, s, k, p).astype(jnp.int32))
 
-    def _compiled(self, env):
+    def compiled(self, env):
         """The jitted `batched_policy`, built once per game value (Envs hash by their settings)."""
         cache = self.__dict__.setdefault("_jit_cache", {})
         fn = cache.get(env)
@@ -90,7 +90,7 @@ class JaxAgent(Agent):
         """See `Agent.act_batch`; the whole batch is computed in one jitted call."""
         batch = int(np.shape(active)[0])
         players = jnp.asarray(np.asarray(players, np.int32))
-        actions = self._compiled(env)(states, jax.random.split(key, batch), players)
+        actions = self.compiled(env)(states, jax.random.split(key, batch), players)
         return np.asarray(actions, np.int32), np.zeros(batch)
 
 

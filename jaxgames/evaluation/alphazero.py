@@ -123,7 +123,7 @@ class ProgressEvaluator:
         n = ec.num_positions
         for search in (False, True):
             agent = self._agent(state.params, "az", search=search)
-            actions = agent._compiled(self.env)(batch, jax.random.split(jax.random.fold_in(key, int(search)), n), batch.current_player)
+            actions = agent.compiled(self.env)(batch, jax.random.split(jax.random.fold_in(key, int(search)), n), batch.current_player)
             rate, _ = solver.optimal_move_rate(self.solution, self.edges, np.asarray(actions))
             out["optimal_rate_search" if search else "optimal_rate_raw"] = rate
         # Against the previous best both sides sample their root move (Gumbel noise, scale 1):

@@ -603,24 +603,26 @@ def make_update_step(config: AlphaZeroConfig, *, batch_sharding=None) -> Callabl
     return update_step
 
 
-class _Compiled(NamedTuple):
+class Compiled(NamedTuple):
+    """The jitted functions of one config: ``selfplay`` (one per board size) and ``update_step``."""
+
     selfplay: tuple
     update_step: Callable
 
 
 @functools.lru_cache(maxsize=8)
-def _compiled(config: AlphaZeroConfig, mesh=None) -> _Compiled:
+def compiled(config: AlphaZeroConfig, mesh=None) -> Compiled:
     """The jitted self-play (one per size) and update of a config, built once per config value (and mesh)."""
     if mesh is not None:
         rep, bat = parallel.replicated(mesh), parallel.batch_sharding(mesh)
-        return _Compiled(
+        return Compiled(
             selfplay=tuple(
                 jax.jit(make_selfplay(config, s), in_shardings=(rep, bat, rep, rep), out_shardings=(bat, rep, rep))
                 for s in config.board_sizes
             ),
             update_step=jax.jit(make_update_step(config, batch_sharding=bat), in_shardings=rep, out_shardings=rep),
         )
-    return _Compiled(
+    return Compiled(
         selfplay=tuple(jax.jit(make_selfplay(config, s)) for s in config.board_sizes),
         update_step=jax.jit(make_update_step(config)),
     )
@@ -667,7 +669,7 @@ def train_iteration(config: AlphaZeroConfig, state: TrainState, *, mesh=None) ->
         state = parallel.replicate(state.replace(env_states=()), mesh).replace(
             env_states=parallel.shard_batch(state.env_states, mesh)
         )
-    fns = _compiled(config, mesh)
+    fns = compiled(config, mesh)
     key = jax.random.wrap_key_data(state.key)
     key, update_key, *play_keys = jax.random.split(key, 2 + len(config.board_sizes))
     buffers, env_states, metrics = list(state.buffers), list(state.env_states), {}

@@ -297,7 +297,7 @@ class BattlesnakeServer:
         """The port actually listened on."""
         return self.address[1]
 
-    def _for_size(self, size: int):
+    def for_size(self, size: int):
         """``(env, decide)`` for a board size, built once: ``decide(board, turn_index, you) -> int``.
 
         A JAX agent's key is ``fold_in(key(seed), turn_index)``, derived inside
@@ -368,7 +368,7 @@ class BattlesnakeServer:
         parsed = self.parse(request)
         if parsed.you < 0:
             raise ValueError("'you' is not among the living snakes of the board")
-        _, decide = self._for_size(parsed.board.size)
+        _, decide = self.for_size(parsed.board.size)
         with self._lock:
             index = self._turns
             self._turns += 1
