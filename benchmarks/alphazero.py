@@ -20,10 +20,15 @@ Simulations/s = ``B * num_simulations`` per search call / seconds. Each
 figure is the best of ``repeats`` timed calls after one untimed compile call
 (compilation time is printed apart). Then the agent's time per move on 5x5
 at its default budget (`AlphaZeroAgent`, 64 simulations, one game: B = 1),
-the seed's requirement being <= 200 ms on this CPU.
+the seed's requirement being <= 200 ms on this CPU; and the row ``unjitted``:
+the shipped agent's ``AlphaZeroAgent.from_weights().policy(env, state, key)``
+called as a user first would, without ``jax.jit`` (first move, compile
+included; second move; median of the next ones) beside the same call inside
+``jax.jit``, on 5x5 (target: the second un-jitted move within 2x of the jitted one).
 
     python benchmarks/alphazero.py                       # batch_sizes=1,64,256 (CPU default)
     python benchmarks/alphazero.py batch_sizes=1,256,4096 # the issue's sizes (GPU, or a patient CPU)
+    python benchmarks/alphazero.py --help                 # every setting, its type, default and meaning
 
 The CPU default stops at B = 256: at B = 4096 one self-play call on 3x3 is
 24 searches of 4096 roots (about a minute per call on 2 cores, times
@@ -35,6 +40,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import statistics
 import sys
 import time
 
@@ -45,8 +51,10 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 import mctx  # noqa: E402  (the anchor only: jaxgames calls mctx from search/mcts.py alone)
 
-from jaxgames.experiment import parse_config  # noqa: E402
+from jaxgames import checks, experiment  # noqa: E402
+from jaxgames.agents.alphazero import AlphaZeroAgent, seconds_per_move  # noqa: E402
 from jaxgames.games.dots_and_boxes import DotsAndBoxes  # noqa: E402
+from jaxgames.games.dots_and_boxes.positions import random_positions  # noqa: E402
 from jaxgames.learners import alphazero as az  # noqa: E402
 from jaxgames.networks import dots_and_boxes as nets  # noqa: E402
 from jaxgames.networks.dots_and_boxes import NetworkConfig  # noqa: E402
@@ -66,6 +74,8 @@ class Config:
         agent_simulations: the agent's default budget for the per-move time.
         repeats: timed calls per figure (the best is reported).
         seed: PRNG seed.
+        unjitted: also time the shipped agent's un-jitted ``policy`` (first and
+            second move) against the same call inside ``jax.jit`` (row ``unjitted``).
     """
 
     board: str = "3x3"
@@ -77,6 +87,7 @@ class Config:
     agent_simulations: int = 64
     repeats: int = 3
     seed: int = 0
+    unjitted: bool = True
 
     def __post_init__(self):
         _check(self)
@@ -90,12 +101,13 @@ def _parse_size(text: str) -> tuple[int, int]:
 
 
 def _check(config: Config) -> None:
+    if not config.batch_sizes:
+        raise ValueError("batch_sizes must name at least one batch size")
     for b in config.batch_sizes:
-        if b < 1:
-            raise ValueError(f"batch_sizes must be positive; got {b}")
+        checks.positive_int("batch_sizes", b)
     for name in ("selfplay_max_batch", "num_simulations", "channels", "num_blocks", "agent_simulations", "repeats"):
-        if getattr(config, name) < 1:
-            raise ValueError(f"{name} must be >= 1; got {getattr(config, name)}")
+        checks.positive_int(name, getattr(config, name))
+    checks.non_negative_int("seed", config.seed)
     _parse_size(config.board)
 
 
@@ -136,12 +148,45 @@ def trivial_mctx(batch: int, num_actions: int, num_simulations: int):
     return jax.jit(run)
 
 
-def main(argv=None):
-    """Entry point: ``python benchmarks/alphazero.py [key=value ...]``; prints the tables."""
-    from jaxgames.agents.alphazero import AlphaZeroAgent, seconds_per_move
-    from jaxgames.games.dots_and_boxes.positions import random_positions
+def unjitted_move_times(env, positions: int, key) -> dict:
+    """Seconds of ``AlphaZeroAgent.from_weights().policy(env, state, key)`` un-jitted and inside ``jax.jit``.
 
-    config = parse_config(Config, sys.argv[1:] if argv is None else argv)
+    The states are ``positions + 2`` random positions of ``env``, sliced
+    before timing (a caller has one state in hand). Un-jitted: the first move
+    (compilation included, unless an agent of the same settings compiled it
+    earlier in this process), the second, and the median of the next
+    ``positions``; jitted (``jax.jit(lambda s, k: agent.policy(env, s, k))``,
+    the parameters closed over): the first call (compile) and the median of
+    the calls on every position after it.
+
+    Returns:
+        ``first_s``, ``second_s``, ``later_s``, ``jit_first_s``, ``jit_s``, ``simulations``.
+    """
+    agent = AlphaZeroAgent.from_weights()
+    n = positions + 2
+    batch = random_positions(env.num_rows, env.num_cols, key, n)
+    states = [jax.tree.map(lambda x, i=i: x[i], batch) for i in range(n)]
+    keys = list(jax.random.split(key, n))
+    jax.block_until_ready((states, keys))
+
+    def timed(fn, i):
+        start = time.perf_counter()
+        jax.block_until_ready(fn(states[i], keys[i]))
+        return time.perf_counter() - start
+
+    plain = lambda s, k: agent.policy(env, s, k)  # noqa: E731
+    first, second = timed(plain, 0), timed(plain, 1)
+    later = statistics.median(timed(plain, i) for i in range(2, n))
+    jitted = jax.jit(plain)
+    jit_first = timed(jitted, 0)
+    jit = statistics.median(timed(jitted, i) for i in range(1, n))
+    return dict(first_s=first, second_s=second, later_s=later, jit_first_s=jit_first, jit_s=jit,
+                simulations=agent.simulations(env))
+
+
+def run(config: Config, argv=None) -> None:
+    """The benchmark: prints the tables (writes no files)."""
+    del argv
     R, C = _parse_size(config.board)
     env = DotsAndBoxes(R, C, utility_margin=True)
     net = NetworkConfig(channels=config.channels, num_blocks=config.num_blocks)
@@ -183,6 +228,17 @@ def main(argv=None):
         t = seconds_per_move(agent, env5, repeats=max(config.repeats, 5))
         mark = "  <- the agent's default" if sims == config.agent_simulations else ""
         print(f"# 5x5 time per move (B=1, {sims} simulations, median): {t * 1000:.1f} ms (target <= 200 ms){mark}")
+    if config.unjitted:
+        u = unjitted_move_times(env5, max(config.repeats, 3), jax.random.key(config.seed + 1))
+        print(f"# unjitted: AlphaZeroAgent.from_weights().policy(env, state, key) on 5x5 ({u['simulations']} simulations): "
+              f"first move {u['first_s']:.2f} s (compile), second {u['second_s'] * 1000:.1f} ms, "
+              f"later median {u['later_s'] * 1000:.1f} ms; inside jax.jit {u['jit_s'] * 1000:.1f} ms "
+              f"(first call {u['jit_first_s']:.2f} s); second / jitted {u['second_s'] / u['jit_s']:.2f}x (target <= 2x)")
+
+
+def main(argv=None):
+    """Entry point: ``python benchmarks/alphazero.py [key=value ...]`` (``--help`` lists the settings)."""
+    return experiment.main(Config, run, argv, prog="benchmarks/alphazero.py", summary=__doc__.split("\n\n")[0])
 
 
 if __name__ == "__main__":

@@ -19,6 +19,7 @@ and ``arena/rollout`` adds the wait for the longest game). Each figure is the be
 
     python benchmarks/arena.py                  # 256 snake games, 1024 Dots-and-Boxes games
     python benchmarks/arena.py snake_games=1024 repeats=5
+    python benchmarks/arena.py --help           # every setting, its type, default and meaning
 """
 
 from __future__ import annotations
@@ -34,12 +35,11 @@ import jax.numpy as jnp
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 import jaxgames  # noqa: E402
-from jaxgames import wrappers  # noqa: E402
+from jaxgames import checks, experiment, wrappers  # noqa: E402
 from jaxgames.agents import RandomAgent  # noqa: E402
 from jaxgames.agents.battlesnake import HeuristicAgent, RandomSafeAgent  # noqa: E402
 from jaxgames.agents.dots_and_boxes import GreedyAgent  # noqa: E402
 from jaxgames.evaluation import arena  # noqa: E402
-from jaxgames.experiment import parse_config  # noqa: E402
 
 
 @dataclasses.dataclass(frozen=True)
@@ -57,6 +57,11 @@ class Config:
     dab_games: int = 1024
     repeats: int = 3
     seed: int = 0
+
+    def __post_init__(self):
+        for name in ("snake_games", "dab_games", "repeats"):
+            checks.positive_int(name, getattr(self, name))
+        checks.non_negative_int("seed", self.seed)
 
 
 def _best(fn, repeats):
@@ -126,8 +131,9 @@ def bench_dab(config, key):
     return rows
 
 
-def main(argv=None):
-    config = parse_config(Config, sys.argv[1:] if argv is None else argv)
+def run(config: Config, argv=None) -> None:
+    """The benchmark: prints the table (writes no files)."""
+    del argv
     key = jax.random.key(config.seed)
     print(f"device: {jax.devices()[0].device_kind} ({jax.default_backend()}), {os.cpu_count()} CPU cores, jax {jax.__version__}")
     rows = bench_snakes(config, key) + bench_dab(config, key)
@@ -143,6 +149,12 @@ def main(argv=None):
             f"| {label} | {g} | {gps:,.0f} | {sps:,.0f} | {bare:,.0f} | {sps / bare:.2f} | {loop:,.0f} | {loop / bare:.2f} "
             f"| {mean_len:.1f} | {longest} |"
         )
+
+
+
+def main(argv=None):
+    """Entry point: ``python benchmarks/arena.py [key=value ...]`` (``--help`` lists the settings)."""
+    return experiment.main(Config, run, argv, prog="benchmarks/arena.py", summary=__doc__.split("\n\n")[0])
 
 
 if __name__ == "__main__":

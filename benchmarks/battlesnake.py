@@ -9,6 +9,7 @@ initial food), so every slot of a batch is always playing.
 
     python benchmarks/battlesnake.py                       # defaults
     python benchmarks/battlesnake.py batch_sizes=1,1024,16384 seconds=5
+    python benchmarks/battlesnake.py --help                # every setting, its type, default and meaning
 
 Writes ``results/benchmarks/battlesnake/results.json`` and ``config.json``.
 Anchors (benchmarks/README.md): the official Go engine with the same random
@@ -31,6 +32,7 @@ import jax.numpy as jnp
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
+from jaxgames import checks, experiment
 from jaxgames.games.battlesnake import Battlesnake, rules, spawn
 from jaxgames.games.battlesnake.rules import Params
 from tests.reference import battlesnake_reference as ref
@@ -38,34 +40,44 @@ from tests.reference import battlesnake_reference as ref
 
 @dataclasses.dataclass(frozen=True)
 class Config:
+    """Settings (``key=value`` overrides).
+
+    Attributes:
+        board_size, num_snakes: the game (standard: 4 snakes on 11x11).
+        batch_sizes: games per jitted call of the kernel rows, one row each.
+        steps_per_call: turns per jitted call (a ``lax.scan``; a multiple of ``reset_every``).
+        seconds: measuring time per batch size, seconds.
+        reference_seconds: measuring time of the plain-Python reference, seconds.
+        reset_every: finished games restart every this many turns.
+        env_batch_sizes: batch sizes of the `Battlesnake` Env rows (egocentric
+            observations included); empty: none.
+        seed: PRNG seed.
+        out_dir: where ``config.json`` and ``results.json`` are written.
+    """
+
     board_size: int = 11
     num_snakes: int = 4
-    batch_sizes: tuple = (1, 1024, 16384)
-    steps_per_call: int = 64  # turns per jitted call (a lax.scan)
-    seconds: float = 4.0  # measuring time per batch size
+    batch_sizes: tuple[int, ...] = (1, 1024, 16384)
+    steps_per_call: int = 64
+    seconds: float = 4.0
     reference_seconds: float = 4.0
-    reset_every: int = 2  # finished games restart every this many turns
-    env_batch_sizes: tuple = (1024,)  # also time the Env (egocentric observations included)
+    reset_every: int = 2
+    env_batch_sizes: tuple[int, ...] = (1024,)
     seed: int = 0
     out_dir: str = "results/benchmarks/battlesnake"
 
-
-def parse(argv) -> Config:
-    """``key=value`` overrides of `Config` (tuples as comma lists)."""
-    cfg = Config()
-    kw = {}
-    for a in argv:
-        if "=" not in a:
-            raise ValueError(f"expected key=value, got {a!r}")
-        k, v = a.split("=", 1)
-        if k not in Config.__dataclass_fields__:
-            raise ValueError(f"unknown config key {k!r}; known: {list(Config.__dataclass_fields__)}")
-        cur = getattr(cfg, k)
-        if isinstance(cur, tuple):
-            kw[k] = tuple(int(x) for x in v.split(",") if x.strip())
-        else:
-            kw[k] = type(cur)(v)
-    return dataclasses.replace(cfg, **kw)
+    def __post_init__(self):
+        rules.validate_size(self.board_size, self.num_snakes)  # its messages name board_size and num_snakes
+        for name in ("batch_sizes", "env_batch_sizes"):
+            for b in getattr(self, name):
+                checks.positive_int(name, b)
+        for name in ("steps_per_call", "reset_every"):
+            checks.positive_int(name, getattr(self, name))
+        if self.steps_per_call % self.reset_every:
+            raise ValueError(f"steps_per_call={self.steps_per_call} must be a multiple of reset_every={self.reset_every}")
+        for name in ("seconds", "reference_seconds"):
+            checks.positive_float(name, getattr(self, name))
+        checks.non_negative_int("seed", self.seed)
 
 
 def random_moves(u, board):
@@ -198,8 +210,9 @@ def bench_reference(cfg: Config) -> dict:
                 "games": games, "mean_game_length": steps / games}
 
 
-def main(argv=None):
-    cfg = parse(sys.argv[1:] if argv is None else argv)
+def run(cfg: Config, argv=None) -> dict:
+    """The benchmark: prints the rows, writes ``config.json`` and ``results.json`` into ``cfg.out_dir``."""
+    del argv
     os.makedirs(cfg.out_dir, exist_ok=True)
     with open(os.path.join(cfg.out_dir, "config.json"), "w") as f:
         json.dump(dataclasses.asdict(cfg), f, indent=1)
@@ -240,6 +253,11 @@ def main(argv=None):
     with open(os.path.join(cfg.out_dir, "results.json"), "w") as f:
         json.dump(results, f, indent=1)
     return results
+
+
+def main(argv=None):
+    """Entry point: ``python benchmarks/battlesnake.py [key=value ...]`` (``--help`` lists the settings)."""
+    return experiment.main(Config, run, argv, prog="benchmarks/battlesnake.py", summary=__doc__.split("\n\n")[0])
 
 
 if __name__ == "__main__":

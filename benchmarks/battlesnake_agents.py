@@ -18,6 +18,7 @@ JASA 22(158)). Each batch of games is one jitted ``lax.while_loop`` over
 
     python benchmarks/battlesnake_agents.py                     # 1000 games per matchup
     python benchmarks/battlesnake_agents.py games=200 matchups=1v3
+    python benchmarks/battlesnake_agents.py --help              # every setting, its type, default and meaning
 
 Writes ``results/benchmarks/battlesnake_agents/results.json`` and ``config.json``.
 """
@@ -38,7 +39,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 from jaxgames.agents.battlesnake import HeuristicAgent, RandomSafeAgent
 from jaxgames.evaluation.stats import wilson_interval
-from jaxgames.experiment import parse_config
+from jaxgames import checks, experiment
 from jaxgames.games.battlesnake import Battlesnake
 
 MATCHUPS = {"1v3": 1, "2v2": 2, "0v4": 0}
@@ -54,7 +55,7 @@ class Config:
         batch: games per jitted call.
         max_turns: turn limit of a game (then no winner).
         board_size, num_snakes: the game (4 snakes on 11x11 is the standard duel-of-four).
-        matchups: names from `MATCHUPS`.
+        matchups: names from `MATCHUPS` (``1v3``, ``2v2``, ``0v4``), comma separated.
         seed: PRNG seed.
         out_dir: where the results go.
     """
@@ -67,6 +68,16 @@ class Config:
     matchups: tuple[str, ...] = ("1v3", "2v2", "0v4")
     seed: int = 0
     out_dir: str = "results/benchmarks/battlesnake_agents"
+
+    def __post_init__(self):
+        for name in ("games", "batch"):
+            checks.positive_int(name, getattr(self, name))
+        checks.non_negative_int("seed", self.seed)
+        Battlesnake(board_size=self.board_size, num_snakes=self.num_snakes, max_turns=self.max_turns)  # checks them
+        experiment.check_names("matchups", self.matchups, tuple(MATCHUPS))
+        for m in self.matchups:
+            if MATCHUPS[m] > self.num_snakes:
+                raise ValueError(f"matchups: {m} needs {MATCHUPS[m]} heuristic snakes; num_snakes={self.num_snakes}")
 
 
 def make_play(env, seat_agents, batch: int):
@@ -159,11 +170,9 @@ def run_matchup(cfg: Config, heuristic: int, key: jax.Array, *, heuristic_agent=
     }
 
 
-def main(argv=None) -> None:
-    cfg = parse_config(Config, sys.argv[1:] if argv is None else argv)
-    for m in cfg.matchups:
-        if m not in MATCHUPS:
-            raise ValueError(f"unknown matchup {m!r}; choose from {sorted(MATCHUPS)}")
+def run(cfg: Config, argv=None) -> None:
+    """The benchmark: prints a row per matchup, writes ``config.json`` and ``results.json`` into ``cfg.out_dir``."""
+    del argv
     os.makedirs(cfg.out_dir, exist_ok=True)
     with open(os.path.join(cfg.out_dir, "config.json"), "w") as f:
         json.dump(dataclasses.asdict(cfg), f, indent=2)
@@ -181,6 +190,11 @@ def main(argv=None) -> None:
     with open(tmp, "w") as f:
         json.dump({"config": dataclasses.asdict(cfg), "results": results}, f, indent=2)
     os.replace(tmp, os.path.join(cfg.out_dir, "results.json"))
+
+
+def main(argv=None) -> None:
+    """Entry point: ``python benchmarks/battlesnake_agents.py [key=value ...]`` (``--help`` lists the settings)."""
+    experiment.main(Config, run, argv, prog="benchmarks/battlesnake_agents.py", summary=__doc__.split("\n\n")[0])
 
 
 if __name__ == "__main__":

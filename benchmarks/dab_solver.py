@@ -14,7 +14,8 @@ Measures, in one run (figures in ``benchmarks/README.md``):
    (search nodes) per second, depth reached, slowest decision.
 
 Run ``python benchmarks/dab_solver.py`` (about 3 minutes on 2 CPU cores);
-``big=false`` skips 2x5, ``huge=true`` adds 3x4, ``variant_limit=SECONDS`` bounds each minimax search.
+``big=false`` skips 2x5, ``huge=true`` adds 3x4, ``variant_limit=SECONDS`` bounds each minimax search;
+``--help`` lists every setting with its type, default and meaning.
 """
 
 from __future__ import annotations
@@ -29,7 +30,9 @@ import jax
 import numpy as np
 
 import jaxgames
-from jaxgames.experiment import parse_config
+from jaxgames import checks, experiment
+from jaxgames.agents.dots_and_boxes import AlphaBetaAgent
+from jaxgames.games.dots_and_boxes import rules
 from jaxgames.games.dots_and_boxes.search import minimax, solver
 from jaxgames.games.dots_and_boxes.search.bitboard import bitboard
 
@@ -57,10 +60,31 @@ class Config:
     variant_limit: float = 60.0
     agent_positions: int = 40
 
+    def __post_init__(self):
+        for name, boards, check in (
+            ("boards", self.boards + ("2x5",) * self.big + ("3x4",) * self.huge, solver.check_size),  # edges, memory
+            ("variant_boards", self.variant_boards, rules.validate_size),
+        ):
+            for b in boards:
+                size = _size(b, name)
+                try:
+                    check(*size)
+                except (TypeError, ValueError) as err:
+                    raise ValueError(f"{name}: {err}") from None
+        checks.positive_float("variant_limit", self.variant_limit)
+        checks.positive_int("agent_positions", self.agent_positions)
 
-def _size(text):
-    r, c = (int(x) for x in text.split("x"))
-    return r, c
+
+def _size(text: str, name: str = "board") -> tuple[int, int]:
+    """``"RxC"`` as ``(R, C)``.
+
+    Raises:
+        ValueError: not two integers joined by ``x`` (names ``name``).
+    """
+    parts = str(text).lower().split("x")
+    if len(parts) != 2 or not all(p.strip().isdigit() for p in parts):
+        raise ValueError(f"{name} entries must look like 2x3; got {text!r}")
+    return int(parts[0]), int(parts[1])
 
 
 def plain_minimax_states(R, C):
@@ -71,9 +95,9 @@ def plain_minimax_states(R, C):
     return val, value.cache_info().currsize, time.perf_counter() - start
 
 
-def main(argv=None):
-    """Runs every measurement and prints Markdown tables."""
-    cfg = parse_config(Config, sys.argv[1:] if argv is None else argv)
+def run(cfg: Config, argv=None) -> None:
+    """Runs every measurement and prints Markdown tables (writes no files)."""
+    del argv
     print(f"jax {jax.__version__}, devices {jax.devices()}, {platform.processor() or platform.machine()}\n")
 
     print("## Retrograde solver\n")
@@ -124,8 +148,6 @@ def main(argv=None):
                 print(f"| {b} | {variant} | - | > {cfg.variant_limit:g} | | | |", flush=True)
 
     print("\n## Alpha-beta agent on 5x5 (depth 9, 150 ms budget)\n")
-    from jaxgames.agents.dots_and_boxes import AlphaBetaAgent
-
     env = jaxgames.make("dots_and_boxes", num_rows=5, num_cols=5)
     bitboard(5, 5)
     agent = AlphaBetaAgent()
@@ -155,6 +177,12 @@ def main(argv=None):
     print("| decisions | nodes/s | mean depth | min depth | slowest decision (ms) |")
     print("|---:|---:|---:|---:|---:|")
     print(f"| {positions} | {nodes / secs:,.0f} | {np.mean(depths):.1f} | {min(depths)} | {1000 * worst:.0f} |")
+
+
+
+def main(argv=None):
+    """Entry point: ``python benchmarks/dab_solver.py [key=value ...]`` (``--help`` lists the settings)."""
+    experiment.main(Config, run, argv, prog="benchmarks/dab_solver.py", summary=__doc__.split("\n\n")[0])
 
 
 if __name__ == "__main__":

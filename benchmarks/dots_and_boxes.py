@@ -2,6 +2,7 @@
 
     python benchmarks/dots_and_boxes.py [sizes=3,5] [batch_sizes=1,1024,16384,65536] [seconds=1.0] \
         [repeats=3] [devices=1] [out_dir=results/dots_and_boxes_benchmark]
+    python benchmarks/dots_and_boxes.py --help    # every setting, its type, default and meaning
 
 A step is one move of a game; a playout plays a game from the empty board to
 the end, every move uniform among the undrawn edges. Measured, in one run:
@@ -23,7 +24,7 @@ time; each figure is the median of ``repeats`` windows of ``seconds``. Memory
 per game state = bytes of one unbatched state's arrays.
 
 ``devices=2`` splits the host into two XLA CPU devices
-(``--xla_force_host_platform_device_count``) and runs half of each batch on
+(``jax_num_cpu_devices``, set before the first JAX computation) and runs half of each batch on
 each with ``jax.pmap`` (XLA's CPU backend otherwise runs these loops on one
 thread). OpenSpiel's loops are single-threaded either way.
 
@@ -42,18 +43,12 @@ import random
 import sys
 import time
 
-# The number of XLA CPU devices must be fixed before jax is imported.
-for _arg in sys.argv[1:]:
-    if _arg.startswith("devices=") and int(_arg.split("=", 1)[1]) > 1:
-        os.environ["XLA_FLAGS"] = (
-            os.environ.get("XLA_FLAGS", "") + f" --xla_force_host_platform_device_count={int(_arg.split('=', 1)[1])}"
-        )
-
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxgames.experiment import parse_config
+from jaxgames import checks, experiment
+from jaxgames.games.dots_and_boxes import rules
 
 
 @dataclasses.dataclass(frozen=True)
@@ -65,7 +60,7 @@ class Config:
         batch_sizes: games per jitted call, comma separated.
         seconds: minimum wall time of each measurement window.
         repeats: measurement windows per figure (the median is reported).
-        devices: XLA CPU devices to split each JAX batch over (pmap).
+        devices: XLA CPU devices to split each JAX batch over (pmap; set before the first JAX computation).
         out_dir: where results are written.
     """
 
@@ -77,8 +72,28 @@ class Config:
     out_dir: str = "results/dots_and_boxes_benchmark"
 
     def __post_init__(self):
-        if self.devices < 1 or self.repeats < 1 or self.seconds <= 0:
-            raise ValueError(f"devices and repeats must be >= 1 and seconds > 0; got {self}")
+        for name in ("devices", "repeats"):
+            checks.positive_int(name, getattr(self, name))
+        checks.positive_float("seconds", self.seconds)
+        for size in _ints("sizes", self.sizes):
+            try:
+                rules.validate_size(size, size)
+            except (TypeError, ValueError) as err:
+                raise ValueError(f"sizes: {err}") from None
+        for batch in _ints("batch_sizes", self.batch_sizes):
+            checks.positive_int("batch_sizes", batch)
+
+
+def _ints(name: str, text: str) -> list[int]:
+    """A comma-separated list of ints (at least one).
+
+    Raises:
+        ValueError: an entry that is not an int, or no entry (names ``name``).
+    """
+    items = [t.strip() for t in str(text).split(",") if t.strip()]
+    if not items or not all(t.lstrip("-").isdigit() for t in items):
+        raise ValueError(f"{name} must be comma-separated ints, e.g. 1,1024; got {text!r}")
+    return [int(t) for t in items]
 
 
 REPEATS = 3
@@ -208,15 +223,18 @@ def state_bytes(size: int) -> dict:
     return dict(state=nbytes(state), board=nbytes(state.board), observation=nbytes(state.observation))
 
 
-def main(argv) -> list[dict]:
-    cfg = parse_config(Config, argv)
+def run(cfg: Config, argv=None) -> list[dict]:
+    """The benchmark: prints the table, writes ``results.json``, ``results.csv``, ``config.json`` and a plot."""
+    del argv
     from tqdm import tqdm
 
+    if cfg.devices > 1:
+        jax.config.update("jax_num_cpu_devices", cfg.devices)  # before the first computation fixes the count
     global REPEATS
     REPEATS = cfg.repeats
 
-    sizes = [int(s) for s in cfg.sizes.split(",")]
-    batches = [int(b) for b in cfg.batch_sizes.split(",")]
+    sizes = _ints("sizes", cfg.sizes)
+    batches = _ints("batch_sizes", cfg.batch_sizes)
     dev = jax.devices()[0]
     device = (
         f"{dev.platform} ({dev.device_kind}) x{len(jax.devices())} device(s) used {cfg.devices}, "
@@ -292,5 +310,10 @@ def plot(rows: list[dict], path: str) -> None:
     plt.close(fig)
 
 
+def main(argv=None) -> list[dict]:
+    """Entry point: ``python benchmarks/dots_and_boxes.py [key=value ...]`` (``--help`` lists the settings)."""
+    return experiment.main(Config, run, argv, prog="benchmarks/dots_and_boxes.py", summary=__doc__.split("\n\n")[0])
+
+
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    main()

@@ -14,21 +14,27 @@ tolerance-based code took 227 s at 6x6) and random standard-normal games
 
 Run ``python benchmarks/equilibria.py`` (about a minute on 2 CPU cores with the
 default sizes); ``random_sizes=6,8,10`` and ``gambit_max=8`` (larger games are
-not handed to Gambit: its exact mode took 431 s on a random 10x10 game).
+not handed to Gambit: its exact mode took 431 s on a random 10x10 game); ``--help``
+lists every setting with its type, default and meaning. The sizes given are
+enumerated whatever their cost bound (``max_vertices=None``).
+
+Then `jaxgames.analysis.equilibria.lemke_howson` (one equilibrium, exact) on
+random games too large to enumerate (``lemke_howson_sizes``, default 20 and
+50), from missing label 0: seconds, support sizes, and the largest regret of
+its profile (a float64 best-response check: 0 up to rounding). No anchor.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import platform
-import sys
 import time
 from fractions import Fraction
 
 import numpy as np
 
+from jaxgames import checks, experiment
 from jaxgames.analysis import equilibria as eq
-from jaxgames.experiment import parse_config
 
 
 @dataclasses.dataclass(frozen=True)
@@ -40,17 +46,21 @@ class Config:
         random_sizes: sizes ``n`` of random ``n x n`` games.
         seed: numpy seed of the random games.
         gambit_max: largest ``n`` handed to Gambit (the anchor).
+        lemke_howson_sizes: sizes ``n`` of random ``n x n`` games solved by Lemke-Howson.
     """
 
     zero_sizes: tuple[int, ...] = (4, 6)
     random_sizes: tuple[int, ...] = (4, 6, 8, 10)
     seed: int = 0
     gambit_max: int = 8
+    lemke_howson_sizes: tuple[int, ...] = (20, 50)
 
     def __post_init__(self):
-        for name in ("zero_sizes", "random_sizes"):
-            if any(n < 1 for n in getattr(self, name)):
-                raise ValueError(f"{name} must be positive; got {getattr(self, name)}")
+        for name in ("zero_sizes", "random_sizes", "lemke_howson_sizes"):
+            for n in getattr(self, name):
+                checks.positive_int(name, n)
+        checks.non_negative_int("seed", self.seed)
+        checks.non_negative_int("gambit_max", self.gambit_max)
 
 
 def _unit(table: np.ndarray) -> list[list[Fraction]]:
@@ -74,7 +84,7 @@ def _gambit(a: np.ndarray, b: np.ndarray):
 
 
 def _ours(payoffs: np.ndarray):
-    return {(tuple(x), tuple(y)) for x, y in eq.extreme_equilibria(payoffs)}
+    return {(tuple(x), tuple(y)) for x, y in eq.extreme_equilibria(payoffs, max_vertices=None)}
 
 
 def _timed(fn, *args):
@@ -83,8 +93,9 @@ def _timed(fn, *args):
     return out, time.perf_counter() - start
 
 
-def main(argv: list[str]) -> None:
-    cfg = parse_config(Config, argv)
+def run(cfg: Config, argv=None) -> None:
+    """The benchmark: prints one row per game (writes no files)."""
+    del argv
     try:
         import pygambit  # noqa: F401
 
@@ -106,7 +117,20 @@ def main(argv: list[str]) -> None:
         else:
             ratio, same, tg = f"{'-':>11}", "-", f"{'-':>9}"
         print(f"{label:>14} {len(mine):>11} {t_ours:9.3f} {tg} {ratio} {same:>8}")
+    if cfg.lemke_howson_sizes:
+        print(f"\n{'game':>14} {'LH s':>9} {'support':>9} {'max regret':>11}")
+    for n in cfg.lemke_howson_sizes:
+        a, b = rng.normal(size=(2, n, n))
+        (p,), t_lh = _timed(lambda: eq.nash_equilibria(np.stack([a, b]), method="lemke_howson"))
+        regret = max((a @ p.y).max() - p.x @ a @ p.y, (p.x @ b).max() - p.x @ b @ p.y)
+        support = f"{int((p.x > 0).sum())}x{int((p.y > 0).sum())}"
+        print(f"{f'random {n}x{n}':>14} {t_lh:9.3f} {support:>9} {regret:11.2e}")
+
+
+def main(argv=None) -> None:
+    """Entry point: ``python benchmarks/equilibria.py [key=value ...]`` (``--help`` lists the settings)."""
+    experiment.main(Config, run, argv, prog="benchmarks/equilibria.py", summary=__doc__.split("\n\n")[0])
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    main()

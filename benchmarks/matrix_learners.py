@@ -1,6 +1,7 @@
 """Learner-iterations per second of the batched tabular learners, against OpenSpiel in the same run.
 
     python benchmarks/matrix_learners.py [iterations=100000] [openspiel_iterations=100000] [runs=1,1000,10000]
+    python benchmarks/matrix_learners.py --help   # every setting, its type, default and meaning
 
 The anchor is OpenSpiel's own Python loop: two ``BoltzmannQLearner`` agents
 on ``matrix_pd`` in an ``rl_environment``, one episode (one joint play) per
@@ -13,10 +14,36 @@ separately). The ratio column divides by OpenSpiel's iterations per second.
 
 from __future__ import annotations
 
-import sys
+import dataclasses
 import time
 
 import jax
+
+from jaxgames import checks, experiment
+
+
+@dataclasses.dataclass(frozen=True)
+class Config:
+    """Settings (``key=value`` overrides).
+
+    Attributes:
+        iterations: learner iterations per run of ours (one joint play each).
+        openspiel_iterations: iterations of the OpenSpiel anchor.
+        runs: numbers of independent runs ``R`` in one call, comma separated
+            (the epsilon-greedy and lenient rows use the largest).
+    """
+
+    iterations: int = 100_000
+    openspiel_iterations: int = 100_000
+    runs: tuple[int, ...] = (1, 1000, 10000)
+
+    def __post_init__(self):
+        checks.positive_int("iterations", self.iterations)
+        checks.positive_int("openspiel_iterations", self.openspiel_iterations)
+        if not self.runs:
+            raise ValueError("runs must name at least one number of runs, e.g. 1,1000")
+        for r in self.runs:
+            checks.positive_int("runs", r)
 
 
 def openspiel_iterations_per_second(iterations: int) -> float:
@@ -61,17 +88,13 @@ def ours(exploration: str, runs: int, iterations: int) -> tuple[float, float]:
     return runs * iterations / (time.perf_counter() - t0), compile_s
 
 
-def main(argv):
-    opts = dict(iterations="100000", openspiel_iterations="100000", runs="1,1000,10000")
-    for arg in argv:
-        k, v = arg.split("=", 1)
-        if k not in opts:
-            raise ValueError(f"unknown option {k!r}; known: {list(opts)}")
-        opts[k] = v
-    iterations = int(opts["iterations"])
-    runs = [int(r) for r in opts["runs"].split(",")]
+def run(cfg: Config, argv=None) -> None:
+    """The benchmark: prints the table (writes no files)."""
+    del argv
+    iterations = cfg.iterations
+    runs = list(cfg.runs)
     print(f"device: {jax.devices()[0].platform} ({jax.devices()[0].device_kind}), jax {jax.__version__}")
-    anchor = openspiel_iterations_per_second(int(opts["openspiel_iterations"]))
+    anchor = openspiel_iterations_per_second(cfg.openspiel_iterations)
     print(f"OpenSpiel BoltzmannQLearner x2 on matrix_pd: {anchor:,.0f} iterations/s "
           f"({100_000 / anchor:.2f} s per 100,000 iterations)\n")
     rows = [("boltzmann", r) for r in runs] + [(e, max(runs)) for e in ("epsilon_greedy", "lenient_boltzmann")]
@@ -82,5 +105,10 @@ def main(argv):
         print(f"| {exploration} | {r:,} | {iterations:,} | {rate:,.0f} | {rate / anchor:,.0f}x | {compile_s:.1f} |", flush=True)
 
 
+def main(argv=None) -> None:
+    """Entry point: ``python benchmarks/matrix_learners.py [key=value ...]`` (``--help`` lists the settings)."""
+    experiment.main(Config, run, argv, prog="benchmarks/matrix_learners.py", summary=__doc__.split("\n\n")[0])
+
+
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    main()

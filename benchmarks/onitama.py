@@ -3,6 +3,7 @@
     python benchmarks/onitama.py [batch_sizes=1,1024,16384] [steps=64] [seconds=1.0] \
         [repeats=3] [methods=reference_python,jax_rules,jax_env_seed,jax_env_canonical] \
         [alphabeta_depths=1,2,3] [alphabeta_positions=20] [minimax_batch=64] [out_dir=results/onitama_benchmark]
+    python benchmarks/onitama.py --help    # every setting, its type, default and meaning
 
 A step is one turn of one game (a move or a pass); every move is uniform among
 the legal ones, from random deals of all 16 cards, games ending by a win or at
@@ -62,7 +63,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxgames.experiment import parse_config
+from jaxgames import checks, experiment
 
 METHODS = ("reference_python", "jax_rules", "jax_env_seed", "jax_env_canonical", "jax_env_canonical_mask_pick")
 
@@ -94,15 +95,28 @@ class Config:
     out_dir: str = "results/onitama_benchmark"
 
     def __post_init__(self):
-        if self.repeats < 1 or self.seconds <= 0 or self.steps < 1:
-            raise ValueError(f"repeats and steps must be >= 1 and seconds > 0; got {self}")
+        for name in ("steps", "repeats", "alphabeta_positions", "minimax_batch"):
+            checks.positive_int(name, getattr(self, name))
+        checks.positive_float("seconds", self.seconds)
         unknown = set(self.methods.split(",")) - set(METHODS)
         if unknown:
             raise ValueError(f"unknown methods {sorted(unknown)}; known: {', '.join(METHODS)}")
-        if any(int(b) < 1 for b in self.batch_sizes.split(",")):
-            raise ValueError(f"batch sizes must be >= 1; got {self.batch_sizes}")
-        if any(not 1 <= int(d) <= 4 for d in self.alphabeta_depths.split(",") if d) or min(self.alphabeta_positions, self.minimax_batch) < 1:
-            raise ValueError(f"alpha-beta depths must be in 1-4 and positions >= 1; got {self}")
+        for b in _ints("batch_sizes", self.batch_sizes):
+            checks.positive_int("batch_sizes", b)
+        for d in _ints("alphabeta_depths", self.alphabeta_depths, allow_empty=True):
+            checks.integer("alphabeta_depths", d, 1, 4)
+
+
+def _ints(name: str, text: str, *, allow_empty: bool = False) -> list[int]:
+    """A comma-separated list of ints.
+
+    Raises:
+        ValueError: an entry that is not an int, or no entry unless ``allow_empty`` (names ``name``).
+    """
+    items = [t.strip() for t in str(text).split(",") if t.strip()]
+    if (not items and not allow_empty) or not all(t.lstrip("-").isdigit() for t in items):
+        raise ValueError(f"{name} must be comma-separated ints, e.g. 1,2; got {text!r}")
+    return [int(t) for t in items]
 
 
 def _timed(fn, seconds: float, repeats: int) -> float:
@@ -295,9 +309,10 @@ def minimax_decisions_per_second(depths: list[int], batch: int, seconds: float, 
     return rows
 
 
-def main(argv) -> list[dict]:
-    cfg = parse_config(Config, argv)
-    batches = [int(b) for b in cfg.batch_sizes.split(",")]
+def run(cfg: Config, argv=None) -> list[dict]:
+    """The benchmark: prints the tables, writes ``results.json``, ``results.csv``, ``config.json`` (and ``alphabeta.csv``)."""
+    del argv
+    batches = _ints("batch_sizes", cfg.batch_sizes)
     methods = cfg.methods.split(",")
     dev = jax.devices()[0]
     device = (
@@ -316,7 +331,7 @@ def main(argv) -> list[dict]:
             sps, compile_s, games = jax_steps_per_second(method, batch, cfg.steps, cfg.seconds, cfg.repeats)
             rows.append(dict(method=method, batch=batch, steps_per_s=sps, compile_s=compile_s, games_per_1000_steps=games))
             print(f"{method} B={batch}: {sps:,.0f} steps/s (compile {compile_s:.1f} s)", flush=True)
-    depths = [int(d) for d in cfg.alphabeta_depths.split(",") if d]
+    depths = _ints("alphabeta_depths", cfg.alphabeta_depths, allow_empty=True)
     ab_rows = alphabeta_nodes_per_second(depths, cfg.alphabeta_positions) if depths else []
     mm_rows = minimax_decisions_per_second(depths, cfg.minimax_batch, cfg.seconds, cfg.repeats) if depths else []
     anchor = next((r["steps_per_s"] for r in rows if r["method"] == "reference_python"), None)
@@ -367,5 +382,10 @@ def main(argv) -> list[dict]:
     return rows
 
 
+def main(argv=None) -> list[dict]:
+    """Entry point: ``python benchmarks/onitama.py [key=value ...]`` (``--help`` lists the settings)."""
+    return experiment.main(Config, run, argv, prog="benchmarks/onitama.py", summary=__doc__.split("\n\n")[0])
+
+
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    main()

@@ -26,6 +26,7 @@ slow (about 0.25 GFLOP per decision), so the default batch sizes are 1 and
     python benchmarks/q_snake.py
     python benchmarks/q_snake.py features=16,16,16 batch_sizes=1,256,4096
     python benchmarks/q_snake.py batch_sizes=1,256,4096     # on a GPU
+    python benchmarks/q_snake.py --help                     # every setting, its type, default and meaning
 
 Writes ``results/benchmarks/q_snake/results.json`` and ``config.json``.
 """
@@ -43,7 +44,8 @@ import jax.numpy as jnp
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-from jaxgames.experiment import ResultsDir, parse_config
+from jaxgames import checks, experiment
+from jaxgames.experiment import ResultsDir
 from jaxgames.games.battlesnake import Battlesnake
 from jaxgames.learners import q_snake as qs
 from jaxgames.networks.q_snake import SEED_FEATURES
@@ -82,15 +84,15 @@ class Config:
     out: str = "results/benchmarks/q_snake"
 
     def __post_init__(self):
-        if not self.batch_sizes or any(b < 1 for b in self.batch_sizes):
-            raise ValueError(f"batch_sizes must be positive ints; got {self.batch_sizes}")
+        if not self.batch_sizes:
+            raise ValueError("batch_sizes must name at least one batch size, e.g. 1,256")
+        for b in self.batch_sizes:
+            checks.positive_int("batch_sizes", b)
         for name in ("steps_per_call", "train_batch_size", "train_steps", "turns"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be >= 1; got {getattr(self, name)}")
-        if not self.seconds > 0:
-            raise ValueError(f"seconds must be > 0; got {self.seconds}")
+            checks.positive_int(name, getattr(self, name))
+        checks.positive_float("seconds", self.seconds)
+        checks.non_negative_int("seed", self.seed)
         self.learner_config(max(self.batch_sizes))  # validates the learner's settings
-
 
     def learner_config(self, batch: int) -> qs.QSnakeConfig:
         return qs.QSnakeConfig(
@@ -215,7 +217,13 @@ def _fmt(r: dict) -> str:
 
 
 def main(argv=None):
-    cfg = parse_config(Config, sys.argv[1:] if argv is None else argv)
+    """Entry point: ``python benchmarks/q_snake.py [key=value ...]`` (``--help`` lists the settings)."""
+    return experiment.main(Config, record, argv, prog="benchmarks/q_snake.py", summary=__doc__.split("\n\n")[0])
+
+
+def record(cfg: Config, argv=None) -> list[dict]:
+    """The benchmark: prints the rows (`run`), then writes ``results.json`` into ``cfg.out``."""
+    del argv
     dev = jax.devices()[0]
     print(f"device: {dev.platform} ({dev.device_kind}), features={list(cfg.features)}, {cfg.board_size}x{cfg.board_size}, "
           f"{cfg.num_snakes} snakes, jax {jax.__version__}")

@@ -27,6 +27,7 @@ the best of ``repeats`` timed calls after one untimed compile call.
 
     python benchmarks/scaling.py
     python benchmarks/scaling.py devices=1,2,4,8 sweep_runs=4096 selfplay_games=256 repeats=5
+    python benchmarks/scaling.py --help   # every setting, its type, default and meaning
 """
 
 from __future__ import annotations
@@ -39,6 +40,8 @@ import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+
+from jaxgames import checks, experiment  # noqa: E402
 
 
 @dataclasses.dataclass(frozen=True)
@@ -74,9 +77,18 @@ class Config:
     worker: int = 0
 
     def __post_init__(self):
-        counts = self.device_counts
-        if not counts or any(n < 1 for n in counts):
+        items = [x.strip() for x in str(self.devices).split(",") if x.strip()]
+        if not items or not all(x.isdigit() and int(x) >= 1 for x in items):
             raise ValueError(f"devices must be positive ints, e.g. 1,2,4,8; got {self.devices!r}")
+        counts = self.device_counts
+        for name in ("sweep_runs", "sweep_runs_per_device", "sweep_iterations", "selfplay_games",
+                     "selfplay_games_per_device", "num_simulations", "repeats"):
+            checks.positive_int(name, getattr(self, name))
+        checks.non_negative_int("seed", self.seed)
+        checks.non_negative_int("worker", self.worker)
+        parts = str(self.board).lower().split("x")
+        if len(parts) != 2 or not all(p.strip().isdigit() and int(p) >= 1 for p in parts):
+            raise ValueError(f"board must look like 2x2; got {self.board!r}")
         for name in ("sweep_runs", "selfplay_games"):
             bad = [n for n in counts if getattr(self, name) % n]
             if bad:
@@ -162,10 +174,9 @@ def _run_worker(config: Config, n: int) -> dict:
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-def main(argv=None):
-    from jaxgames.experiment import parse_config
-
-    config = parse_config(Config, sys.argv[1:] if argv is None else argv)
+def run(config: Config, argv=None) -> None:
+    """The driver (one worker subprocess per device count, then the table) or, with ``worker=N``, one worker."""
+    del argv
     if config.worker:
         print(json.dumps(_worker(config)))
         return
@@ -190,6 +201,12 @@ def main(argv=None):
                 ratio = anchor[(workload, scaling)] / row["seconds"]
                 ideal = n if scaling == "strong" else 1
                 print(f"| {workload} | {scaling} | {n} | {row['batch']} | {row['seconds']:.4f} | {ratio:.2f} | {ideal} |")
+
+
+
+def main(argv=None):
+    """Entry point: ``python benchmarks/scaling.py [key=value ...]`` (``--help`` lists the settings)."""
+    experiment.main(Config, run, argv, prog="benchmarks/scaling.py", summary=__doc__.split("\n\n")[0])
 
 
 if __name__ == "__main__":

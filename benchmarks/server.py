@@ -28,6 +28,7 @@ protocol's median over the rounds and its paired ratio to the first protocol.
     python benchmarks/server.py                                   # 5000 requests, 16 clients, random_safe
     python benchmarks/server.py requests=1000 agent=heuristic workers=1
     python benchmarks/server.py modes=keep_alive http=h11,httptools repeats=5
+    python benchmarks/server.py --help                            # every setting, its type, default and meaning
 
 Targets (issue 10): zero errors; one kept-alive client's p50 within 2 ms of the
 bare decision; p99 under 50 ms at 16 concurrent clients with the random-safe
@@ -52,7 +53,7 @@ import numpy as np
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 from jaxgames.agents.battlesnake import RandomSafeAgent
-from jaxgames.experiment import parse_config
+from jaxgames import checks, experiment
 from jaxgames.games.battlesnake import Battlesnake, api
 from jaxgames.serve.battlesnake import AGENTS, HTTP_PROTOCOLS, BattlesnakeServer
 
@@ -105,8 +106,11 @@ class Config:
         if not self.http or len(set(self.http)) != len(self.http):
             raise ValueError(f"http must name protocols without repeats; got {self.http}")
         for name in ("requests", "clients", "workers", "repeats", "boards", "bare_repeats"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be >= 1; got {getattr(self, name)}")
+            checks.positive_int(name, getattr(self, name))
+        checks.non_negative_int("seed", self.seed)
+        Battlesnake(board_size=self.board_size, num_snakes=self.num_snakes)  # checks them
+        if self.num_snakes < 2:
+            raise ValueError(f"num_snakes must be >= 2 (requests come from games with a rival); got {self.num_snakes}")
 
 
 def game_requests(cfg: Config) -> list[bytes]:
@@ -322,8 +326,9 @@ def summarize(rows: list[dict]) -> list[dict]:
     return out
 
 
-def main(argv=None) -> None:
-    cfg = parse_config(Config, sys.argv[1:] if argv is None else argv)
+def run(cfg: Config, argv=None) -> None:
+    """The benchmark: starts the servers, prints the tables, writes ``config.json`` and ``results.json``."""
+    del argv
     os.makedirs(cfg.out_dir, exist_ok=True)
     with open(os.path.join(cfg.out_dir, "config.json"), "w") as f:
         json.dump(dataclasses.asdict(cfg), f, indent=2)
@@ -368,6 +373,11 @@ def main(argv=None) -> None:
         json.dump({"config": dataclasses.asdict(cfg), "bare": bare, "rows": rows, "summary": summary,
                    "server_exit_status": exit_codes}, f, indent=2)
     os.replace(tmp, os.path.join(cfg.out_dir, "results.json"))
+
+
+def main(argv=None) -> None:
+    """Entry point: ``python benchmarks/server.py [key=value ...]`` (``--help`` lists the settings)."""
+    experiment.main(Config, run, argv, prog="benchmarks/server.py", summary=__doc__.split("\n\n")[0])
 
 
 if __name__ == "__main__":

@@ -166,6 +166,10 @@ class Config:
         if self.learner.game != "dots_and_boxes":
             raise ValueError(f"learner.game must be dots_and_boxes here; got {self.learner.game!r} "
                              "(experiments/alphazero_onitama.py trains Onitama)")
+        # the evaluation's settings under the names typed here (EvalConfig calls them num_games, ...)
+        for name in ("eval_positions", "eval_games", "eval_simulations"):
+            checks.positive_int(name, getattr(self, name))
+        checks.probability("gate_win_rate", self.gate_win_rate)
         self.eval_config()
         for name in ("iterations", "eval_every", "perfect_games", "random_positions", "games_5x5", "games_7x7",
                      "tournament_rounds"):
@@ -407,12 +411,16 @@ def run(config: Config, argv=()) -> dict:
 
     Raises:
         jaxgames.experiment.ResultsDirLocked, ConfigMismatch: see `jaxgames.experiment.ResultsDir`.
-        ValueError: weights that do not fit the network settings (before anything is written).
+        jaxgames.experiment.SettingError: settings that do not fit in memory, weights that cannot be read, are
+            not finite or do not fit the network settings (before anything is written).
         jaxgames.learners.loop.NonFiniteLoss: training diverged (the last good checkpoint is kept).
     """
-    learner = az.AlphaZeroLearner(config.learner)
-    # checked before the folder is claimed
-    initial = None if config.init_weights is None else learner.start_from(initial_params(config))
+    with experiment.up_front():  # every check before the folder is claimed
+        learner = az.AlphaZeroLearner(config.learner)  # refuses settings that do not fit in memory
+        initial = None if config.init_weights is None else learner.start_from(initial_params(config))
+        given = None if config.weights is None else load_weights(None if config.weights == "shipped" else config.weights)
+        if given is not None and given[1]["game"] != "dots_and_boxes":
+            raise ValueError(f"weights {config.weights!r} are for {given[1]['game']}, not dots_and_boxes")
     start = time.perf_counter()
     with ResultsDir(config.out, config, overwrite=config.overwrite, neutral=NEUTRAL) as rd:
         result = None
@@ -427,8 +435,8 @@ def run(config: Config, argv=()) -> dict:
                 progress_keys=("loss", "value_loss"), overwrite=config.overwrite, initial_state=initial,
             )
             write_curves(rd, result.history)
-        if config.weights is not None:
-            params, meta = load_weights(None if config.weights == "shipped" else config.weights)
+        if given is not None:
+            params, meta = given
             network, value_target = NetworkConfig(**meta["network"]), meta["value_target"]
             source = f"weights {config.weights} ({'trained' if meta.get('trained') else 'UNTRAINED placeholder'})"
         else:

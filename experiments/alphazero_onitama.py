@@ -232,10 +232,17 @@ def run(config: Config, argv=()) -> dict:
 
     Raises:
         jaxgames.experiment.ResultsDirLocked, ConfigMismatch: see `jaxgames.experiment.ResultsDir`.
-        ValueError: weights that are not Onitama's or do not fit their network.
+        jaxgames.experiment.SettingError: settings that do not fit in memory, weights that cannot be read, are
+            not finite, not Onitama's or do not fit their network (before anything is written).
         jaxgames.learners.loop.NonFiniteLoss: training diverged (the last good checkpoint is kept).
     """
-    learner = az.AlphaZeroLearner(config.learner)
+    with experiment.up_front():  # every check before the folder is claimed
+        learner = az.AlphaZeroLearner(config.learner)  # refuses settings that do not fit in memory
+        given = None
+        if config.weights is not None:
+            given = load_weights(None if config.weights == "shipped" else config.weights, game="onitama")
+            if given[1]["game"] != "onitama":
+                raise ValueError(f"weights {config.weights!r} are for {given[1]['game']}, not onitama")
     start = time.perf_counter()
     with ResultsDir(config.out, config, overwrite=config.overwrite, neutral=NEUTRAL) as rd:
         result = None
@@ -249,10 +256,8 @@ def run(config: Config, argv=()) -> dict:
                 progress_keys=("loss", "value_loss"), overwrite=config.overwrite,
             )
             write_curves(rd, result.history)
-        if config.weights is not None:
-            params, meta = load_weights(None if config.weights == "shipped" else config.weights, game="onitama")
-            if meta["game"] != "onitama":
-                raise ValueError(f"weights {config.weights!r} are for {meta['game']}, not onitama")
+        if given is not None:
+            params, meta = given
             network = NetworkConfig(**meta["network"])
             source = f"weights {config.weights} ({'trained' if meta.get('trained') else 'UNTRAINED placeholder'})"
         else:

@@ -1,15 +1,18 @@
-"""Independent learners in the seed's matrix games: sweeps, learning dynamics, convergence tables.
+"""Independent learners in El Kaddouri et al.'s matrix games: sweeps, learning dynamics, convergence tables.
 
-Reproduces section 3 of the course report (``shared/seeds/000``, tables 1-2
-and figure 1) and goes further. Five learners (epsilon-greedy, Boltzmann and
-lenient Boltzmann Q-learning, as in the seed, plus frequency-adjusted (FAQ;
+Reproduces section 3 of El Kaddouri, Rys & Gao, "Multi Agent Reinforcement
+Learning With Dots And Boxes" (course report, undated; tables 1-2 and
+figure 1) and goes further. Five learners (epsilon-greedy, Boltzmann and
+lenient Boltzmann Q-learning, as in the report, plus frequency-adjusted (FAQ;
 Kaisers & Tuyls 2010) Boltzmann and lenient Boltzmann, the learners whose
 dynamics the lenient-dynamics papers describe) run from a grid of starting
 policies with several seeds and every parameter setting, all runs of a
 (game, learner) pair in one jitted, vmapped call. It writes, into ``out``:
 
-* ``README.md``: the report to open first: settings, the seed-layout tables,
-  what reproduced and what did not, a discussion of every disagreement.
+* ``README.md``: the page to open first: settings, the tables in the layout
+  of El Kaddouri et al.'s, what reproduced and what did not (with the count
+  of disagreeing verdicts), a discussion of every disagreement and of the
+  surprising results, and the compute time of the results.
 * ``convergence.csv`` / ``convergence.md``: one row per (game, learner,
   setting, target). A run has converged to a target (a Nash equilibrium or
   Pareto-optimal outcome, computed from the payoffs; for epsilon-greedy
@@ -20,17 +23,21 @@ policies with several seeds and every parameter setting, all runs of a
   and among them ``cycling`` counts those that keep swinging back and forth
   over the window. Fractions add up to 1 per (game, learner, setting).
   ``verdict`` is Yes where at least ``verdict_share`` of the runs converge
-  there; ``seed_claim`` and ``agrees`` compare it with the seed's tables.
+  there; ``seed_claim`` (the report's claim) and ``agrees`` compare it with
+  El Kaddouri et al.'s tables.
   ``time_avg_fraction`` classifies the time-averaged policy of the window.
 * ``dynamics_<learner>_<setting>.png`` for every setting: the field of the
-  learner that ran (expected dynamics of the plain Q-learner on the slice
-  Q = tau ln x; the FAQ field for FAQ learners; none for epsilon-greedy,
+  learner that ran (its own expected dynamics, with its kappa and beta, at
+  the start temperature on the slice Q = tau ln x; none for epsilon-greedy,
   whose policy is a discontinuous function of Q), learner trajectories
-  (solid) and the integrated expected dynamics of that learner from the same
-  starts (dashed; `jaxgames.dynamics.fields.integrate_q`).
+  (wide, pale) and the integrated expected dynamics of that learner from the
+  same starts (thin, dashed, on top; `jaxgames.dynamics.fields.integrate_q`).
+  Epsilon-greedy runs jump between corner policies, so they are drawn as
+  points, with each player's greedy action over the iterations as steps.
 * ``overlay_check.csv``: per demo start, how far the learner's run strays
   from the dashed curve (largest and final max-abs gap).
-* ``basins_<learner>.png``: the start grid coloured by where each start ends.
+* ``basins_<learner>.png``: the starts coloured by where each start ends (the
+  grid of the unit square for 2x2 games; dots on the simplex for 3 actions).
 * ``empirical_fields.png``: the learners' measured mean flow (many short
   runs from each grid point) over their theoretical fields.
 * ``runs_<game>_<learner>_<hash>.npz`` (cached runs, keyed by the settings
@@ -42,18 +49,18 @@ lock against a second concurrent run, a refusal to mix in a run of other
 settings (``out=`` another folder, or ``overwrite=true``), atomic writes.
 
 Run ``python experiments/matrix_dynamics.py`` for the small default (the
-seed's settings: alpha = 0.001, 100,000 iterations, tau linear 0.5 -> 0.01,
+report's settings: alpha = 0.001, 100,000 iterations, tau linear 0.5 -> 0.01,
 kappa = 5, epsilon constant 0.25 / 0.5 / 0.75; a 5x5 grid of starts x 4
 seeds), or add ``full=true`` for the full sweep (9x9 starts x 10 seeds, four
 temperatures, three leniencies). Any field of `Config` can be overridden as
 ``key=value`` (``epsilon_schedule=linear`` anneals epsilon to ``epsilon_end``).
 
-Seed errata, followed here as computed (see also ``jaxgames.games.matrix``):
+Errata in the report, followed here as computed (see also ``jaxgames.games.matrix``):
 the biased RPS equilibrium is (1/16, 10/16, 5/16) for (R, P, S), not the
 printed (10/16, 5/16, 1/16); the subsidy game uses the payoffs that match
-the seed's own equilibrium table; in the prisoner's dilemma (C, D) and
-(D, C) are Pareto optimal too (the seed lists only (C, C)); in the
-zero-sum biased RPS every pure outcome is Pareto optimal (the seed lists the
+the report's own equilibrium table; in the prisoner's dilemma (C, D) and
+(D, C) are Pareto optimal too (the report lists only (C, C)); in the
+zero-sum biased RPS every pure outcome is Pareto optimal (the report lists the
 mixed equilibrium, which is not an outcome); and the "1/4 chance of
 obtaining the highest reward" of section 3.2.1 is 1 - (1/2)^kappa.
 """
@@ -93,11 +100,11 @@ SHORT = {
     "faq_boltzmann": "FAQ Boltzmann",
     "faq_lenient_boltzmann": "FAQ lenient Boltzmann",
 }
-# The seed's learners, in the order of its tables' columns.
+# The source report's learners (El Kaddouri, Rys & Gao), in the order of its tables' columns.
 SEED_LEARNERS = ("epsilon_greedy", "boltzmann", "lenient_boltzmann")
 
-# The seed's tables 1-2 (section 3.1): target point -> (eps-greedy, Boltzmann, lenient) convergence claims.
-# Points in the seed's notation (P(first action) of each player). The BRPS point is the seed's
+# The report's tables 1-2 (section 3.1): target point -> (eps-greedy, Boltzmann, lenient) convergence claims.
+# Points in the report's notation (P(first action) of each player). The BRPS point is the report's
 # erroneous equilibrium; it is matched to the true mixed equilibrium below.
 SEED_CLAIMS = {
     ("prisoners_dilemma", "nash"): {(0.0, 0.0): "Yes/Yes/Yes"},
@@ -110,6 +117,7 @@ SEED_CLAIMS = {
 }
 DEMO_STARTS_2X2 = ((0.2, 0.3), (0.35, 0.85), (0.75, 0.15), (0.6, 0.65))
 NOT_CONVERGED = "not_converged"
+SOURCE = 'El Kaddouri, Rys & Gao, "Multi Agent Reinforcement Learning With Dots And Boxes" (course report, undated)'
 GAMES = matrix.SEED_GAMES + ("matching_pennies", "rock_paper_scissors", "stag_hunt")
 # Settings that do not change results: a resume may change them (chunk_size only splits the vmapped runs).
 NEUTRAL = NEUTRAL_FIELDS + ("chunk_size",)
@@ -289,7 +297,7 @@ def targets(game: matrix.MatrixGame) -> list[tuple[str, equilibria.Profile]]:
 
 
 def target_label(game: matrix.MatrixGame, prof: equilibria.Profile) -> str:
-    """A pure profile by its action names, e.g. ``(D, D)``; a mixed one in the seed's point notation."""
+    """A pure profile by its action names, e.g. ``(D, D)``; a mixed one in El Kaddouri et al.'s point notation."""
     if prof.is_pure():
         return f"({game.action_names[0][int(np.argmax(prof.x))]}, {game.action_names[1][int(np.argmax(prof.y))]})"
     if game.shape == (2, 2):
@@ -299,7 +307,7 @@ def target_label(game: matrix.MatrixGame, prof: equilibria.Profile) -> str:
 
 
 def seed_claim(game_name: str, kind: str, profile: equilibria.Profile, learner: str) -> str:
-    """The seed's Yes/No for this target and learner ('-' where the seed makes no claim)."""
+    """El Kaddouri et al.'s Yes/No for this target and learner ('-' where the report makes no claim)."""
     if learner not in SEED_LEARNERS:
         return "-"
     col = SEED_LEARNERS.index(learner)
@@ -318,7 +326,11 @@ def run_game_learner(cfg: Config, game: matrix.MatrixGame, learner: str, rd: Res
     The hash covers every setting that changes the runs, so a resume with
     other settings recomputes instead of mixing. A cached file that cannot be
     read (e.g. truncated by a kill during an old non-atomic write) is
-    recomputed with a `jaxgames.experiment.CachedPieceWarning`.
+    recomputed with a `jaxgames.experiment.CachedPieceWarning`. The piece
+    stores its own compute time (``compute_seconds``, float64 scalar, s), so
+    a resumed run can report what its results cost, not only what the
+    resume did; ``reused`` (bool scalar, not stored) says whether it came
+    from the cache.
     """
     lcfg = cfg.learner_config(learner)
     settings = cfg.settings(learner)
@@ -329,8 +341,9 @@ def run_game_learner(cfg: Config, game: matrix.MatrixGame, learner: str, rd: Res
         if stale.name != name:
             stale.unlink()
     cached = rd.load_npz(name) if cfg.resume else None
-    if cached is not None:
-        return cached
+    if cached is not None and "compute_seconds" in cached:  # a piece without its time (older version): recompute
+        return dict(cached, reused=np.asarray(True))
+    started = time.perf_counter()
     rng = np.random.default_rng(zlib.crc32(f"{game.name}/{learner}".encode()))
     starts = starting_policies(game, cfg.start_grid, rng)
     demos = demo_starts(game)
@@ -348,8 +361,10 @@ def run_game_learner(cfg: Config, game: matrix.MatrixGame, learner: str, rd: Res
     init_policy = np.concatenate(init_policy)
     initial_q = tabular.initial_q_from_policy(lcfg, init_policy, stacked)
     keys = jax.random.split(key, len(params))
+    sweep_runs, demo_runs = len(settings) * cfg.seeds * len(starts), len(settings) * len(demos)
     res = tabular.run_sweep(game, lcfg, keys, stacked, initial_q, chunk_size=cfg.chunk_size,
-                            progress=cfg.progress, description=f"{game.name}/{learner}",
+                            progress=cfg.progress,
+                            description=f"{game.name}/{learner} ({sweep_runs} sweep + {demo_runs} demo runs)",
                             on_non_finite="raise")  # a NaN run would be counted as "not converged": stop instead
     is_demo = np.asarray(is_demo)
     late_records = lcfg.num_records // 2 + 1  # the second half of the run, for telling orbits apart
@@ -366,8 +381,9 @@ def run_game_learner(cfg: Config, game: matrix.MatrixGame, learner: str, rd: Res
         demo_trajectory=res.trajectory[is_demo],
         demo_setting=np.asarray(setting_idx)[is_demo],
     )
+    data["compute_seconds"] = np.asarray(time.perf_counter() - started)
     rd.save_npz(name, data)
-    return data
+    return dict(data, reused=np.asarray(False))
 
 
 def played_target(cfg: Config, learner: str, setting: dict, game: matrix.MatrixGame, prof) -> np.ndarray:
@@ -460,10 +476,11 @@ def convergence_rows(cfg: Config, game: matrix.MatrixGame, learner: str, data: d
 
 
 def write_tables(cfg: Config, rows: list[dict], rd: ResultsDir) -> None:
-    """``convergence.csv`` (every row) and ``convergence.md`` (seed layout, then every setting)."""
+    """``convergence.csv`` (every row) and ``convergence.md`` (the report's layout, then every setting)."""
     rd.write_csv("convergence.csv", rows)
     rd.write_text("convergence.md", "\n".join(
-        ["# Convergence of independent learners in the seed's matrix games", "", settings_text(cfg), ""]
+        ["# Convergence of independent learners in the matrix games of El Kaddouri et al.", "", f"Source: {SOURCE}, "
+         "section 3.", "", settings_text(cfg), ""]
         + seed_layout_tables(cfg, rows) + ["", "## Every setting", ""] + setting_tables(cfg, rows)
     ))
 
@@ -473,8 +490,8 @@ def settings_text(cfg: Config) -> str:
            else f"epsilon {cfg.epsilon_schedule} {list(cfg.epsilons)} -> {cfg.epsilon_end}")
     return (
         f"Runs: {cfg.start_grid}x{cfg.start_grid} starting policies (a grid over (P1, P2) = P(first action) in "
-        f"[0.1, 0.9] for 2x2 games; random symmetric interior points for biased RPS) x {cfg.seeds} seeds per "
-        f"setting; {cfg.num_iterations:,} iterations, alpha = {cfg.learning_rate}, tau {cfg.temperature_schedule} "
+        f"[0.1, 0.9] for 2x2 games; random symmetric interior points for biased RPS) x {cfg.seeds} random seeds "
+        f"per setting; {cfg.num_iterations:,} iterations, alpha = {cfg.learning_rate}, tau {cfg.temperature_schedule} "
         f"{list(cfg.temperature_starts)} -> {cfg.temperature_end}, kappa {list(cfg.leniencies)}, {eps}, "
         f"FAQ beta = {cfg.faq_beta}. A run converged to a target if its policy stayed within {cfg.tolerance} "
         f"(max-abs) of it over the last {max(1, cfg.num_iterations // 10):,} iterations (checked at every "
@@ -492,12 +509,13 @@ def _cell(rs: list[dict]) -> str:
 
 
 def seed_layout_tables(cfg: Config, rows: list[dict]) -> list[str]:
-    """Tables 1-2 of the seed, one per game and kind: ours (verdict per setting), the seed's claim, agreement."""
+    """Tables 1-2 of El Kaddouri et al., one per game and kind: ours (verdict per setting), their claim, agreement."""
     lines = [
-        "## The seed's tables 1-2, with ours",
+        "## El Kaddouri et al.'s tables 1-2, with ours",
         "",
         "Each cell: our verdict per setting (settings in the order of the learner's sweep, e.g. eps = "
-        f"{', '.join(map(str, cfg.epsilons))}), the fractions of runs that converged there, the seed's claim, "
+        f"{', '.join(map(str, cfg.epsilons))}), the fractions of runs that converged there, El Kaddouri et al.'s "
+        "claim ('report'), "
         "and agreement (all settings agree: yes; none: **no**; some: partly).",
         "",
     ]
@@ -526,7 +544,7 @@ def seed_layout_tables(cfg: Config, rows: list[dict]) -> list[str]:
                     mark = "" if claim == "-" else (
                         " · agrees: yes" if all(a == "yes" for a in agree)
                         else " · agrees: **no**" if all(a == "no" for a in agree) else " · agrees: partly")
-                    cells.append(f"{verdicts} ({_cell(rs)}) · seed {claim}{mark}")
+                    cells.append(f"{verdicts} ({_cell(rs)}) · report {claim}{mark}")
                 lines.append(f"| {t} | " + " | ".join(cells) + " |")
             nc = []
             for lr in learners:
@@ -573,18 +591,23 @@ def _is_mixed(row: dict) -> bool:
     return any(1e-6 < p < 1 - 1e-6 for p in probs)
 
 
-def discussion(cfg: Config, rows: list[dict]) -> list[str]:
-    """One paragraph per disagreement with the seed, with its cause."""
-    lines = []
+def discussion_groups(rows: list[dict]) -> dict:
+    """The disagreeing rows (``agrees`` = no), grouped by (game, learner, target), in table order."""
     keyed: dict = {}
     for r in rows:
         if r["agrees"] == "no":
             keyed.setdefault((r["game"], r["learner"], r["target"]), []).append(r)
-    for (game, learner, target), rs in keyed.items():
+    return keyed
+
+
+def discussion(cfg: Config, rows: list[dict]) -> list[str]:
+    """One paragraph per (game, learner, target) where our verdicts disagree with El Kaddouri et al.'s, with its cause."""
+    lines = []
+    for (game, learner, target), rs in discussion_groups(rows).items():
         nc = {q["setting"]: q for q in rows if q["game"] == game and q["learner"] == learner and q["target"] == NOT_CONVERGED}
         settings = ", ".join(f"{r['setting']} ({100 * r['fraction']:.0f}%)" for r in rs)
         ours, claim = rs[0]["verdict"], rs[0]["seed_claim"]
-        head = f"- **{game}, {SHORT[learner]}, {target}**: seed {claim}, ours {ours} at {settings}. "
+        head = f"- **{game}, {SHORT[learner]}, {target}**: report {claim}, ours {ours} at {settings}. "
         mixed = _is_mixed(rs[0])
         cyc = max(nc[r["setting"]]["cycling"] for r in rs)
         notc = max(nc[r["setting"]]["fraction"] for r in rs)
@@ -601,19 +624,19 @@ def discussion(cfg: Config, rows: list[dict]) -> list[str]:
                      "window and are counted as not converged; a last-iterate check would count some of them here.")
         elif claim == "Yes" and notc >= 0.5:
             cause = (f"Cause: up to {100 * notc:.0f}% of the runs have not settled by the end of the run (an open "
-                     "parameter: the seed fixes the iterations but not the criterion or the starts).")
+                     "parameter: the report fixes the iterations but not the criterion or the starts).")
         elif claim == "Yes":
             cause = ("Cause: the basin of this outcome holds fewer than the verdict share of our starts (see "
-                     "basins_*.png); the seed does not state its starting policies (an open parameter), and from "
+                     "basins_*.png); the report does not state its starting policies (an open parameter), and from "
                      "starts inside the basin its Yes reproduces.")
         else:
-            cause = ("Cause: starting policies, an open parameter. The seed does not state its starts; from our grid, "
+            cause = ("Cause: starting policies, an open parameter. The report does not state its starts; from our grid, "
                      "which covers the whole square, this outcome has a basin of attraction (see basins_*.png), so "
                      "runs started there end there. A 'No' claim can only hold for starts outside it.")
         if game == "subsidy_game":
-            cause += " (The seed's subsidy payoff table is an erratum; we use the game its equilibria describe.)"
+            cause += " (The report's subsidy payoff table is an erratum; we use the game its equilibria describe.)"
         lines.append(head + cause)
-    return lines or ["- None: every verdict agrees with the seed."]
+    return lines or ["- None: every verdict agrees with El Kaddouri et al."]
 
 
 # ----------------------------------------------------------------------------- dynamics and figures
@@ -665,8 +688,45 @@ def _slug(label: str) -> str:
     return label.replace("=", "").replace(",", "_")
 
 
+def field_title(cfg: Config, learner: str, label: str, kwargs: dict) -> str:
+    """The first line of a dynamics figure's title: the learner, its setting, and which field is drawn behind it.
+
+    The field is named by the learner whose expected dynamics it draws (not
+    by the formula's family), with the temperature it is drawn at.
+    """
+    head = f"{SHORT[learner]} Q-learning ({label})"
+    if learner == "epsilon_greedy":
+        return (f"{head}: no field drawn (the policy jumps between greedy corners; "
+                "the dynamics live in Q-space)")
+    tau0 = _field_kw(kwargs)["temperature"]
+    extras = []
+    if "leniency" in kwargs:
+        extras.append(f"kappa = {kwargs['leniency']}")
+    if LEARNERS[learner][1]:
+        extras.append(f"beta = {cfg.faq_beta}")
+    params = f" ({', '.join(extras)})" if extras else ""
+    return (f"{head}: field = expected dynamics of {SHORT[learner]} Q-learning{params} at the start temperature "
+            f"tau = {tau0} (the runs anneal tau to {cfg.temperature_end}), on the slice Q = tau ln x")
+
+
+def _greedy_steps(ax, times, actions, ode_times, ode_actions, names, k, color):
+    """Greedy action over iterations: the learner's run as steps (solid) and the expected dynamics (dashed)."""
+    off = (k - 1.5) * 0.09  # the demo starts side by side, not on top of each other
+    ax.step(times, actions + off, where="post", color=color, lw=2.2, alpha=0.5)
+    ax.step(ode_times, ode_actions + off, where="post", color=color, lw=1.0, ls=(0, (3, 2)), zorder=3)
+    ax.set_yticks(range(len(names)), names)
+    ax.set_ylim(-0.5, len(names) - 0.5)
+
+
 def plot_dynamics(cfg: Config, learner: str, results: dict, rd: ResultsDir) -> tuple[list[str], list[dict]]:
     """``dynamics_<learner>_<setting>.png`` for every setting.
+
+    Boltzmann-family learners: the field of the learner (`field_title`),
+    each demo run (wide, pale, solid) and the integrated expected dynamics
+    of that learner from the same start (thin, dashed, on top). Epsilon-greedy:
+    no field; the recorded policies as points (the policy jumps between
+    corners, so a line would draw policies no run took), and two rows of the
+    greedy action of each player over the iterations, as steps.
 
     Returns:
         (file names, overlay rows): for each demo start, the largest and the
@@ -684,10 +744,16 @@ def plot_dynamics(cfg: Config, learner: str, results: dict, rd: ResultsDir) -> t
     names, overlay = [], []
     games = [g for g in cfg.games if (g, learner) in results]
     cmap = matplotlib.colormaps["tab10"]
+    jumps = learner == "epsilon_greedy"
+    solid = dict(lw=2.4, alpha=0.45)  # the learner's run: wide and pale, so the dashed curve on top shows
+    dashed = dict(ls=(0, (3, 2)), lw=1.1, alpha=1.0, zorder=3)
     for s, (label, kwargs) in enumerate(cfg.settings(learner)):
-        fig, axes = plt.subplots(1, len(games), figsize=(4.2 * len(games), 4.6), squeeze=False)
+        rows = 3 if jumps else 1
+        fig, axes = plt.subplots(rows, len(games), figsize=(4.2 * len(games), 4.6 + 2.0 * (rows - 1)), squeeze=False,
+                                 gridspec_kw=dict(height_ratios=[2.6] + [1] * (rows - 1)))
         field_kw = _field_kw(kwargs)
-        for ax, name in zip(axes[0], games):
+        for col, name in enumerate(games):
+            ax = axes[0, col]
             game = jaxgames.make(name)
             data = results[(name, learner)]
             demo = data["demo_trajectory"][data["demo_setting"] == s]  # [K, R+1, 2, A]
@@ -701,44 +767,59 @@ def plot_dynamics(cfg: Config, learner: str, results: dict, rd: ResultsDir) -> t
                                     start_policy=" ".join(f"{v:.2f}" for v in demo[k, 0, :, 0]),
                                     max_gap=float(gap[k].max()), final_gap=float(gap[k, -1])))
             if game.shape == (2, 2):
-                if learner != "epsilon_greedy":
+                if not jumps:
                     plots.plot_field_2x2(ax, "q_learning", game.payoffs_np, action_names=game.action_names, **field_kw)
                 else:
                     ax.set_xlim(0, 1), ax.set_ylim(0, 1), ax.set_aspect("equal")
                     ax.set_xlabel(f"player 1: P({game.action_names[0][0]})")
                     ax.set_ylabel(f"player 2: P({game.action_names[1][0]})")
-                plots.plot_trajectories_2x2(ax, demo[:, :, :, 0])
+                plots.plot_trajectories_2x2(ax, demo[:, :, :, 0], points=jumps, **({} if jumps else solid))
                 for k in range(len(xs)):
-                    ax.plot(xs[k, :, 0], ys[k, :, 0], "--", color=cmap(k), lw=1.1, alpha=0.85)
+                    if jumps:  # the expected dynamics jump too: its recorded points, as crosses
+                        ax.plot(ode[k, :, 0, 0], ode[k, :, 1, 0], "x", color=cmap(k), ms=7, mew=1.0, zorder=3)
+                    else:
+                        ax.plot(xs[k, :, 0], ys[k, :, 0], color=cmap(k), **dashed)
                 for kind, prof in targets(game):
                     ax.plot(prof.x[0], prof.y[0], "*" if "nash" in kind else "D",
                             color="crimson" if "nash" in kind else "gold", ms=13 if "nash" in kind else 7,
                             mec="k", mew=0.5, zorder=5, clip_on=False)
             else:
-                if learner != "epsilon_greedy":
+                if not jumps:
                     plots.plot_simplex(ax, "q_learning", game.payoffs_np, action_names=game.action_names[0], **field_kw)
                 else:
                     plots.plot_simplex(ax, "q_learning", game.payoffs_np, grid=0, action_names=game.action_names[0])
-                plots.plot_trajectories_simplex(ax, demo[:, :, 0, :n])
+                plots.plot_trajectories_simplex(ax, demo[:, :, 0, :n], points=jumps, **({} if jumps else solid))
                 for k in range(len(xs)):
-                    xy = plots.simplex_to_xy(xs[k])
-                    ax.plot(xy[:, 0], xy[:, 1], "--", color=cmap(k), lw=1.1, alpha=0.85)
+                    if jumps:
+                        xy = plots.simplex_to_xy(ode[k, :, 0])
+                        ax.plot(xy[:, 0], xy[:, 1], "x", color=cmap(k), ms=7, mew=1.0, zorder=3)
+                    else:
+                        xy = plots.simplex_to_xy(xs[k])
+                        ax.plot(xy[:, 0], xy[:, 1], color=cmap(k), **dashed)
                 for kind, prof in targets(game):
                     if "nash" in kind:
                         xy = plots.simplex_to_xy(prof.x)
                         ax.plot(xy[0], xy[1], "*", color="crimson", ms=13, mec="k", mew=0.5, zorder=5)
             ax.set_title(name.replace("_", " "), fontsize=10)
-        if learner == "epsilon_greedy":
-            field = "no field drawn (the policy jumps with the greedy action; the dynamics live in Q-space)"
-        elif LEARNERS[learner][1]:
-            field = f"FAQ field (beta={cfg.faq_beta}) at tau={field_kw['temperature']}"
+            if jumps:
+                times = np.arange(demo.shape[1]) * cfg.record_every
+                ode_times = np.linspace(0, cfg.num_iterations, xs.shape[1])
+                for player, (row_ax, z) in enumerate(zip(axes[1:, col], (xs, ys))):
+                    for k in range(len(xs)):
+                        _greedy_steps(row_ax, times, np.argmax(demo[k, :, player, :n], -1), ode_times,
+                                      np.argmax(z[k], -1), game.action_names[player], k, cmap(k))
+                    row_ax.set_ylabel(f"player {player + 1}\ngreedy action", fontsize=8)
+                    row_ax.tick_params(labelsize=8)
+                axes[2, col].set_xlabel("iteration", fontsize=8)
+        if jumps:
+            how = (f"points = the run's policy, recorded every {cfg.record_every:,} iterations (no lines: it jumps), "
+                   "crosses = the integrated expected dynamics of this learner at the same times;\nbelow: each "
+                   "player's greedy action over the iterations, run (wide, pale) and expected dynamics (dashed), "
+                   "the four demo starts side by side")
         else:
-            field = f"expected plain Q-learning field on the slice Q = tau ln x at tau={field_kw['temperature']}"
-        fig.suptitle(
-            f"{SHORT[learner]} Q-learning ({label}): {field}\nlearner trajectories (solid, bullet = start, square = end), "
-            f"integrated expected dynamics of this learner (dashed); * Nash, \u25c6 Pareto",
-            fontsize=9,
-        )
+            how = ("learner runs (wide, pale; bullet = start, square = end), integrated expected dynamics of this learner "
+                   "from the same starts (thin, dashed, on top)")
+        fig.suptitle(f"{field_title(cfg, learner, label, kwargs)}\n{how}; * Nash, \u25c6 Pareto", fontsize=9)
         fig.tight_layout()
         fname = f"dynamics_{learner}_{_slug(label)}.png"
         rd.save_figure(fig, fname, dpi=110, bbox_inches="tight")
@@ -748,14 +829,21 @@ def plot_dynamics(cfg: Config, learner: str, results: dict, rd: ResultsDir) -> t
 
 
 def plot_basins(cfg: Config, learner: str, results: dict, classes: dict, rd: ResultsDir) -> str | None:
-    """``basins_<learner>.png``: each start of the 2x2 grid coloured by the outcome most of its seeds reached."""
+    """``basins_<learner>.png``: each start coloured by the outcome most of its seeds reached.
+
+    2x2 games: the grid of starts as cells of the unit square. 3-action games
+    (random symmetric starts, not a grid): one dot per start on the simplex
+    of player 1's starting policy (player 2 starts at the same policy).
+    """
+    from jaxgames.dynamics import plots
+
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     from matplotlib.patches import Patch
 
-    games = [g for g in cfg.games if (g, learner) in results and jaxgames.make(g).shape == (2, 2)]
+    games = [g for g in cfg.games if (g, learner) in results]
     if not games:
         return None
     settings = cfg.settings(learner)
@@ -768,31 +856,51 @@ def plot_basins(cfg: Config, learner: str, results: dict, classes: dict, rd: Res
         game = jaxgames.make(name)
         cls = classes[(name, learner)]
         tl_ = targets(game)
-        colours = {k: palette[k % len(palette)] for k in range(len(tl_))}
+        # More targets than the palette (biased RPS: 10): tab10 without orange and grey (cycling, not converged),
+        # then dark tab20b colours; no pale colours, which would read as "seeds disagree".
+        pal = palette if len(tl_) <= len(palette) else (
+            [c for i, c in enumerate(matplotlib.colormaps["tab10"].colors) if i not in (1, 7)]
+            + [matplotlib.colormaps["tab20b"].colors[i] for i in (0, 4, 8, 12, 16)])
+        colours = {k: pal[k % len(pal)] for k in range(len(tl_))}
         colours[-1], colours[-2] = "#9a9a9a", "#ff7f0e"  # not converged, cycling
+        square = game.shape == (2, 2)
+        data = results[(name, learner)]
+        start_policy = data["initial_policy"][~data["is_demo"]]  # [R, 2, A], in the order of cls["start"]
+        seen = set()
         for s, (label, _) in enumerate(settings):
             ax = axes[s, col]
             sel = cls["setting"] == s
             code = np.where(cls["cycling"], -2, cls["outcome"])
-            for i in range(cfg.start_grid * cfg.start_grid):
+            if not square:
+                plots.plot_simplex(ax, "q_learning", game.payoffs_np, grid=0, action_names=game.action_names[0])
+            for i in np.unique(cls["start"][sel]):
                 vals = code[sel & (cls["start"] == i)]
-                if not len(vals):
-                    continue
                 uniq, counts = np.unique(vals, return_counts=True)
-                top = uniq[np.argmax(counts)]
+                top = int(uniq[np.argmax(counts)])
+                seen.add(top)
                 share = counts.max() / len(vals)
-                px, py = edges[i // cfg.start_grid], edges[i % cfg.start_grid]
-                ax.add_patch(plt.Rectangle((px - half, py - half), 2 * half, 2 * half, color=colours[int(top)],
-                                           alpha=0.35 + 0.65 * share, lw=0))
-            ax.set_xlim(0.1 - half, 0.9 + half), ax.set_ylim(0.1 - half, 0.9 + half), ax.set_aspect("equal")
-            ax.set_title(f"{name.replace('_', ' ')}\n{label}", fontsize=8)
-            ax.set_xlabel(f"P1 start P({game.action_names[0][0]})", fontsize=8)
-            ax.set_ylabel(f"P2 start P({game.action_names[1][0]})", fontsize=8)
-        handles = [Patch(color=colours[k], label=f"{target_label(game, p)}") for k, (_, p) in enumerate(tl_)]
-        handles += [Patch(color=colours[-1], label="not converged"), Patch(color=colours[-2], label="cycling")]
+                if square:
+                    px, py = edges[i // cfg.start_grid], edges[i % cfg.start_grid]
+                    ax.add_patch(plt.Rectangle((px - half, py - half), 2 * half, 2 * half, color=colours[top],
+                                               alpha=0.35 + 0.65 * share, lw=0))
+                else:
+                    xy = plots.simplex_to_xy(start_policy[np.flatnonzero(sel & (cls["start"] == i))[0], 0, :3])
+                    ax.plot(xy[0], xy[1], "o", color=colours[top], alpha=0.35 + 0.65 * share, ms=7, mec="none")
+            if square:
+                lim = (max(0.0, 0.1 - half), min(1.0, 0.9 + half))  # probabilities: cells clipped to [0, 1]
+                ax.set_xlim(*lim), ax.set_ylim(*lim), ax.set_aspect("equal")
+                ax.set_xlabel(f"P1 start P({game.action_names[0][0]})", fontsize=8)
+                ax.set_ylabel(f"P2 start P({game.action_names[1][0]})", fontsize=8)
+            ax.set_title(f"{name.replace('_', ' ')}" + ("" if square else " (dot = a start, both players)")
+                         + f"\n{label}", fontsize=8)
+        handles = [Patch(color=colours[k], label=f"{target_label(game, p)}") for k, (_, p) in enumerate(tl_)
+                   if square or k in seen]
+        handles += [Patch(color=colours[c], label=t) for c, t in ((-1, "not converged"), (-2, "cycling"))
+                    if square or c in seen]
         axes[-1, col].legend(handles=handles, fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.25), ncol=2)
-    fig.suptitle(f"{SHORT[learner]}: basins of attraction (colour = outcome of most seeds from that start; "
-                 "paler = seeds disagree)", fontsize=9)
+    fig.suptitle(f"{SHORT[learner]} Q-learning: basins of attraction (colour = outcome of most random seeds from "
+                 "that start; paler = seeds disagree)" + ("; eps-greedy outcomes as played, with exploration"
+                                                          if learner == "epsilon_greedy" else ""), fontsize=9)
     fig.tight_layout(rect=(0, 0, 1, 0.96))
     fname = f"basins_{learner}.png"
     rd.save_figure(fig, fname, dpi=110, bbox_inches="tight")
@@ -820,6 +928,7 @@ def plot_empirical_fields(cfg: Config, rd: ResultsDir, key) -> str | None:
     ps = np.linspace(0.1, 0.9, cfg.empirical_grid)
     px, py = np.meshgrid(ps, ps, indexing="ij")
     points = np.stack([np.stack([px.ravel(), 1 - px.ravel()], -1), np.stack([py.ravel(), 1 - py.ravel()], -1)], 1)
+    length = 0.85 * (0.8 / (cfg.empirical_grid - 1) if cfg.empirical_grid > 1 else 0.4)  # the fastest: 85% of a cell
     fig, axes = plt.subplots(len(learners), len(games), figsize=(3.8 * len(games), 3.9 * len(learners)), squeeze=False)
     for r, learner in enumerate(learners):
         label, kwargs = cfg.settings(learner)[0]
@@ -834,19 +943,24 @@ def plot_empirical_fields(cfg: Config, rd: ResultsDir, key) -> str | None:
                                             jax.random.fold_in(key, 100 * r + c), horizon=cfg.empirical_horizon,
                                             runs_per_point=cfg.empirical_runs, max_leniency=max(cfg.leniencies))
             theory = _theory_at(game, points, fkw)
-            plots.plot_field_2x2(ax, "q_learning", game.payoffs_np, action_names=game.action_names, **fkw)
-            scale = float(np.max(np.hypot(theory[:, 0], theory[:, 1]))) / 0.08 or 1.0
-            plots.plot_arrows_2x2(ax, points[:, :, 0], theory, color="tab:blue", scale=scale, label="theory")
-            plots.plot_arrows_2x2(ax, points[:, :, 0], emp.velocity[:, :, 0], color="crimson", scale=scale,
-                                  label="measured")
+            plots.plot_field_2x2(ax, "q_learning", game.payoffs_np, action_names=game.action_names, color="0.6",
+                                 linewidth=0.7, density=0.8, **fkw)
+            # One scale per panel for both arrows; length ~ sqrt(speed), so slow arrows stay visible.
+            arrows = dict(scale=float(np.max(np.hypot(theory[:, 0], theory[:, 1]))) or 1.0, length=length, power=0.5)
+            plots.plot_arrows_2x2(ax, points[:, :, 0], theory, color="tab:blue", label="expected", width=0.014,
+                                  **arrows)
+            plots.plot_arrows_2x2(ax, points[:, :, 0], emp.velocity[:, :, 0], color="crimson", label="measured",
+                                  width=0.006, zorder=5, **arrows)
             kappa_txt = f", kappa={kwargs['leniency']}" if "leniency" in kwargs and LEARNERS[learner][0] != "boltzmann" else ""
-            ax.set_title(f"{SHORT[learner]} (tau={fkw['temperature']} const{kappa_txt})\n{name.replace('_', ' ')}",
-                         fontsize=8)
+            ax.set_title(f"{SHORT[learner]} Q-learning (tau={fkw['temperature']} const{kappa_txt})\n"
+                         f"{name.replace('_', ' ')}", fontsize=8)
             if r == 0 and c == 0:
-                ax.legend(fontsize=7, loc="lower left")
-    fig.suptitle(f"Measured mean flow ({cfg.empirical_runs} runs x {cfg.empirical_horizon} iterations per point, red) "
-                 "against the expected dynamics (blue; streamlines: the same field)", fontsize=9)
-    fig.tight_layout()
+                ax.legend(fontsize=7, loc="lower left", framealpha=0.9)
+    fig.suptitle(f"Measured mean flow of each learner (red, thin: {cfg.empirical_runs} runs x {cfg.empirical_horizon} "
+                 "iterations from each point) against the expected dynamics of the same learner (blue, wide; grey "
+                 "streamlines: the same field)\narrow length ~ sqrt(speed), one scale per panel for both colours; "
+                 "constant tau, on the slice Q = tau ln x", fontsize=9)
+    fig.tight_layout(rect=(0, 0, 1, 0.985))  # room for the two-line title
     fname = "empirical_fields.png"
     rd.save_figure(fig, fname, dpi=110, bbox_inches="tight")
     plt.close(fig)
@@ -886,7 +1000,7 @@ def overlay_summary(cfg: Config, overlay: list[dict]) -> list[str]:
 
 
 def agreement_summary(cfg: Config, rows: list[dict]) -> list[str]:
-    """One line per (game, target) the seed makes claims on: which learners agree, with our fractions."""
+    """One line per (game, target) El Kaddouri et al. make claims on: which learners agree, with our fractions."""
     lines = []
     for game in cfg.games:
         targets_seen = []
@@ -900,7 +1014,7 @@ def agreement_summary(cfg: Config, rows: list[dict]) -> list[str]:
                 if not rs or rs[0]["seed_claim"] == "-":
                     continue
                 ok = all(r["agrees"] == "yes" for r in rs)
-                parts.append(f"{SHORT[lr]} seed {rs[0]['seed_claim']}, ours {'/'.join(r['verdict'] for r in rs)} "
+                parts.append(f"{SHORT[lr]} report {rs[0]['seed_claim']}, ours {'/'.join(r['verdict'] for r in rs)} "
                              f"({_cell(rs)}){'' if ok else ' **disagrees**'}")
             lines.append(f"- {game} {t}: " + "; ".join(parts))
     return lines
@@ -921,7 +1035,8 @@ def _perturbed_rest_point(row: dict) -> bool:
 
 
 def other_findings(cfg: Config, rows: list[dict]) -> list[str]:
-    """Findings the seed's tables have no row for: exploration-perturbed rest points, orbits around mixed equilibria."""
+    """Findings El Kaddouri et al.'s tables have no row for: exploration-perturbed rest points, orbits around mixed
+    equilibria."""
     lines = []
     for r in rows:
         if not (r["learner"] == "epsilon_greedy" and r["verdict"] == "Yes" and r["target_kind"] == "pareto"):
@@ -956,26 +1071,161 @@ def other_findings(cfg: Config, rows: list[dict]) -> list[str]:
     return lines or ["- None."]
 
 
-def write_report(cfg: Config, rows: list[dict], figures: dict, rd: ResultsDir, seconds: float,
+def disagreement_count(rows: list[dict]) -> tuple[int, int]:
+    """(disagreeing, compared): verdicts that differ from El Kaddouri et al.'s, of those they make a claim on."""
+    compared = [r for r in rows if r["agrees"] != "-"]
+    return sum(r["agrees"] == "no" for r in compared), len(compared)
+
+
+def _pct(v: float) -> str:
+    return f"{100 * float(v):.0f}%"
+
+
+def _row(rows: list[dict], **match) -> dict | None:
+    found = [r for r in rows if all(r[k] == v for k, v in match.items())]
+    return found[0] if found else None
+
+
+def _same_end(overlay: list[dict], game: str, learner: str, setting: str) -> str:
+    rs = [r for r in overlay if r["game"] == game and r["learner"] == learner and r["setting"] == setting]
+    return f"{sum(r['final_gap'] < 0.1 for r in rs)} of {len(rs)}"
+
+
+def surprises(cfg: Config, rows: list[dict], overlay: list[dict]) -> list[str]:
+    """Results a reader would not expect, each with the numbers of this run's ``convergence.csv``.
+
+    Two kinds, found in the table (nothing here is a fixed percentage):
+    Boltzmann-family settings where most runs (>= 50%) converge nowhere, and
+    Boltzmann-family verdicts Yes at a pure outcome that is no Nash
+    equilibrium (e.g. lenient learners at (R, R) in biased RPS).
+    """
+    lines = []
+    boltz = [lr for lr in cfg.learners if lr != "epsilon_greedy"]
+    for game_name in cfg.games:
+        game = jaxgames.make(game_name)
+        nash = [p for k, p in targets(game) if "nash" in k]
+        for learner in boltz:
+            for label, _ in cfg.settings(learner):
+                nc = _row(rows, game=game_name, learner=learner, setting=label, target=NOT_CONVERGED)
+                if nc is None or nc["fraction"] < 0.5:
+                    continue
+                stalled = nc["fraction"] - nc["cycling"] - nc["moving"]
+                near = [r for r in rows if r["game"] == game_name and r["learner"] == learner and r["setting"] == label
+                        and r["target"] != NOT_CONVERGED and r["time_avg_fraction"] > 0]
+                avg = ("; the time-averaged policy over the final window is within " f"{cfg.tolerance} of "
+                       + ", ".join(f"{r['target']} in {_pct(r['time_avg_fraction'])}" for r in near)
+                       if near else f"; not even the time-averaged policy over the final window is within "
+                       f"{cfg.tolerance} of any target")
+                text = (f"- **{game_name}, {SHORT[learner]} {label}: {_pct(nc['fraction'])} of the runs converge "
+                        f"nowhere** ({_pct(nc['cycling'])} cycling, {_pct(nc['moving'])} moving, {_pct(stalled)} "
+                        f"stalled){avg}. Mean time-averaged row policy of those runs: ({nc['mean_time_avg_x']}) over "
+                        f"{game.action_names[0]}. The integrated expected dynamics end where the demo run ends for "
+                        f"{_same_end(overlay, game_name, learner, label)} demo starts (dynamics_{learner}_"
+                        f"{_slug(label)}.png)" + (", so this is the learner's expected behaviour, not sampling noise."
+                                                  if _same_end(overlay, game_name, learner, label).split()[0]
+                                                  == _same_end(overlay, game_name, learner, label).split()[-1]
+                                                  else "; single runs carry noise near a separatrix."))
+                if len(nash) == 1 and nash[0].is_pure():
+                    faq = _row(rows, game=game_name, learner="faq_" + learner, setting=label,
+                               target=target_label(game, nash[0]))
+                    text += (f" {target_label(game, nash[0])} is the only Nash equilibrium. A reading of the expected "
+                             "dynamics, E[dQ_i] = alpha x_i / kappa (u_i - Q_i): the Q-value of an action that is "
+                             "rarely played moves slowly, so after one player has defected the other's Q-value of "
+                             "the abandoned action keeps the value it learned earlier (for a lenient learner the best "
+                             "of kappa rewards) while the Q-value of the played action falls; the abandoned action "
+                             "comes back for a while (in the figure: one player's probability rises along an axis "
+                             f"and returns late), and the final {max(1, cfg.num_iterations // 10):,} iterations "
+                             "catch it on the way back.")
+                    if faq is not None:
+                        text += (f" The frequency-adjusted variant ({SHORT['faq_' + learner]}, same setting), whose "
+                                 f"rates are min(x_i, beta), converges there in {_pct(faq['fraction'])} of its runs.")
+                elif nash and not any(p.is_pure() for p in nash):
+                    eq = nash[0].x
+                    tavg = np.array([float(v) for v in str(nc["mean_time_avg_x"]).split()]) if nc["mean_time_avg_x"] \
+                        else None
+                    text += (" The only Nash equilibrium is mixed, x* = (" + ", ".join(f"{v:.4g}" for v in eq) + ")")
+                    if tavg is not None and len(tavg) == len(eq):
+                        text += f"; the mean time-averaged policy is {np.abs(tavg - eq).max():.2f} (max-abs) from it"
+                    if LEARNERS[learner][1] and stalled >= 0.5:
+                        text += (f". For scale: FAQ caps every action's expected rate at alpha beta = "
+                                 f"{cfg.learning_rate * cfg.faq_beta:.3g} per iteration (a time constant of "
+                                 f"{1 / (cfg.learning_rate * cfg.faq_beta):,.0f} iterations; the final window is "
+                                 f"{max(1, cfg.num_iterations // 10):,}), so a run that still drifts moves little within "
+                                 f"the window: {_pct(stalled)} are 'stalled' (not converged, range below "
+                                 f"{cfg.cycling_range} over the window) away from every target, i.e. still on their way, "
+                                 "not at a rest point we can name")
+                    text += "."
+                lines.append(text)
+    for r in rows:
+        if not (r["learner"] != "epsilon_greedy" and r["verdict"] == "Yes" and "nash" not in r["target_kind"]):
+            continue
+        game = jaxgames.make(r["game"])
+        a, b = game.payoffs_np.astype(np.float64)
+        (i,) = [k for k, v in enumerate(r["x"].split()) if float(v) == 1.0]
+        (j,) = [k for k, v in enumerate(r["y"].split()) if float(v) == 1.0]
+        if a[:, j].max() > a[i, j]:  # the row player gains by deviating
+            who, br, mine, other, gain, now = 1, int(np.argmax(a[:, j])), i, game.action_names[1][j], a[:, j], a[i, j]
+            names = game.action_names[0]
+        else:
+            who, br, mine, other, gain, now = 2, int(np.argmax(b[i])), j, game.action_names[0][i], b[i], b[i, j]
+            names = game.action_names[1]
+        why = "Pareto optimal only because the game is zero-sum" if np.allclose(a + b, 0) else "Pareto optimal"
+        text = (f"- **{r['game']}, {SHORT[r['learner']]} {r['setting']}: {_pct(r['fraction'])} of the runs settle on "
+                f"{r['target']}, which is no Nash equilibrium** (a pure outcome, {why}): against {other}, player "
+                f"{who}'s {names[br]} earns {gain[br]:.4g} and {names[mine]} {now:.4g}. Runs can stay there because tau "
+                f"anneals to {cfg.temperature_end}: the Q-value of the better reply, almost never played, is updated "
+                "at a rate proportional to its probability (E[dQ_i] = alpha min(x_i, beta) / kappa (u_i - Q_i)) and "
+                "does not catch up before the policy is frozen.")
+        nash = [p for k, p in targets(game) if "nash" in k]
+        if "leniency" in dict(cfg.settings(r["learner"])).get(r["setting"], {}) and nash and not nash[0].is_pure():
+            kappa = dict(cfg.settings(r["learner"]))[r["setting"]]["leniency"]
+            u = np.asarray(fields.lenient_utility(jnp.asarray(a, jnp.float32), jnp.asarray(nash[0].y, jnp.float32),
+                                                  kappa))
+            text += (f" Why there: at the mixed equilibrium the lenient utilities (the best of kappa = {kappa} rewards) "
+                     "are " + ", ".join(f"{n}: {v:.3g}" for n, v in zip(game.action_names[0], u))
+                     + f" (the plain expected payoffs are all equal there), so leniency pulls both players towards "
+                     f"{game.action_names[0][int(np.argmax(u))]}, the action whose best reward is the largest.")
+        lines.append(text)
+    return lines or ["- None found in this run's table (no Boltzmann-family setting with most runs converging "
+                     "nowhere, no Yes at a non-equilibrium outcome)."]
+
+
+def write_report(cfg: Config, rows: list[dict], figures: dict, rd: ResultsDir, timing: dict,
                  overlay: list[dict]) -> None:
-    """``README.md`` of the results folder: what to open first."""
-    seed_rows = [r for r in rows if r["agrees"] != "-"]
-    agree = sum(r["agrees"] == "yes" for r in seed_rows)
+    """``README.md`` of the results folder: what to open first.
+
+    Args:
+        timing: ``wall`` (s, this call), ``this_call_runs`` (s, of it loading or computing the runs), ``runs``
+            (s, the learner runs' own compute time, summed over the cached pieces, reused or not), ``pieces``,
+            ``reused`` (pieces from the cache) and ``reused_runs`` (the runs they hold, demo runs included).
+    """
+    disagree, compared = disagreement_count(rows)
     kappas = sorted(set(cfg.leniencies) | {5})
     pd_eps = [r for r in rows if r["game"] == "prisoners_dilemma" and r["learner"] == "epsilon_greedy"
               and r["target"] == NOT_CONVERGED]
+    starts = cfg.start_grid * cfg.start_grid
+    resumed = (f"; it reused {timing['reused_runs']} cached runs ({timing['reused']} of the {timing['pieces']} "
+               "game x learner pieces) from an earlier call" if timing["reused"] else "")
     lines = [
-        "# Independent learners in the seed's matrix games (seed 000, section 3)",
+        "# Independent learners in the matrix games of El Kaddouri et al. (section 3)",
+        "",
+        f"Source: {SOURCE}, section 3 (tables 1-2, figure 1).",
         "",
         f"Made by `python experiments/matrix_dynamics.py` with `config.json` ({'full' if cfg.full else 'small default'} "
-        f"sweep; {seconds:.0f} s). Read in this order:",
+        f"sweep). Compute time of these results: {timing['runs']:.0f} s of learner runs (each piece's own time, "
+        f"stored with it) plus {timing['wall'] - timing['this_call_runs']:.0f} s of tables, figures and measured "
+        f"fields (this call: {timing['wall']:.0f} s wall{resumed}). Each setting runs {starts} starts x "
+        f"{cfg.seeds} random seeds = {starts * cfg.seeds} sweep runs, counted in the tables, plus 4 demo runs (the "
+        f"trajectories drawn in the dynamics figures, not counted): the progress bars count both "
+        f"({starts * cfg.seeds + 4} per setting). Read in this order:",
         "",
-        "1. this page: settings, what reproduced, the disagreements and their causes;",
-        "2. [`convergence.md`](convergence.md): the seed's tables 1-2 with our fractions and verdicts, then every "
+        "1. this page: settings, what reproduced, the disagreements and their causes, the surprising results;",
+        "2. [`convergence.md`](convergence.md): El Kaddouri et al.'s tables 1-2 with our fractions and verdicts, then every "
         "setting ([`convergence.csv`](convergence.csv): one row per game, learner, setting and target);",
         "3. the dynamics figures, one per learner and setting: "
         + ", ".join(f"[`{f}`]({f})" for f in figures["dynamics"]) + ";",
-        "4. basins of attraction: " + ", ".join(f"[`{f}`]({f})" for f in figures["basins"]) + ";",
+        "4. basins of attraction (2x2 games: the grid of starts; biased RPS: its random starts as dots on the simplex, "
+        "since they form no grid): " + ", ".join(f"[`{f}`]({f})" for f in figures["basins"]) + ";",
     ]
     if figures.get("empirical"):
         lines.append(f"5. [`{figures['empirical']}`]({figures['empirical']}): the learners' measured flow against "
@@ -994,16 +1244,23 @@ def write_report(cfg: Config, rows: list[dict], figures: dict, rd: ResultsDir, s
         "Dashed curves are the expected dynamics of the learner that ran, E[dQ_i] = alpha min(x_i, beta) / kappa "
         "(u_i - Q_i) (beta = 1 for plain learners, u_i the lenient utility for lenient ones), integrated in Q-space "
         "with the learner's own temperature schedule (`jaxgames.dynamics.fields.integrate_q`; tested against the mean "
-        "of 256 learner runs in `tests/test_dynamics.py`). The background field of plain learners is drawn on the "
-        "slice Q = tau ln x (the Q-values the runs start from): with unequal rates the policy flow of plain "
-        "Q-learning depends on the Q-values, not only on the policy. Epsilon-greedy panels draw no field: the policy "
-        "is a step function of Q (Gomes & Kowalczyk 2009), so a policy-space field does not exist; their dashed "
-        "curves integrate the same Q-dynamics with the epsilon-greedy policy.",
+        "of 256 learner runs in `tests/test_dynamics.py`); they are drawn thin and on top of the learner's run (wide, "
+        "pale), so both stay visible where they coincide. The background field is the expected dynamics of the "
+        "learner that ran (its kappa and beta included; each figure's title names it) at the start temperature, "
+        "drawn on the slice Q = tau ln x (the Q-values the runs start from): with unequal rates the policy flow "
+        "depends on the Q-values, not only on the policy; the runs then anneal tau, so late in a run the flow is "
+        "that of a colder field. Epsilon-greedy panels draw no field: the policy is a step function of Q (Gomes & "
+        "Kowalczyk 2009), so a policy-space field does not exist. Their runs jump between the corner policies "
+        "(1 - eps) greedy + eps uniform, so they are drawn as the recorded points (crosses: the expected dynamics, "
+        "the same Q-dynamics integrated with the epsilon-greedy policy), with each player's greedy action over the "
+        "iterations as steps below: a line between two corners would draw policies no run took.",
         "",
         "## What reproduced",
         "",
-        f"{agree} of {len(seed_rows)} (game, seed learner, setting, target) verdicts agree with the seed's tables 1-2. "
-        "See `convergence.md` for each one. Per seed claim (all settings of a learner agreeing counts as agree):",
+        f"**{disagree} of {compared}** (game, learner, setting, target) verdicts disagree with El Kaddouri et al.'s "
+        f"tables 1-2 ({compared - disagree} agree; a row of `convergence.csv` with `agrees` = no each). They fall into "
+        f"{len(discussion_groups(rows))} groups, discussed under \"Disagreements and their causes\" below. See "
+        "`convergence.md` for each one. Per claim of the report (all settings of a learner agreeing counts as agree):",
         "",
         *agreement_summary(cfg, rows),
         "",
@@ -1023,29 +1280,36 @@ def write_report(cfg: Config, rows: list[dict], figures: dict, rd: ResultsDir, s
         "",
         *overlay_summary(cfg, overlay),
         "",
+        "## Surprising results",
+        "",
+        *surprises(cfg, rows, overlay),
+        "",
         "## Other findings",
         "",
         *other_findings(cfg, rows),
         "",
         "## Disagreements and their causes",
         "",
+        f"{disagree} of {compared} verdicts, in {len(discussion_groups(rows))} groups (one per game, learner and target; "
+        "the verdicts of a group are its settings):",
+        "",
         *discussion(cfg, rows),
         "",
-        "## The seed's '1/4 chance' (section 3.2.1)",
+        "## The report's '1/4 chance' (section 3.2.1)",
         "",
-        "The seed says that with two actions per agent there is a 1/4 chance of obtaining the highest reward for each "
+        "El Kaddouri et al. say that with two actions per agent there is a 1/4 chance of obtaining the highest reward for each "
         "action if the other agent plays uniformly. Each reward an action receives is one draw from two equally likely "
         "outcomes, so one draw has chance 1/2 of being the highest; the lenient learner keeps the best of kappa draws, "
         "which is the highest with chance 1 - (1/2)^kappa: "
         + ", ".join(f"kappa = {k}: {1 - 0.5 ** k:.4g}" for k in kappas)
         + ". 1/4 is the chance that BOTH players' single draws are their best (1/2 x 1/2), not a per-action chance.",
         "",
-        "## Seed errata followed as computed",
+        "## Errata in the report, followed as computed",
         "",
-        "- Subsidy game: the printed table contradicts the seed's own equilibria; we use [[12, 0], [11, 10]] (row), "
+        "- Subsidy game: the printed table contradicts the report's own equilibria; we use [[12, 0], [11, 10]] (row), "
         "whose equilibria are (S1, S1), (S2, S2) and (10/11, 10/11).",
         "- Biased RPS: the equilibrium is (1/16, 10/16, 5/16) for (R, P, S), not (10/16, 5/16, 1/16); every pure "
-        "outcome of a zero-sum game is Pareto optimal, the seed's Pareto row lists the mixed equilibrium.",
+        "outcome of a zero-sum game is Pareto optimal, the report's Pareto row lists the mixed equilibrium.",
         "- Prisoner's dilemma: (C, D) and (D, C) are Pareto optimal too.",
         "",
     ]
@@ -1058,6 +1322,7 @@ def run(cfg: Config, argv=()) -> pathlib.Path:
         key = jax.random.key(0)
         results, classes, rows = {}, {}, []
         t0 = time.time()
+        timing = dict(runs=0.0, reused=0, reused_runs=0, pieces=0)
         from tqdm.auto import tqdm
 
         pairs = [(g, lr) for g in cfg.games for lr in cfg.learners]
@@ -1065,9 +1330,14 @@ def run(cfg: Config, argv=()) -> pathlib.Path:
             game = jaxgames.make(name)
             pair_key = jax.random.fold_in(key, zlib.crc32(f"{name}/{learner}".encode()) & 0x7FFFFFFF)
             data = run_game_learner(cfg, game, learner, rd, pair_key)
+            timing["runs"] += float(data["compute_seconds"])
+            timing["reused"] += bool(data["reused"])
+            timing["reused_runs"] += len(data["final_policy"]) if bool(data["reused"]) else 0
+            timing["pieces"] += 1
             results[(name, learner)] = data
             classes[(name, learner)] = classify_runs(cfg, game, learner, data)
             rows += convergence_rows(cfg, game, learner, data, classes[(name, learner)])
+        timing["this_call_runs"] = time.time() - t0  # loading or computing the pieces
         write_tables(cfg, rows, rd)
         figures = {"dynamics": [], "basins": []}
         overlay = []
@@ -1080,7 +1350,8 @@ def run(cfg: Config, argv=()) -> pathlib.Path:
                 figures["basins"].append(b)
         figures["empirical"] = plot_empirical_fields(cfg, rd, jax.random.fold_in(key, 999))
         rd.write_csv("overlay_check.csv", overlay)
-        write_report(cfg, rows, figures, rd, time.time() - t0, overlay)
+        timing["wall"] = time.time() - t0
+        write_report(cfg, rows, figures, rd, timing, overlay)
     out = rd.path
     print(f"done in {time.time() - t0:.0f} s; results in {out}/ (README.md, convergence.md/.csv, dynamics_*.png, "
           "basins_*.png, empirical_fields.png)")

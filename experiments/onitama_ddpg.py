@@ -188,12 +188,14 @@ def plot(cfg: D.DDPGConfig, curves: list, episodes: list):
 def run(config: Config, argv=()) -> dict:
     """Trains (or resumes), writes every output; returns ``{"summary": rows, "seconds": float}``."""
     cfg = config.learner
+    with experiment.up_front():  # every check before the folder is claimed
+        learner = D.DDPGLearner(cfg)
     start = time.time()
     with ResultsDir(config.out, config, overwrite=config.overwrite, neutral=NEUTRAL) as rd:
         def store(done, metrics, result):  # before the chunk's checkpoint: every checkpointed chunk has its records
             rd.save_npz(f"metrics_upto_{done:09d}.npz", jax.tree.map(np.asarray, metrics["records"]._asdict()))
 
-        state = loop.train(D.DDPGLearner(cfg), num_iterations=config.iterations, key=jax.random.key(config.seed),
+        state = loop.train(learner, num_iterations=config.iterations, key=jax.random.key(config.seed),
                            checkpoint_dir=rd.path / "checkpoints", callback=store, progress=config.progress,
                            progress_keys=("valid_rate", "actor_loss", "depth"), overwrite=config.overwrite,
                            neutral=("num_iterations", "chunk")).state

@@ -59,6 +59,7 @@ from __future__ import annotations
 import dataclasses
 import pathlib
 import time
+from typing import Sequence
 
 import jax
 import numpy as np
@@ -123,7 +124,7 @@ class Config:
         checks.positive_int("checkpoint_every", self.checkpoint_every)
         if checks.non_negative_int("baseline_games", self.baseline_games) % 4:
             raise ValueError(f"baseline_games must be a multiple of 4 (every seat equally often), >= 0; got {self.baseline_games}")
-        checks.positive_int("baseline_max_turns", self.baseline_max_turns)
+        checks.integer("baseline_max_turns", self.baseline_max_turns, 1, 2**30)  # the game's range (`Battlesnake`)
         checks.non_negative_int("gif_turns", self.gif_turns)
         checks.choice("ship", self.ship, SHIP)
         if self.ship != "none" and self.learner.num_snakes != 4:
@@ -204,8 +205,9 @@ def _figure(title: str, ylabel: str):
     return fig, ax
 
 
-def write_figures(rd: ResultsDir, history: list, evaluations: list) -> None:
-    """The seed's figures 4-10 from the per-generation rows (module docstring)."""
+def write_figures(rd: ResultsDir, history: list, evaluations: list) -> list[str]:
+    """The seed's figures 4-10 from the per-generation rows (module docstring); returns the names written."""
+    written = []
     if history:
         g = np.array([r["generation"] for r in history])
         fig, ax = _figure("Cause of death (self-play, seed fig. 4)", "share of deaths")
@@ -219,6 +221,7 @@ def write_figures(rd: ResultsDir, history: list, evaluations: list) -> None:
         ax.set_ylim(0, 1)
         ax.legend(fontsize=7, ncol=3)
         rd.save_figure(fig, "deaths.png", dpi=110, bbox_inches="tight")
+        written.append("deaths.png")
 
         fig, ax = _figure("Food eaten and game length (self-play, seed fig. 5)", "food eaten per game")
         ax.plot(g, [r["food_per_game"] for r in history], "o-", label="food per game")
@@ -228,14 +231,17 @@ def write_figures(rd: ResultsDir, history: list, evaluations: list) -> None:
         ax.legend(loc="upper left", fontsize=7)
         ax2.legend(loc="lower right", fontsize=7)
         rd.save_figure(fig, "food_length.png", dpi=110, bbox_inches="tight")
+        written.append("food_length.png")
 
         fig, ax = _figure("Heads hunted (self-play, seed fig. 10)", "per game")
         ax.plot(g, [r["heads_hunted_per_game"] for r in history], "o-")
         rd.save_figure(fig, "heads_hunted.png", dpi=110, bbox_inches="tight")
+        written.append("heads_hunted.png")
 
         fig, ax = _figure("Collisions: wall, own body, other body (self-play, seed fig. 9)", "per game")
         ax.plot(g, [r["collisions_per_game"] for r in history], "o-")
         rd.save_figure(fig, "collisions.png", dpi=110, bbox_inches="tight")
+        written.append("collisions.png")
     played = [r for r in history if r.get("opponent_games")]
     if played:
         g = np.array([r["generation"] for r in played])
@@ -249,6 +255,7 @@ def write_figures(rd: ResultsDir, history: list, evaluations: list) -> None:
         ax.set_ylim(0, 1)
         ax.legend(fontsize=7)
         rd.save_figure(fig, "opponents.png", dpi=110, bbox_inches="tight")
+        written.append("opponents.png")
     if evaluations:
         e = np.array([r["generation"] for r in evaluations])
         fig, ax = _figure(f"Win rate against generation {evaluations[0]['reference_generation']} (seed fig. 6)", "win rate")
@@ -259,6 +266,8 @@ def write_figures(rd: ResultsDir, history: list, evaluations: list) -> None:
         ax.set_ylim(0, 1)
         ax.legend(fontsize=7)
         rd.save_figure(fig, "win_rate.png", dpi=110, bbox_inches="tight")
+        written.append("win_rate.png")
+    return written
 
 
 # ----------------------------------------------------------------------------- README
@@ -386,7 +395,9 @@ _EVALUATION_COLUMNS = {"generation": "gen", "team_win_rate": "2v2 win rate", "so
 """The README's table against the reference generation: column -> header."""
 
 
-def write_readme(rd: ResultsDir, config: Config, result: loop.TrainResult, baselines: list, seconds: float, argv) -> str:
+def write_readme(rd: ResultsDir, config: Config, result: loop.TrainResult, baselines: list, seconds: float, argv,
+                 figures: Sequence[str] = ()) -> str:
+    """``README.md``; ``figures``: the figure and GIF files this call wrote (only those are linked)."""
     h, lc = result.history, config.learner
     evaluations = reference_rows(result)
     accepted = sum(r["accepted"] for r in h)
@@ -439,11 +450,12 @@ def write_readme(rd: ResultsDir, config: Config, result: loop.TrainResult, basel
                   markdown_table(evaluations, list(_EVALUATION_COLUMNS),
                                  formats=dict(zip(_EVALUATION_COLUMNS, ("", ".3f", ".3f", ".1f", ".2f", ".2f", ".2f"))),
                                  headers=_EVALUATION_COLUMNS)]
-    lines += ["", "Figures: [deaths.png](deaths.png), [food_length.png](food_length.png), [heads_hunted.png](heads_hunted.png), "
-              "[collisions.png](collisions.png), [win_rate.png](win_rate.png)"
-              + (", [opponents.png](opponents.png)" if any(r.get("opponent_games") for r in h) else "")
-              + "; a game of the final snake (red) against three "
-              "heuristic snakes: [game.gif](game.gif).", ""]
+    pngs = [f"[{n}]({n})" for n in figures if n.endswith(".png")]
+    if pngs:
+        lines += ["", "Figures: " + ", ".join(pngs) + "."]
+    if "game.gif" in figures:
+        lines += ["", "A game of the final snake (red) against three heuristic snakes: [game.gif](game.gif)."]
+    lines.append("")
     text = "\n".join(lines)
     rd.write_text("README.md", text)
     return text
@@ -454,16 +466,17 @@ def run(config: Config, argv=()) -> dict:
     """Trains (resuming), evaluates, writes every output into ``config.out``; returns a summary dict.
 
     Raises:
-        ValueError: settings that do not fit in memory, a checkpoint of another
+        jaxgames.experiment.SettingError: settings that do not fit in memory, a checkpoint of another
             board size or network shape (before anything is written).
         jaxgames.experiment.ResultsDirLocked, ConfigMismatch: see `jaxgames.experiment.ResultsDir`.
     """
     from jaxgames.agents.q_snake import QSnakeAgent
 
     lc = config.learner
-    learner = qs.QSnakeLearner(lc)  # refuses settings that do not fit in memory
     ckpt_dir = pathlib.Path(config.out) / "checkpoints"
-    qs.check_checkpoint_shapes(lc, ckpt_dir)
+    with experiment.up_front():  # every check before the folder is claimed
+        learner = qs.QSnakeLearner(lc)  # refuses settings that do not fit in memory
+        qs.check_checkpoint_shapes(lc, ckpt_dir)
     start = time.perf_counter()
     with ResultsDir(config.out, config, overwrite=config.overwrite, neutral=NEUTRAL) as rd:
 
@@ -482,7 +495,7 @@ def run(config: Config, argv=()) -> dict:
             overwrite=config.overwrite,
         )
         write_tables(result)
-        write_figures(rd, result.history, reference_rows(result))
+        figures = write_figures(rd, result.history, reference_rows(result))
         best = result.state.best
         snake = QSnakeAgent(best, features=lc.features, board_size=lc.board_size, head_multiplier=lc.head_multiplier,
                             body_multiplier=lc.body_multiplier, trained=True, name="q_snake")
@@ -494,6 +507,7 @@ def run(config: Config, argv=()) -> dict:
             boards = play_gif_game(snake, config, gif_key)
             with rd.staging() as tmp:
                 render.save_game(boards, str(tmp / "game.gif"), fps=6)
+            figures.append("game.gif")
         baselines = []
         if config.baseline_games and lc.num_snakes == 4:
             from jaxgames.agents.battlesnake import HeuristicAgent, RandomSafeAgent
@@ -501,7 +515,7 @@ def run(config: Config, argv=()) -> dict:
             agents = {"q_snake": snake, "random_safe": RandomSafeAgent(), "heuristic": HeuristicAgent()}
             baselines = baseline_table(agents, config, base_key, config.progress)
             rd.write_csv("baselines.csv", baselines)
-        text = write_readme(rd, config, result, baselines, time.perf_counter() - start, argv)
+        text = write_readme(rd, config, result, baselines, time.perf_counter() - start, argv, figures)
         if config.ship != "none":
             ship_weights(config, result, baselines, argv)
     print(text)

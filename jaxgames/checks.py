@@ -5,13 +5,19 @@ work: `TypeError` for the wrong kind (a bool where an int is meant counts as
 wrong), `ValueError` for a value out of range, naming the setting as the user
 typed it. Floats must be finite unless a check says otherwise: ``inf`` and
 ``nan`` are refused as out of range.
+
+`check_memory` refuses, up front, settings whose first call would not fit in
+the device's memory (each learner estimates its own arrays per setting; this
+module compares them with what the machine has and names the setting).
 """
 
 from __future__ import annotations
 
 import math
-from typing import Any, Sequence
+import os
+from typing import Any, Mapping, Sequence
 
+import jax
 import numpy as np
 
 
@@ -91,3 +97,60 @@ def choice(name: str, value: Any, choices: Sequence) -> Any:
     if value not in tuple(choices):
         raise ValueError(f"{name} must be one of {tuple(choices)}; got {value!r}")
     return value
+
+
+def available_memory() -> tuple[int, str]:
+    """``(bytes, where)``: what the default device can still hold, and a phrase naming it.
+
+    An accelerator's ``bytes_limit`` less its ``bytes_in_use``
+    (``Device.memory_stats``); on the CPU (or a device without statistics) the
+    host's ``MemAvailable`` (``/proc/meminfo``), else its physical memory.
+    """
+    dev = jax.devices()[0]
+    if dev.platform != "cpu":
+        stats = dev.memory_stats() or {}
+        limit = stats.get("bytes_limit")
+        if limit:
+            return int(limit) - int(stats.get("bytes_in_use", 0)), f"{dev.platform} memory"
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024, "available host memory"
+    except OSError:
+        pass
+    return int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")), "host memory"
+
+
+def check_memory(need: Mapping[str, tuple[Any, float]], *, what: str = "the first call", fraction: float = 0.8,
+                 available: tuple[int, str] | None = None, hint: Mapping[str, str] | None = None) -> None:
+    """Raises ``ValueError`` naming the setting that needs most memory when the total exceeds ``fraction`` of it.
+
+    Args:
+        need: per setting (as the user types it) ``(value, bytes)``: its value and the
+            estimated bytes of the arrays it scales.
+        what: the work estimated, for the message (e.g. ``"a generation"``).
+        fraction: share of the available memory the estimate may use, in (0, 1].
+        available: ``(bytes, where)`` (default `available_memory`).
+        hint: per setting, further settings to lower (e.g. ``{"num_games": "num_turns"}``).
+
+    Raises:
+        ValueError: the estimate does not fit (message: the setting and its value, what
+            it needs, the total, and what the machine has).
+    """
+    fraction = real("fraction", fraction, 0.0, 1.0, lo_open=True)
+    avail, where = available_memory() if available is None else available
+    total = float(sum(b for _, b in need.values()))
+    if not need or total <= fraction * avail:
+        return
+    worst = max(need, key=lambda k: need[k][1])
+    value, size = need[worst]
+    more = (hint or {}).get(worst)
+    raise ValueError(
+        f"{worst}={value} does not fit in memory: {what} needs about {_gib(total)} ({worst}: {_gib(size)}) "
+        f"and the {where} is {_gib(avail)}; lower {worst}" + (f" or {more}" if more else "")
+    )
+
+
+def _gib(n: float) -> str:
+    return f"{n / 2**30:.1f} GiB" if n >= 2**27 else f"{n / 2**20:.0f} MiB"

@@ -6,6 +6,11 @@ tuples as comma-separated lists) and the dataclass's ``__post_init__``
 checks every value (`check_names`, `check_positive` help), so that a bad
 override fails before anything is written.
 
+`main` turns a bad setting into one line and exit 2: those that `parse_config`
+finds, and those an experiment checks itself before it claims its folder
+inside ``with up_front():`` (a setting's file content, the memory a setting
+needs; `SettingError`).
+
 `ResultsDir` is the results folder of one run. Its rules (``shared/STYLE.md``,
 "Results and checkpoints"):
 
@@ -25,6 +30,12 @@ override fails before anything is written.
   (``os.replace``), so a reader or a resume sees the old file or the new one,
   never half of one. Temporary files left by a killed run are removed by the
   next run;
+* **a run that dies leaves no trace**: if the block raises before the run
+  wrote anything but its bookkeeping (``config.json``, ``.manifest.json``,
+  ``.lock``, also in sub-folders such as a checkpoint folder without a step)
+  into a folder that held no run before, that bookkeeping is removed again
+  (and the folders this run created), so the corrected command starts fresh
+  instead of meeting `ConfigMismatch`;
 * **cached pieces checked on load**: `ResultsDir.load_npz` /
   `ResultsDir.load_json` treat a piece that cannot be read (truncated, e.g.
   by a kill during a non-atomic write of an older version) as missing: they
@@ -290,7 +301,29 @@ def main(cls: type[C], run: Any, argv: Sequence[str] | None = None, *, prog: str
     except (ValueError, TypeError) as err:
         print(f"{prog}: error: {err}", file=sys.stderr)
         raise SystemExit(2) from None
-    return run(config, argv)
+    try:
+        return run(config, argv)
+    except SettingError as err:
+        print(f"{prog}: error: {err}", file=sys.stderr)
+        raise SystemExit(2) from None
+
+
+class SettingError(ValueError):
+    """A setting refused by an experiment's own checks before its folder is claimed (`up_front`);
+    `main` prints it as one line and exits 2."""
+
+
+@contextlib.contextmanager
+def up_front() -> Iterator[None]:
+    """The checks an experiment runs before it claims its folder: a ``ValueError``, ``TypeError`` or
+    ``FileNotFoundError`` raised inside becomes a `SettingError` (same message), which `main` prints as
+    one line with exit 2. Use it only around checks, never around work that writes."""
+    try:
+        yield
+    except SettingError:
+        raise
+    except (ValueError, TypeError, FileNotFoundError) as err:
+        raise SettingError(str(err)) from err
 
 
 def in_results_dir(config: Any, body: Any, *, neutral: Sequence[str] = NEUTRAL_FIELDS) -> Any:
@@ -517,11 +550,25 @@ def config_differences(stored: Mapping, config: Any, *, neutral: Sequence[str] =
     return diffs
 
 
+BOOKKEEPING = (CONFIG_NAME, MANIFEST_NAME, LOCK_NAME)
+"""File names that hold no result: a folder (or a checkpoint folder) with only these holds no work."""
+
+
+def _bookkeeping_only(path: pathlib.Path) -> bool:
+    """Whether every file at or under ``path`` is bookkeeping (`BOOKKEEPING`) or a temporary file."""
+    if path.is_symlink() or not path.is_dir():
+        return path.name in BOOKKEEPING or bool(_TMP_RE.match(path.name))
+    return all(_bookkeeping_only(p) for p in path.iterdir())
+
+
 class DirectoryLock:
     """An exclusive, non-blocking ``fcntl.flock`` on ``<folder>/.lock``, holding the owner's pid.
 
     The kernel drops the lock when the process exits or is killed, so a
-    crashed run never leaves the folder locked. The lock file itself stays.
+    crashed run never leaves the folder locked (only the file). `release`
+    deletes the file while still holding the lock; `acquire` therefore checks,
+    once locked, that the file it locked is still the one at the path (same
+    inode) and retries otherwise, so two runs never hold locks on two files.
 
     Raises (from `acquire`):
         ResultsDirLocked: another process holds it (message: folder and pid).
@@ -533,24 +580,37 @@ class DirectoryLock:
         self._fd: int | None = None
 
     def acquire(self) -> None:
-        fd = os.open(self.folder / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError as err:
-            holder = os.pread(fd, 64, 0).decode(errors="replace").strip() or "unknown"
-            os.close(fd)
-            if err.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
-                raise
-            raise ResultsDirLocked(
-                f"{self.what} {self.folder} is in use by another run (pid {holder}); wait for it to finish, "
-                "or give this run another folder (out=...)"
-            ) from None
+        path = self.folder / LOCK_NAME
+        while True:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError as err:
+                holder = os.pread(fd, 64, 0).decode(errors="replace").strip() or "unknown"
+                os.close(fd)
+                if err.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+                    raise
+                raise ResultsDirLocked(
+                    f"{self.what} {self.folder} is in use by another run (pid {holder}); wait for it to finish, "
+                    "or give this run another folder (out=...)"
+                ) from None
+            try:
+                same = os.stat(path).st_ino == os.fstat(fd).st_ino
+            except FileNotFoundError:
+                same = False
+            if same:
+                break
+            os.close(fd)  # the previous holder deleted the file we locked: lock the one at the path now
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
         self._fd = fd
 
     def release(self) -> None:
         if self._fd is not None:
+            try:
+                os.unlink(self.folder / LOCK_NAME)
+            except FileNotFoundError:
+                pass
             fcntl.flock(self._fd, fcntl.LOCK_UN)
             os.close(self._fd)
             self._fd = None
@@ -580,7 +640,11 @@ class ResultsDir:
     Entering: creates the folder, takes the lock (`ResultsDirLocked` if held),
     removes temporary files of killed runs, compares ``config.json`` (if any)
     with ``config`` (`ConfigMismatch` if they differ, unless ``overwrite``),
-    then writes ``config.json``. Leaving releases the lock.
+    then writes ``config.json``. Leaving releases the lock; leaving by an
+    exception from a folder that held no ``config.json`` before, while nothing
+    but bookkeeping was written (`BOOKKEEPING`, in any sub-folder too: e.g. a
+    checkpoint folder without a step), first removes what this run created
+    (`discard_if_unused`), so the folder is as if the run had never started.
 
     Args:
         root: the folder (created with its parents).
@@ -602,6 +666,9 @@ class ResultsDir:
         self.neutral = tuple(neutral)
         self._lock = DirectoryLock(self.path)
         self._manifest: list[str] = []
+        self._fresh = False  # no run had claimed the folder before this one
+        self._before: set[str] = set()  # the folder's entries before this run
+        self._created: pathlib.Path | None = None  # the topmost folder this run created
 
     # -- lifecycle
 
@@ -609,14 +676,23 @@ class ResultsDir:
         self.open()
         return self
 
-    def __exit__(self, *exc) -> None:
-        self.close()
+    def __exit__(self, exc_type, *exc) -> None:
+        try:
+            if exc_type is not None:
+                self.discard_if_unused()
+        finally:
+            self.close()
 
     def open(self) -> "ResultsDir":
         """Lock, check and claim the folder (what entering the context does)."""
+        missing = [p for p in (self.path, *self.path.parents) if not p.exists()]
         self.path.mkdir(parents=True, exist_ok=True)
+        self._created = missing[-1] if missing else None
+        before = {p.name for p in self.path.iterdir()}
         self._lock.acquire()
         try:
+            self._before = before
+            self._fresh = CONFIG_NAME not in before
             self._remove_temporaries()
             self._manifest = self._read_manifest()
             self.check_config()
@@ -629,6 +705,36 @@ class ResultsDir:
     def close(self) -> None:
         """Releases the lock."""
         self._lock.release()
+
+    def discard_if_unused(self) -> bool:
+        """Removes what this run created if it holds nothing but bookkeeping (a run that died before its first
+        result or checkpoint), when the folder held no run before; returns whether it did.
+
+        Only entries that were not in the folder before this run are removed,
+        and only if every file under them is bookkeeping (`BOOKKEEPING` or a
+        temporary file); then the folder itself (and the parents this run
+        created) if that left it empty.
+        """
+        if not self._fresh or not self._lock.held or not self.path.is_dir():
+            return False
+        new = [p for p in self.path.iterdir() if p.name not in self._before]
+        if not all(_bookkeeping_only(p) for p in new):
+            return False
+        for p in new:
+            if p.is_dir() and not p.is_symlink():
+                shutil.rmtree(p, ignore_errors=True)
+            else:
+                p.unlink(missing_ok=True)
+        if self._created is not None:
+            stop = self._created.parent
+            folder = self.path
+            while folder != stop:
+                try:
+                    folder.rmdir()  # only an empty folder
+                except OSError:
+                    break
+                folder = folder.parent
+        return True
 
     def _remove_temporaries(self) -> None:
         for item in self.path.iterdir():

@@ -531,3 +531,60 @@ def test_init_params_first_called_under_another_trace():
     outside = nets.init_params(config, jax.random.key(3))  # a cached tracer would raise UnexpectedTracerError
     for a, b in zip(jax.tree.leaves(inside), jax.tree.leaves(outside)):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+
+
+# ----------------------------------------------------------------------------- the agent: un-jitted calls, NaN, settings
+# One search setting for the tests below: they share its compiled function (the parameters are an argument).
+TINY_SEARCH = dict(network=TINY_NET, num_simulations=4, max_num_considered_actions=4)
+
+
+def test_unjitted_policy_compiles_once_and_matches_the_jitted_call(monkeypatch):
+    """Issue 31: an un-jitted ``policy`` ran the search op by op (1.7 s a move); it now calls one compiled function,
+    shared by agents of other parameters, and still traces inside the caller's jit and vmap."""
+    env = DotsAndBoxes(1, 2)
+    state = env.from_dbn(dbn_of(7, {1, 2, 3, 4, 6}))
+    other = env.from_dbn(dbn_of(7, {0}))
+    params = [nets.init_params(TINY_NET, jax.random.key(i)) for i in (0, 1)]
+    keys = jax.random.split(jax.random.key(5), 3)
+    traces = []
+    choose = agent_lib.masked_uniform_choice
+    monkeypatch.setattr(agent_lib, "masked_uniform_choice", lambda k, m: (traces.append(1), choose(k, m))[1])
+    raw = [AlphaZeroAgent(p, network=TINY_NET, search=False) for p in params]
+    moves = [raw[0].policy(env, state, keys[0]), raw[0].policy(env, other, keys[1]), raw[1].policy(env, state, keys[2])]
+    assert len(traces) <= 1  # op by op, every call traced the choice again (3)
+    for agent in (*raw, AlphaZeroAgent(params[0], **TINY_SEARCH)):
+        jitted = jax.jit(lambda s, k, agent=agent: agent.policy(env, s, k))
+        for s, k in ((state, keys[0]), (other, keys[1])):
+            move = agent.policy(env, s, k)
+            assert move.dtype == jnp.int32 and move.shape == ()
+            assert int(move) == int(jitted(s, k)) and bool(s.legal_action_mask[int(move)])
+    assert int(moves[0]) == int(jax.jit(lambda s, k: raw[0].policy(env, s, k))(state, keys[0]))
+    batch = jax.vmap(lambda s, k: raw[0].policy(env, s, k))(stack(state, other), keys[:2])
+    assert batch.tolist() == [int(moves[0]), int(moves[1])]
+
+
+def test_agent_with_nan_parameters_plays_legal_moves():
+    """Issue 30: with NaN parameters the raw policy answered action 0 whatever the mask (here illegal)."""
+    env = DotsAndBoxes(1, 2)
+    state = env.from_dbn(dbn_of(7, {0}))  # edge 0 drawn: illegal
+    legal = set(np.flatnonzero(np.asarray(state.legal_action_mask)).tolist())
+    params = jax.tree.map(lambda x: jnp.full_like(x, jnp.nan), nets.init_params(TINY_NET, jax.random.key(0)))
+    raw = AlphaZeroAgent(params, network=TINY_NET, search=False)
+    searching = AlphaZeroAgent(params, **TINY_SEARCH)
+    keys = jax.random.split(jax.random.key(2), 6)
+    for agent in (raw, searching):
+        moves = {int(agent.policy(env, state, k)) for k in keys}
+        acts, _ = agent.act_batch(env, stack(state, state), keys[0], np.zeros(2, np.int32), np.ones(2, bool))
+        assert moves | set(acts.tolist()) <= legal, (agent, moves, acts)
+    assert len({int(raw.policy(env, state, k)) for k in keys}) > 1  # a uniform draw among the legal moves
+
+
+@pytest.mark.parametrize("field, value", [
+    ("gumbel_scale", float("nan")), ("gumbel_scale", float("inf")), ("gumbel_scale", 1e300), ("gumbel_scale", -1.0),
+    ("time_budget", float("inf")), ("time_budget", float("nan")), ("time_budget", -0.1),
+])
+def test_agent_float_settings_are_finite_and_in_range(field, value):
+    """Issue 30: ``gumbel_scale=nan`` (and ``time_budget=inf``) were accepted by the agent."""
+    params = nets.init_params(TINY_NET, jax.random.key(0))
+    with pytest.raises(ValueError, match=f"{field} must be"):
+        AlphaZeroAgent(params, network=TINY_NET, **{field: value})

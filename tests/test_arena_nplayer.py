@@ -132,6 +132,17 @@ def test_bootstrap_intervals_separate_a_dominant_agent():
         elo.bootstrap_ratings(np.zeros((0, 4)), ("a", "b"))
 
 
+def test_bootstrap_ratings_with_too_few_names_names_the_counts():
+    """Bug: agent ids beyond ``names`` raised a bare IndexError from deep inside the resampling."""
+    three_agents = np.array([[0, 0, 1, 1.0], [1, 1, 2, 0.0], [2, 0, 2, 0.5]])  # ids 0, 1, 2
+    with pytest.raises(ValueError, match=r"3 agents .* names has 2"):
+        elo.bootstrap_ratings(three_agents, ("a", "b"), num_samples=2)
+    with pytest.raises(ValueError, match="non-negative integers"):
+        elo.bootstrap_ratings(np.array([[0, -1, 1, 1.0]]), ("a", "b"), num_samples=2)
+    with pytest.raises(ValueError, match="non-negative integers"):
+        elo.bootstrap_ratings(np.array([[0, 0.5, 1, 1.0]]), ("a", "b"), num_samples=2)
+
+
 def test_four_seat_round_robin_lineups_and_ratings():
     assert len(elo.round_robin_lineups(3, 4)) == 12
     assert elo.round_robin_lineups(3, 2) == [(0, 1), (0, 2), (1, 2)]
@@ -198,3 +209,33 @@ def test_round_robin_in_chunks_equals_one_batch():
     chunked = elo.round_robin(env, agents, 9, jax.random.key(6), bootstrap_samples=10, chunk_size=4)
     np.testing.assert_array_equal(whole.wins, chunked.wins)
     np.testing.assert_array_equal(whole.elo, chunked.elo)
+
+
+def test_a_solo_snake_that_dies_or_only_survives_has_not_won():
+    """Bug: a 1-snake game placed the lone snake 1st alone, so ``won()`` was True after it hit the wall
+    (return -1) and solo win rates read 100%. By hand: always moving up on a 7x7 board, the snake leaves the
+    board within 7 moves (return -1, terminated); with ``max_turns=1`` its one move up from any start point
+    (rows 1..5) stays on the board and the game is truncated alive (return 0). Neither is a win."""
+    up = Always(0, "up")  # rules.UP
+    dies = arena.play(jaxgames.make("battlesnake", board_size=7, num_snakes=1, observation="none", max_turns=100),
+                      (up,), 3, jax.random.key(0), max_steps=50)
+    assert dies.returns.tolist() == [[-1.0]] * 3
+    assert dies.finished.all() and not dies.truncated.any() and not dies.timed_out.any()
+    assert (dies.length <= 7).all()
+    assert dies.placement.tolist() == [[1]] * 3  # alone, hence first
+    assert not dies.won().any() and dies.per_agent()["up"]["win_rate"] == 0.0
+    survives = arena.play(jaxgames.make("battlesnake", board_size=7, num_snakes=1, observation="none", max_turns=1),
+                          (up,), 3, jax.random.key(1), max_steps=50)
+    assert survives.returns.tolist() == [[0.0]] * 3 and survives.truncated.all() and not survives.timed_out.any()
+    assert not survives.won().any()
+
+
+def test_solo_won_counts_only_a_positive_return():
+    """The one-seat rule on hand-made results: placed 1 alone, not timed out, and a positive return."""
+    def result(returns, timed_out):
+        g = len(returns)
+        return arena.ArenaResult(("a",), np.zeros((g, 1), np.int32), np.array(returns, np.float32)[:, None],
+                                 np.ones((g, 1), np.int32), np.ones(g, np.int32), ~np.array(timed_out),
+                                 np.zeros(g, bool), np.array(timed_out), np.zeros((g, 1)), {})
+
+    assert result([1.0, -1.0, 0.0, 1.0], [False, False, False, True]).won()[:, 0].tolist() == [True, False, False, False]

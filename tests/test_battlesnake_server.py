@@ -441,18 +441,92 @@ class _SlowAgent(_FirstOnBoardHostAgent):
         return super().act(env, state, rng, player)
 
 
-def test_a_late_agent_is_answered_by_a_safe_fallback_within_the_timeout():
+@pytest.mark.parametrize("warmup_sizes", [(), (11,)], ids=["new_size", "compiled_size"])
+def test_a_late_agent_is_answered_by_a_safe_fallback_within_the_timeout(warmup_sizes):
     # beta (you) at (0, 5) facing left along the wall, alpha's body above: only "down" is safe.
     snakes = [_snake("alpha", [(0, 6), (1, 6), (2, 6), (3, 6)]), _snake("beta", [(0, 5), (1, 5), (2, 5)])]
     req = _request(snakes, food=[(5, 5)], you=1)
     req["game"]["timeout"] = 300
-    with BattlesnakeServer(_SlowAgent(), port=0, warmup_sizes=(), answer_margin_ms=100) as srv:
+    agent = _SlowAgent()
+    agent.seconds = 0.0  # no wait in the warm-up
+    srv = BattlesnakeServer(agent, port=0, warmup_sizes=warmup_sizes, answer_margin_ms=100)
+    agent.seconds = 1.0
+    with srv:
         t0 = time.perf_counter()
         status, answer = _call(srv, "POST", "/move", req)
         elapsed = time.perf_counter() - t0
         assert status == 200 and answer["move"] == "down" and answer["fallback"] is True
         assert 0.2 <= elapsed < 0.6, elapsed  # budget: 300 - 100 ms; the agent alone takes 1 s
         assert srv.fallbacks == 1
+
+
+def _corner_request(size: int) -> dict:
+    """You alone on a ``size`` x ``size`` board, head in the top-left corner facing left: only "down" is safe.
+
+        y=size-1  H b b . .
+                  . . . . .
+    """
+    return _request([_snake("beta", [(0, size - 1), (1, size - 1), (2, size - 1)])], food=[(size - 1, 0)], you=0, size=size)
+
+
+def _timed_call(server, path, body):
+    t0 = time.perf_counter()
+    status, answer = _call(server, "POST", path, body)
+    return status, answer, time.perf_counter() - t0
+
+
+def test_compiled_sizes_are_answered_in_time_while_new_sizes_compile():
+    # Issue 30: a burst of new sizes compiled on the workers, so a compiled size's moves waited past
+    # their timeout. Here each new size "compiles" for 5 s (cut short at the end) with a single worker.
+    srv = BattlesnakeServer(RandomSafeAgent(), port=0, warmup_sizes=(11,), observation="none", workers=1)
+    real_warm_up, release, lock = srv.warm_up, threading.Event(), threading.Lock()
+    compiled, running = [], [0, 0]  # sizes whose compile began; [compiles running now, most at once]
+
+    def slow_warm_up(size):
+        with lock:
+            compiled.append(size)
+            running[0] += 1
+            running[1] = max(running)
+        release.wait(5)
+        with lock:
+            running[0] -= 1
+        real_warm_up(size)
+
+    srv.warm_up = slow_warm_up
+    # beta (you) at (0, 5) facing left along the wall, alpha's body above: only "down" is safe.
+    snakes = [_snake("alpha", [(0, 6), (1, 6), (2, 6), (3, 6)]), _snake("beta", [(0, 5), (1, 5), (2, 5)])]
+    compiled_size = _request(snakes, food=[(5, 5)], you=1)
+    with srv:
+        assert _call(srv, "POST", "/start", _corner_request(7)) == (200, {})  # 7 starts compiling
+        deadline = time.monotonic() + 5
+        while compiled != [7] and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert compiled == [7]
+        burst = []  # a /move per new size, then another for 7: more than the one worker
+        clients = [threading.Thread(target=lambda s=s: burst.append((s, _timed_call(srv, "/move", _corner_request(s))))) for s in (7, 9, 7)]
+        for c in clients:
+            c.start()
+        time.sleep(0.05)
+        for _ in range(5):
+            status, answer, elapsed = _timed_call(srv, "/move", compiled_size)
+            assert status == 200 and answer["move"] == "down" and "fallback" not in answer, answer
+            assert elapsed < 0.5, elapsed  # within game.timeout (500 ms): the agent answered, not the fallback
+        for c in clients:
+            c.join()
+        assert not release.is_set() and compiled == [7] and running == [1, 1]  # 7 still compiling, 9 waits its turn
+        assert sorted(s for s, _ in burst) == [7, 7, 9]
+        for size, (status, answer, elapsed) in burst:
+            assert status == 200 and answer["move"] == "down" and answer["fallback"] is True, (size, answer)
+            assert elapsed < 0.5, (size, elapsed)  # the safe fallback within game.timeout
+        release.set()
+        deadline = time.monotonic() + 60
+        while True:  # once compiled, the new sizes are answered by the agent
+            status, answer = _call(srv, "POST", "/move", _corner_request(9))
+            if "fallback" not in answer or time.monotonic() > deadline:
+                break
+            time.sleep(0.1)
+        assert status == 200 and answer["move"] == "down" and "fallback" not in answer, answer
+        assert sorted(compiled) == [7, 9] and running[1] == 1  # each size compiled once, one at a time
 
 
 def test_stop_with_requests_in_flight_answers_them():

@@ -17,6 +17,10 @@ random, degenerate and rescaled games:
 
 import itertools
 import math
+import os
+import subprocess
+import sys
+import time
 from decimal import Decimal
 from fractions import Fraction
 
@@ -403,3 +407,144 @@ def test_expected_payoffs_validates():
         eq.expected_payoffs(matrix.stag_hunt(), [1.0], [0.5, 0.5])
     with pytest.raises(ValueError, match="probability"):
         eq.expected_payoffs(matrix.stag_hunt(), [np.nan, 1.0], [0.5, 0.5])
+
+
+# --- large games: a bounded enumeration, or one equilibrium by Lemke-Howson -------------------------------
+
+
+def _ubt_closed_form(d, f):
+    """Facets of the cyclic polytope C(f, d) (= the most vertices of a d-polytope with f facets, by duality):
+    f / (f - k) * C(f - k, k) for d = 2k, 2 C(f - k - 1, k) for d = 2k + 1 (Ziegler, Lectures on Polytopes, 0.7, 8.4)."""
+    k = d // 2
+    return f * math.comb(f - k, k) // (f - k) if d % 2 == 0 else 2 * math.comb(f - k - 1, k)
+
+
+def test_enumeration_cost_is_the_upper_bound_theorem():
+    assert _ubt_closed_form(2, 4) == 4 and _ubt_closed_form(3, 6) == 8  # a quadrilateral; 2f - 4 in 3D
+    for n, m in [(1, 1), (2, 2), (3, 4), (10, 10), (12, 12), (20, 20), (5, 50), (50, 50)]:
+        expected = _ubt_closed_form(n, n + m) + _ubt_closed_form(m, n + m)
+        assert eq.enumeration_cost(np.zeros((2, n, m))) == expected, (n, m)
+    assert eq.enumeration_cost(np.zeros((2, 12, 12))) == 49_504 <= eq.MAX_VERTICES  # 12x12 enumerates by default
+    assert eq.enumeration_cost(np.zeros((2, 13, 13))) > eq.MAX_VERTICES
+
+
+@pytest.mark.parametrize("n", [20, 50])
+def test_large_game_enumeration_is_refused_up_front_naming_its_cost(n):
+    """Bug: a random 20x20 or 50x50 game ran over 90 s and grew to 6-10 GB. Now refused before any work."""
+    payoffs = np.random.default_rng(0).normal(size=(2, n, n))
+    cost = _ubt_closed_form(n, 2 * n) * 2
+    for call in (eq.nash_equilibria, eq.extreme_equilibria, eq.equilibrium_components):
+        start = time.perf_counter()
+        with pytest.raises(eq.EquilibriumCostError, match="lemke_howson") as info:
+            call(payoffs)
+        assert time.perf_counter() - start < 1.0
+        assert f"{cost:.3g}" in str(info.value) and "max_vertices=50000" in str(info.value)
+        assert isinstance(info.value, ValueError)
+    # A 2x2 game: each polytope a 2-polytope with 4 facets, at most 4 vertices: cost 8.
+    with pytest.raises(eq.EquilibriumCostError, match="up to 8 vertices.*max_vertices=7"):
+        eq.nash_equilibria(matrix.stag_hunt(), max_vertices=7)
+    assert len(eq.nash_equilibria(matrix.stag_hunt(), max_vertices=8)) == 3
+    assert points(matrix.stag_hunt()) == sorted(tuple(np.round(np.concatenate([p.x, p.y]), 6))
+                                                for p in eq.nash_equilibria(matrix.stag_hunt(), max_vertices=None))
+
+
+def test_cost_bound_and_method_are_validated():
+    for bad in (0, -5, 2.5, True, "10"):
+        with pytest.raises(ValueError, match="max_vertices"):
+            eq.nash_equilibria(matrix.stag_hunt(), max_vertices=bad)
+    with pytest.raises(ValueError, match="method"):
+        eq.nash_equilibria(matrix.stag_hunt(), method="support_enumeration")
+    for bad in (-1, 4, 1.0, None):
+        with pytest.raises(ValueError, match="missing_label"):
+            eq.lemke_howson(matrix.stag_hunt(), missing_label=bad)
+    for bad in (0, -1, 2.0, False):
+        with pytest.raises(ValueError, match="max_pivots"):
+            eq.lemke_howson(matrix.stag_hunt(), max_pivots=bad)
+
+
+def test_lemke_howson_by_hand_on_battle_of_the_sexes():
+    """Positive integer payoffs (the documented map k (u - min u) + 1): A = [[4, 1], [1, 3]], B = [[3, 1], [1, 4]].
+    Label 0: x_0 enters P (rows 3 x0 + x1 <= 1, x0 + 4 x1 <= 1): ratios 1/3 < 1, s_0 (label 2) leaves; y_0 enters Q
+    (rows 4 y0 + y1 <= 1, y0 + 3 y1 <= 1): 1/4 < 1, r_0 (label 0) leaves: done at (e1, e1).
+    Label 3: y_1 enters Q: ratios 1 > 1/3, r_1 (label 1) leaves; x_1 enters P: 1 > 1/4, s_1 (label 3) leaves: (e2, e2)."""
+    assert eq.lemke_howson(matrix.battle_of_the_sexes(), missing_label=0) == ((1, 0), (1, 0))
+    assert eq.lemke_howson(matrix.battle_of_the_sexes(), missing_label=3) == ((0, 1), (0, 1))
+    (p,) = eq.nash_equilibria(matrix.battle_of_the_sexes(), method="lemke_howson", missing_label=3)
+    np.testing.assert_array_equal(p.x, [0, 1])
+    # A game with one equilibrium: every label ends there (rock-paper-scissors: uniform, by symmetry).
+    third = Fraction(1, 3)
+    for label in range(6):
+        assert eq.lemke_howson(matrix.rock_paper_scissors(), missing_label=label) == ((third,) * 3, (third,) * 3)
+
+
+@pytest.fixture(params=["float_guided", "exact_only"])
+def path(request, monkeypatch):
+    """Both ways `lemke_howson` walks: the float64 path certified exactly, and (float path disabled, as when
+    rounding leads it astray) the exact integer-pivoting path."""
+    if request.param == "exact_only":
+        walk = eq._lh_walk
+        monkeypatch.setattr(eq, "_lh_walk", lambda *args, exact, **kw: walk(*args, exact=True, **kw) if exact else None)
+    return request.param
+
+
+def test_lemke_howson_ends_at_an_oracle_equilibrium_from_every_label_on_degenerate_games(path):
+    """The path ends at an extreme equilibrium (a completely labelled vertex pair) even in degenerate games."""
+    rng = np.random.default_rng(2)
+    for k, g in enumerate(_random_small_games(rng, 300, max_actions=3)):
+        expected = oracle_extreme_equilibria(g[0], g[1])
+        n, m = g.shape[1:]
+        for label in range(n + m):
+            assert tuple(eq.lemke_howson(_rescaled(g, k), missing_label=label)) in expected, (g.tolist(), k, label)
+
+
+def test_lemke_howson_paths_agree_on_random_games_with_a_best_response_check(path):
+    rng = np.random.default_rng(3)
+    for _ in range(10):
+        n, m = (int(v) for v in rng.integers(2, 9, size=2))
+        a, b = rng.normal(size=(2, n, m))
+        for label in (0, n + m - 1):
+            p = eq.lemke_howson(np.stack([a, b]), missing_label=label).to_float()
+            assert (a @ p.y).max() - p.x @ a @ p.y <= 1e-12 and (p.x @ b).max() - p.x @ b @ p.y <= 1e-12
+
+
+def test_lemke_howson_refuses_a_path_longer_than_max_pivots(path):
+    payoffs = np.random.default_rng(6).normal(size=(2, 50, 50))  # a long path from label 0 (hundreds of pivots)
+    start = time.perf_counter()
+    with pytest.raises(eq.EquilibriumCostError, match="max_pivots=20"):
+        eq.lemke_howson(payoffs, max_pivots=20)
+    assert time.perf_counter() - start < 5.0
+    if path == "float_guided":  # uncapped, the same game answers
+        p = eq.lemke_howson(payoffs, max_pivots=None).to_float()
+        a, b = payoffs
+        assert (a @ p.y).max() - p.x @ a @ p.y <= 1e-9 and (p.x @ b).max() - p.x @ b @ p.y <= 1e-9
+
+
+_LH_50 = """
+import resource, sys, time
+import numpy as np
+from jaxgames.analysis import equilibria as eq
+payoffs = np.random.default_rng(0).normal(size=(2, 50, 50))
+base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+start = time.perf_counter()
+(p,) = eq.nash_equilibria(payoffs, method="lemke_howson")
+print(time.perf_counter() - start, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - base)
+np.save(sys.argv[1], np.concatenate([p.x, p.y]))
+"""
+
+
+def test_random_50x50_game_answers_within_10_s_and_1_gb_with_a_verified_equilibrium(tmp_path):
+    """Lemke-Howson on a random 50x50 game, in a fresh process (its peak memory is its own): under 10 s and 1 GB,
+    and the profile passes a best-response check written here (no pure strategy gains more than 1e-9)."""
+    out = tmp_path / "profile.npy"
+    run = subprocess.run([sys.executable, "-c", _LH_50, str(out)], capture_output=True, text=True, timeout=120,
+                         env={**os.environ, "JAX_PLATFORMS": "cpu"})
+    assert run.returncode == 0, run.stderr[-2000:]
+    seconds, extra_kib = (float(v) for v in run.stdout.split())
+    assert seconds < 10.0 and extra_kib < 1024 * 1024, (seconds, extra_kib)
+    profile = np.load(out)
+    x, y = profile[:50], profile[50:]
+    a, b = np.random.default_rng(0).normal(size=(2, 50, 50))
+    for s in (x, y):
+        assert np.all(s >= 0) and abs(s.sum() - 1) < 1e-12
+    assert (a @ y).max() - x @ a @ y <= 1e-9
+    assert (x @ b).max() - x @ b @ y <= 1e-9

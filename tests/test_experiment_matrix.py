@@ -23,12 +23,21 @@ TINY = ["num_iterations=400", "record_every=100", "start_grid=2", "seeds=1", "pr
         "empirical_grid=2", "empirical_runs=4", "empirical_horizon=20"]
 
 
-def test_main_job_writes_tables_figures_and_config(tmp_path):
+def test_main_job_writes_tables_figures_and_config(tmp_path, monkeypatch):
     learners = "epsilon_greedy,lenient_boltzmann,faq_boltzmann"
+    titles = {}
+    save_figure = matrix_dynamics.ResultsDir.save_figure
+
+    def record(rd, fig, name, **kwargs):  # the title each figure is saved with
+        titles[name] = fig.get_suptitle()
+        return save_figure(rd, fig, name, **kwargs)
+
+    monkeypatch.setattr(matrix_dynamics.ResultsDir, "save_figure", record)
     out = matrix_dynamics.main(TINY + [f"out={tmp_path}", "games=subsidy_game,biased_rock_paper_scissors", f"learners={learners}"])
     figures = ["dynamics_epsilon_greedy_eps0.25.png", "dynamics_epsilon_greedy_eps0.5.png", "dynamics_epsilon_greedy_eps0.75.png",
                "dynamics_lenient_boltzmann_tau0.5_kappa5.png", "dynamics_faq_boltzmann_tau0.5.png",
-               "basins_epsilon_greedy.png", "basins_lenient_boltzmann.png", "empirical_fields.png"]
+               "basins_epsilon_greedy.png", "basins_lenient_boltzmann.png", "basins_faq_boltzmann.png",
+               "empirical_fields.png"]
     for name in ["README.md", "convergence.csv", "convergence.md", "config.json"] + figures:
         assert (out / name).stat().st_size > 0, name
     assert json.loads((out / "config.json").read_text())["num_iterations"] == 400
@@ -46,9 +55,30 @@ def test_main_job_writes_tables_figures_and_config(tmp_path):
     assert claim[("epsilon_greedy", "(S2, S2)")] == "Yes" and claim[("lenient_boltzmann", "(S1, S1)")] == "Yes"
     assert claim[("faq_boltzmann", "(S2, S2)")] == "-"
     md = (out / "convergence.md").read_text()
-    assert "## The seed's tables 1-2, with ours" in md and "(0.909091, 0.909091)" in md
+    assert "## El Kaddouri et al.'s tables 1-2, with ours" in md and "(0.909091, 0.909091)" in md
     readme = (out / "README.md").read_text()
     assert "1 - (1/2)^kappa" in readme and "convergence.md" in readme and "dynamics_faq_boltzmann_tau0.5.png" in readme
+    # The source is named as a reader can find it; "seed" means a random seed only.
+    assert 'El Kaddouri, Rys & Gao, "Multi Agent Reinforcement Learning With Dots And Boxes" (course report' in readme
+    assert not re.search(r"\bseed\b(?! \d)|seed's|seed 000|the seed", readme + md, re.IGNORECASE), "seed as a document"
+    # The disagreement count of the README, against an independent count of the CSV's rows.
+    disagree = sum(r["agrees"] == "no" for r in rows)
+    compared = sum(r["agrees"] in ("yes", "no") for r in rows)
+    assert f"**{disagree} of {compared}** (game, learner, setting, target) verdicts disagree" in readme
+    groups = {(r["game"], r["learner"], r["target"]) for r in rows if r["agrees"] == "no"}
+    assert f"{disagree} of {compared} verdicts, in {len(groups)} groups" in readme
+    assert readme.count("**: report ") == len(groups)  # one discussed paragraph per group
+    assert "reused" not in readme  # a fresh folder: nothing was reused
+    # Each field is named by the learner whose expected dynamics it draws, with its kappa and beta.
+    assert set(figures) <= set(titles)
+    lenient = titles["dynamics_lenient_boltzmann_tau0.5_kappa5.png"]
+    assert "expected dynamics of lenient Boltzmann Q-learning (kappa = 5)" in lenient and "plain" not in lenient
+    assert "expected dynamics of FAQ Boltzmann Q-learning (beta = 0.1)" in titles["dynamics_faq_boltzmann_tau0.5.png"]
+    assert "no field drawn" in titles["dynamics_epsilon_greedy_eps0.25.png"]
+    assert "points" in titles["dynamics_epsilon_greedy_eps0.25.png"]  # jumps drawn as points, not lines
+    assert "expected dynamics of the same learner" in titles["empirical_fields.png"]
+    for learner in learners.split(","):
+        assert titles[f"basins_{learner}.png"].startswith(matrix_dynamics.SHORT[learner] + " Q-learning")
 
 
 def test_cycling_runs_are_not_converged():
@@ -79,8 +109,14 @@ def test_resume_reuses_runs_and_a_new_config_discards_them(tmp_path):
     out = matrix_dynamics.main(args)
     (cached,) = out.glob("runs_stag_hunt_boltzmann_*.npz")
     stamp = cached.stat().st_mtime_ns
+    assert "reused" not in (out / "README.md").read_text()
     matrix_dynamics.main(args + ["chunk_size=3"])  # a setting that does not change results
     assert cached.stat().st_mtime_ns == stamp  # resumed, not recomputed
+    # The resumed README says so: 2x2 starts x 1 seed + 4 demo runs of one setting = 8 runs in the one piece.
+    readme = (out / "README.md").read_text()
+    assert "reused 8 cached runs (1 of the 1 game x learner pieces)" in readme
+    stored = float(np.load(cached)["compute_seconds"])  # the piece's own compute time, reported, not the resume's
+    assert stored > 0 and f"Compute time of these results: {stored:.0f} s of learner runs" in readme
     with pytest.warns(UserWarning, match="replacing the results of another configuration"):
         matrix_dynamics.main(args + ["learning_rate=0.01", "overwrite=true"])
     (fresh,) = out.glob("runs_stag_hunt_boltzmann_*.npz")  # the old settings' runs are gone, not mixed in

@@ -296,3 +296,32 @@ def test_parse_config_converts_pep604_optionals():
     assert cfg.rounds is None
     with pytest.raises(ValueError, match="budget_minutes"):
         parse_config(_OptionalSettings, ["budget_minutes=abc"])
+
+
+def test_release_deletes_the_lock_file_and_a_deleted_file_is_never_trusted(tmp_path, monkeypatch):
+    """A run leaves no ``.lock`` behind; a run that locked the file just as its holder deleted it locks
+    the new file instead, so a third run is refused (two runs never hold locks on two files)."""
+    import fcntl
+
+    from jaxgames import experiment
+    from jaxgames.experiment import DirectoryLock
+
+    holder = DirectoryLock(tmp_path)
+    holder.acquire()
+    real, calls = fcntl.flock, []
+
+    def flock(fd, op):
+        calls.append(op)
+        if len(calls) == 1:  # the second run has opened the file; the holder finishes before it locks
+            holder.release()
+        return real(fd, op)
+
+    monkeypatch.setattr(experiment.fcntl, "flock", flock)
+    second = DirectoryLock(tmp_path)
+    second.acquire()
+    monkeypatch.setattr(experiment.fcntl, "flock", real)
+    assert (tmp_path / ".lock").read_text().strip() == str(os.getpid())
+    with pytest.raises(ResultsDirLocked):
+        DirectoryLock(tmp_path).acquire()
+    second.release()
+    assert not (tmp_path / ".lock").exists()

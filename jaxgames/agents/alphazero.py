@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import math
 import pathlib
 import time
 import warnings
@@ -29,7 +30,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxgames import weights_io
+from jaxgames import checks, weights_io
 from jaxgames.agents.base import JaxAgent, masked_uniform_choice
 from jaxgames.games.dots_and_boxes.env import DotsAndBoxes
 from jaxgames.games.dots_and_boxes.positions import random_positions
@@ -71,7 +72,13 @@ def game_of(network) -> str:
     raise TypeError(f"network must be the NetworkConfig of one of {tuple(NETWORK_MODULES.values())}; got {network!r}")
 
 _SHARED_JIT: dict = {}
-"""Compiled agent policies by (settings, env): parameters are an argument, so agents of equal settings share them."""
+"""Compiled agent policies by (kind, settings, env), kind ``"batch"`` (`AlphaZeroAgent.compiled`) or ``"one"``
+(`AlphaZeroAgent.policy`): parameters are an argument, so agents of equal settings share them."""
+
+
+def _traced(*trees) -> bool:
+    """Whether any leaf of ``trees`` is a tracer (the call is inside someone's ``jit``/``vmap``/``grad``)."""
+    return any(isinstance(leaf, jax.core.Tracer) for leaf in jax.tree.leaves(trees))
 
 SIMULATION_LADDER = (4, 8, 16, 32, 64, 128, 256, 512, 1024)
 """Simulation counts tried by `simulations_for_budget`."""
@@ -172,11 +179,24 @@ class AlphaZeroAgent(JaxAgent):
         search: False plays the raw policy (no search).
         name: label.
 
+    Calls: `policy` (one state) and `batched_policy` run a jitted function,
+    compiled once per settings and env and shared by every agent of equal
+    settings (the parameters are an argument), when called with concrete
+    arrays; inside someone else's ``jit``/``vmap`` they trace inline. An
+    un-jitted ``policy`` call therefore costs a compile on the first move
+    only (``benchmarks/alphazero.py``, row ``unjitted``).
+
+    Moves are always legal where a legal move exists, whatever the
+    parameters: NaN logits count as the lowest logit (the raw policy then
+    draws among the legal moves) and a search answer outside the mask (NaN
+    values) is replaced by the first legal move.
+
     Raises:
-        ValueError: ``num_simulations < 1``, ``time_budget <= 0``, an unknown
-            algorithm or value target, a negative ``gumbel_scale``, parameters
-            that do not fit ``network``.
-        TypeError: ``network`` is no network module's ``NetworkConfig``.
+        ValueError: ``num_simulations < 1``, ``time_budget`` not finite and
+            > 0, an unknown algorithm or value target, a ``gumbel_scale``
+            that is negative or not finite in float32, parameters that do not fit ``network``.
+        TypeError: ``network`` is no network module's ``NetworkConfig``;
+            ``gumbel_scale`` not a number.
     """
 
     def __init__(
@@ -196,10 +216,13 @@ class AlphaZeroAgent(JaxAgent):
         mcts.check_search_settings(
             num_simulations=num_simulations, algorithm=algorithm, max_num_considered_actions=max_num_considered_actions
         )
-        if time_budget is not None and (isinstance(time_budget, bool) or not isinstance(time_budget, (int, float)) or not time_budget > 0):
-            raise ValueError(f"time_budget must be positive seconds or None; got {time_budget!r}")
-        if isinstance(gumbel_scale, bool) or not isinstance(gumbel_scale, (int, float)) or gumbel_scale < 0:
-            raise ValueError(f"gumbel_scale must be a number >= 0; got {gumbel_scale!r}")
+        if time_budget is not None:
+            try:
+                time_budget = checks.positive_float("time_budget", time_budget)  # finite: inf and nan are refused
+            except (TypeError, ValueError):
+                raise ValueError(f"time_budget must be positive seconds or None; got {time_budget!r}") from None
+        # Traced as float32 inside the search: finite in float32 and >= 0.
+        gumbel_scale = checks.real("gumbel_scale", gumbel_scale, lo=0.0, dtype=np.float32)
         self.game = game_of(network)
         module = network_module(self.game)
         value_target = DEFAULT_VALUE_TARGETS[self.game] if value_target is None else value_target
@@ -242,6 +265,7 @@ class AlphaZeroAgent(JaxAgent):
             return self.num_simulations
         size = (env.num_rows, env.num_cols) if self.game == "dots_and_boxes" else env
         if size not in self._budget_sims:
+            self._search_env(env)  # another game: a ValueError naming it, not a failed measurement
             self._budget_sims[size] = simulations_for_budget(self._with_simulations, env, self.time_budget)
         return self._budget_sims[size]
 
@@ -253,30 +277,62 @@ class AlphaZeroAgent(JaxAgent):
         )
 
     def policy(self, env, state, key, player=None):
-        """int32 ``[]``: the move for one state (a batch of one through `batched_policy`)."""
-        batched = jax.tree.map(lambda x: x[None], state)
-        return self.batched_policy(env)(batched, key[None], jnp.zeros((1,), jnp.int32))[0]
+        """int32 ``[]``: the move for one state (a batch of one of the search).
+
+        With concrete arrays, a jitted function compiled once per settings and
+        env (`_SHARED_JIT`); under a transformation (any argument or the
+        parameters a tracer) the same computation, traced inline.
+
+        Raises:
+            ValueError: ``env`` is not the network's game (or Onitama not in the canonical space).
+        """
+        del player  # two-player sequential: the seat to act for is the player to move
+        if _traced(self.params, state, key):
+            return self._one_fn(env)(self.params, state, key)
+        return self._jitted(env, "one")(self.params, state, key)
 
     def batched_policy(self, env):
         """``(states [B], keys [B], players [B]) -> actions int32 [B]``: one search over the batch.
 
         The batch is searched with the first game's key (mctx searches a
         batch with one key); the raw policy breaks ties with each game's key.
+        Called with concrete arrays it runs `compiled`; under a transformation it traces inline.
 
         Raises:
             ValueError: ``env`` is not the network's game (or Onitama not in the canonical space).
         """
         fn = self._policy_fn(env)
-        return lambda states, keys, players: fn(self.params, states, keys, players)
+
+        def run(states, keys, players):
+            if _traced(self.params, states, keys, players):
+                return fn(self.params, states, keys, players)
+            return self._jitted(env, "batch")(self.params, states, keys, players)
+
+        return run
 
     def compiled(self, env):
         """The jitted policy with the parameters as an *argument*: shared by every agent of the same
         settings (new parameters, e.g. each evaluation during training, compile nothing new)."""
-        key = (self._settings(env), env)
-        fn = _SHARED_JIT.get(key)
-        if fn is None:
-            fn = _SHARED_JIT[key] = jax.jit(self._policy_fn(env))
+        fn = self._jitted(env, "batch")
         return lambda states, keys, players: fn(self.params, states, keys, players)
+
+    def _jitted(self, env, kind: str):
+        """The shared jitted ``(params, ...)`` function of ``kind`` (``"batch"``: `_policy_fn`; ``"one"``: `_one_fn`)."""
+        cache_key = (kind, self._settings(env), env)
+        fn = _SHARED_JIT.get(cache_key)
+        if fn is None:
+            fn = _SHARED_JIT[cache_key] = jax.jit(self._policy_fn(env) if kind == "batch" else self._one_fn(env))
+        return fn
+
+    def _one_fn(self, env):
+        """``(params, state, key) -> action int32 []``: `_policy_fn` on a batch of one (not jitted)."""
+        run = self._policy_fn(env)
+
+        def one(params, state, key):
+            batched = jax.tree.map(lambda x: x[None], state)
+            return run(params, batched, key[None], jnp.zeros((1,), jnp.int32))[0]
+
+        return one
 
     def _settings(self, env) -> tuple:
         sims = self.simulations(env) if self.search else 0
@@ -293,15 +349,21 @@ class AlphaZeroAgent(JaxAgent):
             mask = states.legal_action_mask
             if not search:
                 logits, _ = evaluate(params, states)
-                logits = jnp.where(mask, logits, jnp.finfo(jnp.float32).min)
+                # NaN (non-finite parameters) compares False with everything: without this, no move would be
+                # "best" and the uniform choice over nothing would answer action 0, legal or not.
+                logits = jnp.where(mask & ~jnp.isnan(logits), logits, jnp.finfo(logits.dtype).min)
                 best = mask & (logits >= jnp.max(logits, axis=-1, keepdims=True))
+                best = jnp.where(jnp.any(best, axis=-1, keepdims=True), best, mask)  # e.g. every legal logit -inf
                 return jax.vmap(masked_uniform_choice)(keys, best)
             out = mcts.network_search(
                 search_env, states, keys[0], evaluate=evaluate, params=params,
                 num_simulations=num_simulations, algorithm=algorithm,
                 max_num_considered_actions=considered, gumbel_scale=gumbel_scale, temperature=0.0,
             )
-            return out.action.astype(jnp.int32)
+            action = out.action.astype(jnp.int32)
+            legal = jnp.take_along_axis(mask, action[:, None], axis=-1)[:, 0]
+            first_legal = jnp.argmax(mask, axis=-1).astype(jnp.int32)  # 0 where nothing is legal (a finished game)
+            return jnp.where(legal, action, first_legal)
 
         return run
 
@@ -424,10 +486,10 @@ def simulations_for_budget(make_agent, env, time_budget: float, *, ladder=SIMULA
         The count (the smallest of the ladder if even that is too slow; a warning says so).
 
     Raises:
-        ValueError: ``time_budget <= 0``.
+        ValueError: ``time_budget`` not a finite number > 0.
     """
-    if not time_budget > 0:
-        raise ValueError(f"time_budget must be positive seconds; got {time_budget!r}")
+    if not 0 < time_budget < math.inf:
+        raise ValueError(f"time_budget must be positive seconds (finite); got {time_budget!r}")
     chosen = None
     for n in ladder:
         if seconds_per_move(make_agent(n), env) <= margin * time_budget:

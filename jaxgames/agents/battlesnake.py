@@ -28,7 +28,9 @@ from collections.abc import Callable
 import jax
 import jax.numpy as jnp
 
+from jaxgames import checks
 from jaxgames.agents.base import JaxAgent, masked_uniform_choice
+from jaxgames.agents.simple import masked_argmax
 from jaxgames.games.battlesnake import observe, rules
 from jaxgames.games.battlesnake.rules import Board
 
@@ -202,6 +204,14 @@ class HeuristicAgent(JaxAgent):
     ):
         if iterations is not None and (isinstance(iterations, bool) or not isinstance(iterations, int) or iterations < 1):
             raise ValueError(f"iterations must be a positive int or None; got {iterations!r}")
+        hunger_health = checks.integer("hunger_health", hunger_health)
+        length_lead = checks.integer("length_lead", length_lead)
+        room_margin = checks.integer("room_margin", room_margin)
+        # the weights enter float32 scores: finite in float32 (inf or NaN would make every move tie or none win)
+        risk_penalty, trap_penalty, room_weight, room_cap_factor, food_weight = (
+            checks.real(n, v, dtype="float32") for n, v in (
+                ("risk_penalty", risk_penalty), ("trap_penalty", trap_penalty), ("room_weight", room_weight),
+                ("room_cap_factor", room_cap_factor), ("food_weight", food_weight)))
         self.hunger_health = hunger_health
         self.length_lead = length_lead
         self.iterations = iterations
@@ -263,6 +273,25 @@ class HeuristicAgent(JaxAgent):
         return jnp.where(jnp.any(safe_moves(board, player)), best, fallback).astype(jnp.int32)
 
 
+def greedy_relative_move(q: jax.Array, board: Board, player: jax.Array) -> jax.Array:
+    """int32 ``[]``: the absolute move of the relative action (left, straight, right) with the largest Q-value.
+
+    Only moves of `rules.legal_moves` count (a relative action never points
+    back into the neck, so all three do once the snake has one), and NaN
+    Q-values count as the lowest (`jaxgames.agents.simple.masked_argmax`):
+    a network with NaN outputs still plays a legal move.
+
+    Args:
+        q: float32 ``[3]``: Q-values of turn left, straight, turn right.
+        board: the board.
+        player: int32 ``[]``: the snake.
+    """
+    facing = rules.facing(board)[player]
+    moves = observe.relative_to_absolute(jnp.arange(3), facing)
+    legal = rules.legal_moves(board)[player][moves]
+    return moves[masked_argmax(q, legal)].astype(jnp.int32)
+
+
 class QAgent(JaxAgent):
     """Greedy on a Q-function of the rotated egocentric view (Siddiqui et al., section 3).
 
@@ -278,9 +307,9 @@ class QAgent(JaxAgent):
         self.name = name
 
     def policy(self, env, state, key: jax.Array, player: jax.Array) -> jax.Array:
-        """int32 ``[]``: the absolute move of the relative action with the largest Q-value."""
+        """int32 ``[]``: the absolute move of the relative action with the largest Q-value (`greedy_relative_move`)."""
         del env, key
         board = state.board
         facing = rules.facing(board)[player]
         view = observe.rotate_to_facing(observe.egocentric(board)[player], facing)
-        return observe.relative_to_absolute(jnp.argmax(self.q_function(view)), facing).astype(jnp.int32)
+        return greedy_relative_move(self.q_function(view), board, player)

@@ -37,6 +37,7 @@ import numpy as np
 
 from jaxgames import weights_io
 from jaxgames.agents.base import JaxAgent
+from jaxgames.agents.simple import masked_argmax
 from jaxgames.networks.ddpg import VARIANTS, Actor, check_widths, hand_of_god, init_actor
 
 _NETWORK_KEYS = ("variant", "conv_features", "card_features", "hidden", "norm")
@@ -95,10 +96,13 @@ class DDPGAgent(JaxAgent):
         """int32 ``[]``: the move of seat ``player`` in one unbatched state (module docstring)."""
         probs = self.action_probabilities(env, state, player)
         if self.mask_illegal:
+            # never an illegal move, even from a network with NaN outputs (masked_argmax; a NaN probability
+            # counts as 0, so an all-NaN policy draws uniformly among the legal moves)
             legal = state.legal_action_mask
             if self.greedy:
-                return jnp.argmax(jnp.where(legal, probs, -1.0)).astype(jnp.int32)
-            return hand_of_god(key, probs, legal)
+                return masked_argmax(probs, legal)
+            drawn = hand_of_god(key, jnp.where(jnp.isnan(probs), 0.0, probs), legal)
+            return jnp.where(legal[drawn], drawn, masked_argmax(probs, legal)).astype(jnp.int32)
         if self.greedy:
             return jnp.argmax(probs).astype(jnp.int32)
         return hand_of_god(key, probs, jnp.ones_like(probs, jnp.bool_))

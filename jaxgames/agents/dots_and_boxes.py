@@ -15,6 +15,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxgames import checks
 from jaxgames.agents.base import HostAgent, JaxAgent, masked_uniform_choice
 from jaxgames.games.dots_and_boxes.search import minimax, solver
 from jaxgames.games.dots_and_boxes.search.bitboard import bitboard, edge_set_index
@@ -121,9 +122,7 @@ class AlphaBetaAgent(HostAgent):
     def __init__(self, *, depth: int = 9, time_budget: float = 0.15, max_safe_edges: int | None = 6, name: str = "alphabeta"):
         if isinstance(depth, bool) or not isinstance(depth, (int, np.integer)) or depth < 1:
             raise ValueError(f"depth must be a positive int; got {depth!r}")
-        if not time_budget > 0:
-            raise ValueError(f"time_budget must be positive seconds; got {time_budget!r}")
-        self.depth, self.time_budget, self.name = int(depth), float(time_budget), name
+        self.depth, self.time_budget, self.name = int(depth), checks.positive_float("time_budget", time_budget), name
         self.options = minimax.SearchOptions(
             transposition=True, symmetry=False, chain_rules=True, alpha_beta=True, ordering=True, max_safe_edges=max_safe_edges
         )

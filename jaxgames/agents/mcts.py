@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
+from jaxgames import checks
 from jaxgames.agents.base import JaxAgent
 from jaxgames.search import mcts
 
@@ -26,13 +28,14 @@ class MCTSAgent(JaxAgent):
         name: label.
 
     Raises:
-        ValueError: ``num_simulations < 1``.
+        ValueError: ``num_simulations < 1``; ``pb_c_init`` negative or not finite (in float32).
     """
 
     def __init__(self, *, num_simulations: int = 200, pb_c_init: float = 1.25, name: str = "mcts"):
         if isinstance(num_simulations, bool) or not isinstance(num_simulations, int) or num_simulations < 1:
             raise ValueError(f"num_simulations must be a positive int; got {num_simulations!r}")
-        self.num_simulations, self.pb_c_init, self.name = num_simulations, float(pb_c_init), name
+        pb_c_init = checks.real("pb_c_init", pb_c_init, 0.0, dtype=np.float32)  # a float32 constant of the search
+        self.num_simulations, self.pb_c_init, self.name = num_simulations, pb_c_init, name
 
     def policy(self, env, state, key, player):
         """int32 ``[]``: the move for one state (a batch of one through `batched_policy`).

@@ -33,6 +33,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxgames import checks
 from jaxgames.agents.base import HostAgent, JaxAgent, masked_uniform_choice
 from jaxgames.games.onitama import cards, rules
 from jaxgames.games.onitama.search import DISTANCE_WEIGHT, MATERIAL_WEIGHT, move_values
@@ -146,10 +147,8 @@ class AlphaBetaAgent(HostAgent):
     def __init__(self, depth: int = 2, *, time_budget: float | None = None, name: str | None = None):
         if isinstance(depth, bool) or not isinstance(depth, (int, np.integer)) or not 1 <= depth <= MAX_DEPTH:
             raise ValueError(f"depth must be an int in [1, {MAX_DEPTH}]; got {depth!r}")
-        if time_budget is not None and not time_budget > 0:
-            raise ValueError(f"time_budget must be positive seconds or None; got {time_budget!r}")
         self.depth = int(depth)
-        self.time_budget = None if time_budget is None else float(time_budget)
+        self.time_budget = None if time_budget is None else checks.positive_float("time_budget", time_budget)
         self.name = f"alphabeta{self.depth}" if name is None else name
         self.last_nodes = self.last_depth = 0
         self.last_value = 0.0

@@ -27,9 +27,11 @@ import warnings
 import jax
 import jax.numpy as jnp
 
-from jaxgames import weights_io
-from jaxgames.agents.battlesnake import QAgent
-from jaxgames.games.battlesnake import observe, rules
+import numpy as np
+
+from jaxgames import checks, weights_io
+from jaxgames.agents.battlesnake import QAgent, greedy_relative_move
+from jaxgames.games.battlesnake import rules
 from jaxgames.networks.q_snake import QSnakeNet, init_variables, rotated_views, validate_features, variable_shapes
 
 WEIGHTS_DIR = pathlib.Path(__file__).resolve().parent.parent / "weights" / "q_snake"
@@ -162,7 +164,8 @@ class QSnakeAgent(QAgent):
         self.features = validate_features(features)
         self.board_size = int(board_size)
         self.view_size = 2 * self.board_size - 1
-        self.head_multiplier, self.body_multiplier = float(head_multiplier), float(body_multiplier)
+        self.head_multiplier = checks.real("head_multiplier", head_multiplier, 0.0, lo_open=True, dtype=np.float32)
+        self.body_multiplier = checks.real("body_multiplier", body_multiplier, 0.0, lo_open=True, dtype=np.float32)
         self.variables = variables
         self.net = QSnakeNet(features=self.features)
         if not trained:
@@ -185,11 +188,11 @@ class QSnakeAgent(QAgent):
         return fit_view(rotated, self.view_size)
 
     def policy(self, env, state, key: jax.Array, player: jax.Array) -> jax.Array:
-        """int32 ``[]``: the absolute move of the relative action with the largest Q-value."""
+        """int32 ``[]``: the absolute move of the relative action with the largest Q-value (a legal move even
+        for NaN Q-values: `jaxgames.agents.battlesnake.greedy_relative_move`)."""
         del env, key
         board = state.board
-        q = self.q_values(self.view(board, player))
-        return observe.relative_to_absolute(jnp.argmax(q), rules.facing(board)[player]).astype(jnp.int32)
+        return greedy_relative_move(self.q_values(self.view(board, player)), board, player)
 
 
 def is_shipped() -> bool:

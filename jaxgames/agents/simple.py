@@ -15,6 +15,24 @@ import jax.numpy as jnp
 from jaxgames.agents.base import JaxAgent, masked_uniform_choice, seat_mask
 
 
+def masked_argmax(values: jax.Array, mask: jax.Array) -> jax.Array:
+    """int32 ``[]``: the index of the largest of ``values`` ``[A]`` among the True entries of ``mask`` ``[A]``.
+
+    Never an index outside ``mask`` (while it has a True entry), whatever the
+    values: NaN counts as the dtype's lowest value (``jnp.argmax`` would pick
+    the first NaN, wherever it is), ties go to the lowest index, and where no
+    legal value stands above the masked ones (every legal value NaN or
+    ``-inf``) the lowest legal index is returned. 0 if ``mask`` is all False.
+    Masking with ``finfo.min``, never ``-inf`` (``shared/STYLE.md``, after mctx).
+    """
+    values = jnp.asarray(values)
+    dtype = values.dtype if jnp.issubdtype(values.dtype, jnp.floating) else jnp.float32
+    low = jnp.finfo(dtype).min
+    clean = jnp.where(jnp.isnan(values), low, values.astype(dtype))
+    best = jnp.argmax(jnp.where(mask, clean, low))
+    return jnp.where(mask[best], best, jnp.argmax(mask)).astype(jnp.int32)
+
+
 class RandomAgent(JaxAgent):
     """Plays uniformly among the legal actions (``state.legal_action_mask``)."""
 

@@ -30,6 +30,17 @@ Logistics Quarterly* 28 (1981); Avis et al. 2010). `equilibrium_components`
 reports them; `nash_equilibria` lists the extreme equilibria, which for a
 non-degenerate game are all of its (isolated) equilibria.
 
+Cost. The enumeration walks every vertex of both best-response polytopes,
+which grows exponentially with the number of actions (random 14x14 games:
+12-34 s; 20x20: over 90 s and 6 GB). So it is bounded up front: a game
+whose worst case (`enumeration_cost`, the upper bound theorem) exceeds
+``max_vertices`` (default `MAX_VERTICES`: every game up to 12x12) is refused
+with `EquilibriumCostError` before any work. For larger games,
+`lemke_howson` (``nash_equilibria(game, method="lemke_howson")``) finds ONE
+equilibrium exactly, by complementary pivoting (Lemke & Howson 1964; von
+Stengel, "Computing equilibria for two-person games", 2002), its path
+capped at ``max_pivots``.
+
 Pareto optima come from pairwise dominance of the pure outcomes. Plain numpy
 and Python fractions: these run once per game, not inside a trace.
 
@@ -55,6 +66,27 @@ from jaxgames.games.matrix import MatrixGame, validate_payoffs
 # `is_nash_equilibrium` accept (float32 policies over a few actions sum to 1
 # within about 1e-7).
 _SUM_TOL = 1e-5
+
+MAX_VERTICES = 50_000
+"""Default cost bound of the exact enumeration: the most polytope vertices it may visit (`enumeration_cost`).
+
+The worst case under it is a 12x12 game (49,504): about 10 s and 0.5 GB of
+CPU (measured at 0.2-0.3 ms and about 10 kB per vertex on random 12x12 and
+13x13 games, which visit far fewer). A random 14x14 game already visited
+77,000 in 34 s and 1 GB; a random 20x20 game did not finish in 90 s."""
+
+MAX_PIVOTS = 50_000
+"""Default cap on the float64 path of `lemke_howson` (about 35 us a pivot at 50x50: under 2 s)."""
+
+MAX_EXACT_PIVOTS = 1_000
+"""Cap on the exact path `lemke_howson` falls back to (6-10 ms a pivot at 50x50: under 10 s)."""
+
+METHODS = ("enumerate", "lemke_howson")
+"""The methods of `nash_equilibria`."""
+
+
+class EquilibriumCostError(ValueError):
+    """The exact enumeration would exceed its cost bound; raised before any work (`enumeration_cost`)."""
 
 
 class Profile(NamedTuple):
@@ -249,12 +281,237 @@ def _polytope_vertices(m: list[list[int]], labels: list[int]) -> dict[tuple[tupl
     return vertices
 
 
+def _upper_bound_vertices(d: int, f: int) -> int:
+    """The most vertices a ``d``-polytope with ``f > d`` facets can have,
+    ``C(f - floor((d+1)/2), f - d) + C(f - floor((d+2)/2), f - d)``, attained by the duals of cyclic
+    polytopes (McMullen, "The maximum numbers of faces of a convex polytope", *Mathematika* 17 (1970);
+    Ziegler, *Lectures on Polytopes* (1995), section 8.4). E.g. 4 for a quadrilateral (d = 2, f = 4),
+    8 for d = 3, f = 6 (``2 f - 4``)."""
+    return math.comb(f - (d + 1) // 2, f - d) + math.comb(f - (d + 2) // 2, f - d)
+
+
+def enumeration_cost(game) -> int:
+    """The most polytope vertices the exact enumeration can visit on ``game``: its worst-case cost.
+
+    `extreme_equilibria` walks every vertex of the lexicographically perturbed
+    best-response polytopes ``P`` (dimension ``n``, ``n + m`` facets) and ``Q``
+    (dimension ``m``, ``n + m`` facets), both simple, so the upper bound
+    theorem (McMullen 1970) bounds the walk by
+    ``UBT(n, n + m) + UBT(m, n + m)``: 8,008 at 10x10, 49,504 at 12x12,
+    310,080 at 14x14, about 8.0e7 at 20x20 and 1.4e20 at 50x50. Random
+    games visit far fewer (see `MAX_VERTICES`).
+
+    Args:
+        game: a `MatrixGame` or payoffs ``[2, n, m]`` (only the shape is read).
+
+    Returns:
+        The bound, an int.
+    """
+    n, m = _payoffs(game).shape[1:]
+    return _upper_bound_vertices(n, n + m) + _upper_bound_vertices(m, n + m)
+
+
+def _check_cost(game, max_vertices) -> None:
+    if max_vertices is None:
+        return
+    if isinstance(max_vertices, (bool, np.bool_)) or not isinstance(max_vertices, (int, np.integer)) or max_vertices < 1:
+        raise ValueError(f"max_vertices must be a positive int or None; got {max_vertices!r}")
+    cost = enumeration_cost(game)
+    if cost > max_vertices:
+        n, m = _payoffs(game).shape[1:]
+        raise EquilibriumCostError(
+            f"enumerating every extreme equilibrium of this {n}x{m} game may visit up to {cost:.3g} vertices of the "
+            f"best-response polytopes (upper bound theorem), over max_vertices={max_vertices} (about 0.3 ms and "
+            f"10 kB each at 12x12, more in larger games); for one equilibrium pass method='lemke_howson' "
+            f"(or call lemke_howson), or pass a larger max_vertices (None: no bound) to enumerate anyway"
+        )
+
+
+def _lh_tableaux(a: list[list[int]], b: list[list[int]]):
+    """The starting tableaux ``[M | I | 1]`` of ``P`` (rows: column actions j, ``sum_i B[i][j] x_i + s_j = 1``)
+    and ``Q`` (rows: row actions i, ``sum_j A[i][j] y_j + r_i = 1``), as (matrix, bases, lex orders).
+
+    Variables: P's columns ``x_0..x_{n-1}, s_0..s_{m-1}``, Q's ``y_0..y_{m-1}, r_0..r_{n-1}``. Labels:
+    ``x_i`` and ``r_i`` carry label ``i``, ``y_j`` and ``s_j`` label ``n + j``."""
+    n, m = len(a), len(a[0])
+    mats = ([[b[i][j] for i in range(n)] for j in range(m)], a)
+    bases = [list(range(n, n + m)), list(range(m, m + n))]
+    lex = [[n + m, *range(n, n + m)], [n + m, *range(m, m + n)]]
+    return mats, bases, lex
+
+
+def _lh_walk(a, b, missing_label: int, max_pivots: int | None, *, exact: bool) -> list[list[int]] | None:
+    """The bases of P and Q where the Lemke-Howson path from ``missing_label`` ends (`lemke_howson`).
+
+    ``exact``: integer pivoting with the lexicographic ratio test (the guarantee); otherwise float64
+    pivoting with the same rule up to a tolerance (fast, a guide only: None if it loses its way).
+    Raises `EquilibriumCostError` after ``max_pivots`` pivots."""
+    n, m = len(a), len(a[0])
+    mats, bases, lex = _lh_tableaux(a, b)
+    if exact:
+        tabs = [[list(row) + [int(i == r) for i in range(len(mat))] + [1] for r, row in enumerate(mat)] for mat in mats]
+    else:
+        tabs = []
+        for mat in mats:
+            f = np.array(mat, dtype=np.float64)
+            tabs.append(np.hstack([f / f.max(), np.eye(len(mat)), np.ones((len(mat), 1))]))
+    dets = [1, 1]
+    side = 0 if missing_label < n else 1
+    col = missing_label if side == 0 else missing_label - n  # P's column c has label c; y_j is Q's column j
+    pivots = 0
+    while True:
+        if max_pivots is not None and pivots >= max_pivots:
+            raise EquilibriumCostError(
+                f"Lemke-Howson from missing_label={missing_label} did not end within max_pivots={max_pivots} pivots "
+                f"({'exact' if exact else 'float64'} path) on this {n}x{m} game; pass a larger max_pivots "
+                f"(None: no cap) or another missing_label"
+            )
+        t = tabs[side]
+        if exact:
+            r = _lex_min_ratio_row(t, col, lex[side])
+            if r < 0:  # cannot happen: positive payoffs make both polytopes bounded
+                raise RuntimeError(f"unbounded edge in Lemke-Howson on a {n}x{m} game")
+            pivot_row, p = t[r], t[r][col]
+            tabs[side] = [
+                pivot_row if i == r else [(x * p - row[col] * y) // dets[side] for x, y in zip(row, pivot_row)]
+                for i, row in enumerate(t)
+            ]
+            dets[side] = p
+        else:
+            rows = np.flatnonzero(t[:, col] > 1e-12)
+            for j in lex[side]:
+                if len(rows) <= 1:
+                    break
+                ratios = t[rows, j] / t[rows, col]
+                best = ratios.min()
+                rows = rows[ratios <= best + 1e-9 * max(1.0, abs(best))]
+            if len(rows) == 0 or not np.all(np.isfinite(t)):
+                return None
+            r = int(rows[0])
+            t[r] /= t[r, col]
+            factors = t[:, col].copy()
+            factors[r] = 0.0
+            t -= np.outer(factors, t[r])
+        leaving = bases[side][r]
+        bases[side][r] = col
+        pivots += 1
+        left = leaving if side == 0 else (n + leaving if leaving < m else leaving - m)
+        if left == missing_label:
+            return bases
+        side = 1 - side
+        col = left if side == 0 else (m + left if left < n else left - n)
+
+
+def _basic_solution(mat: list[list[int]], basis: list[int]) -> list[Fraction] | None:
+    """The exact values of every variable of ``{z >= 0 : M z + s = 1}`` at the basis ``basis`` (None if singular)."""
+    k, d = len(mat), len(mat[0])
+    t = [list(row) + [int(i == r) for i in range(k)] + [1] for r, row in enumerate(mat)]
+    det, current, target = 1, list(range(d, d + k)), set(basis)
+    for col in basis:
+        if col in current:
+            continue
+        r = next((i for i in range(k) if current[i] not in target and t[i][col] != 0), None)
+        if r is None:
+            return None
+        pivot_row, p = t[r], t[r][col]  # any nonzero pivot: integer pivoting stays exact (Edmonds 1967)
+        t = [pivot_row if i == r else [(x * p - row[col] * y) // det for x, y in zip(row, pivot_row)] for i, row in enumerate(t)]
+        det, current[r] = p, col
+    values = [Fraction(0)] * (d + k)
+    for r, var in enumerate(current):
+        values[var] = Fraction(t[r][-1], det)
+    return values
+
+
+def _certified(a, b, bases) -> RationalProfile | None:
+    """The equilibrium at the end of a float path, if its bases are an exact completely labelled vertex pair."""
+    n, m = len(a), len(a[0])
+    mats, _, _ = _lh_tableaux(a, b)
+    xs, ys = _basic_solution(mats[0], bases[0]), _basic_solution(mats[1], bases[1])
+    if xs is None or ys is None or min(xs) < 0 or min(ys) < 0:
+        return None
+    x, y = xs[:n], ys[:m]
+    labelled = all(x[i] == 0 or ys[m + i] == 0 for i in range(n)) and all(y[j] == 0 or xs[n + j] == 0 for j in range(m))
+    if not labelled or sum(x) == 0 or sum(y) == 0:
+        return None
+    return RationalProfile(tuple(v / sum(x) for v in x), tuple(v / sum(y) for v in y))
+
+
+def lemke_howson(game, *, missing_label: int = 0, max_pivots: int | None = MAX_PIVOTS) -> RationalProfile:
+    """One Nash equilibrium of a two-player game, exactly, by the Lemke-Howson algorithm.
+
+    Complementary pivoting from the artificial equilibrium ``(0, 0)`` of the
+    best-response polytopes ``P = {x >= 0 : B^T x <= 1}`` and
+    ``Q = {y >= 0 : A y <= 1}``: drop ``missing_label``, then alternately pivot
+    in the tableau of ``P`` and of ``Q``, the entering variable each time the
+    complement of the one that just left, until the variable with the missing
+    label leaves (Lemke & Howson, "Equilibrium points of bimatrix games",
+    *J. SIAM* 12 (1964); von Stengel, "Computing equilibria for two-person
+    games", *Handbook of Game Theory* vol. 3 (2002), chapter 45, section 2).
+    Payoffs are first mapped to positive integers as in `extreme_equilibria`
+    and the minimum-ratio test is lexicographic, so degenerate games are
+    handled too (von Stengel 2002, section 2, degenerate games).
+
+    The path is walked in float64 (microseconds a pivot), and its end is
+    certified exactly: the exact basic solution at its two bases (integer
+    pivoting) must be a completely labelled vertex pair, hence an extreme
+    equilibrium. Should it not be (rounding), the path is walked again in
+    exact integer pivoting (6-10 ms a pivot at 50x50), at most
+    `MAX_EXACT_PIVOTS` pivots.
+
+    Guarantee: the path is finite and ends at a Nash equilibrium, an extreme
+    one, for every game and every ``missing_label`` (Lemke & Howson 1964; von
+    Stengel 2002, section 2), and what is returned is exactly one. The path
+    can grow exponentially with the number of actions (Savani & von Stengel,
+    "Hard-to-solve bimatrix games", *Econometrica* 74 (2006)), hence
+    ``max_pivots``: with the defaults a 50x50 game is answered or refused
+    within about 10 s and well under 1 GB. Fourteen random standard-normal
+    50x50 games took 5 to 1,057 pivots from label 0, 0.1 to 0.35 s each
+    (mostly reading the payoffs exactly and certifying).
+
+    Args:
+        game: a `MatrixGame` or payoffs ``[2, n, m]``.
+        missing_label: the label dropped first, ``0 .. n + m - 1``: row action
+            ``i`` is label ``i``, column action ``j`` label ``n + j``.
+            Different labels may end at different equilibria.
+        max_pivots: the most pivots of the float64 path (None: no cap).
+
+    Returns:
+        The `RationalProfile` the path ends at.
+
+    Raises:
+        ValueError: on invalid payoffs, a ``missing_label`` outside
+            ``0 .. n + m - 1`` or a ``max_pivots`` that is not a positive int;
+            `EquilibriumCostError` (a ValueError) when the path is longer than
+            ``max_pivots`` (or, exact, `MAX_EXACT_PIVOTS`).
+    """
+    n, m = _payoffs(game).shape[1:]
+    if isinstance(missing_label, (bool, np.bool_)) or not isinstance(missing_label, (int, np.integer)):
+        raise ValueError(f"missing_label must be an int in [0, {n + m}); got {missing_label!r}")
+    if not 0 <= missing_label < n + m:
+        raise ValueError(f"missing_label must be in [0, {n + m}) for a {n}x{m} game; got {missing_label}")
+    if max_pivots is not None and (
+        isinstance(max_pivots, (bool, np.bool_)) or not isinstance(max_pivots, (int, np.integer)) or max_pivots < 1
+    ):
+        raise ValueError(f"max_pivots must be a positive int or None; got {max_pivots!r}")
+    a, b = (_integer_payoffs(t) for t in _exact_payoffs(game))
+    bases = _lh_walk(a, b, int(missing_label), max_pivots, exact=False)
+    found = None if bases is None else _certified(a, b, bases)
+    if found is not None:
+        return found
+    exact_cap = MAX_EXACT_PIVOTS if max_pivots is None else min(max_pivots, MAX_EXACT_PIVOTS)
+    bases = _lh_walk(a, b, int(missing_label), exact_cap, exact=True)
+    found = _certified(a, b, bases)
+    if found is None:  # cannot happen: the exact path ends at a completely labelled vertex pair
+        raise RuntimeError(f"the exact Lemke-Howson path ended off an equilibrium on a {n}x{m} game")
+    return found
+
+
 def _exact_sort_key(q: RationalProfile):
     pure = max(q.x) == 1 and max(q.y) == 1
     return (not pure, tuple(-v for v in q.x), tuple(-v for v in q.y))
 
 
-def extreme_equilibria(game) -> list[RationalProfile]:
+def extreme_equilibria(game, *, max_vertices: int | None = MAX_VERTICES) -> list[RationalProfile]:
     """The extreme Nash equilibria of a two-player game, exactly.
 
     These are the vertices of the equilibrium set: all the equilibria of a
@@ -265,20 +522,29 @@ def extreme_equilibria(game) -> list[RationalProfile]:
     (Mangasarian 1964; von Stengel 2007, section 3.5, theorem 3.4; Avis et
     al. 2010), with each player's payoffs first mapped to positive integers
     by a positive affine map of its own (module docstring). The work grows
-    with the number of polytope vertices (the upper bound theorem: at most a
-    few thousand for 10 actions each; timings in ``benchmarks/README.md``).
+    with the number of polytope vertices, at most `enumeration_cost` (the
+    upper bound theorem: 8,008 for 10 actions each, about 1e20 for 50);
+    a game whose bound exceeds ``max_vertices`` is refused before any work.
+    For one equilibrium of a larger game, use `lemke_howson`.
 
     Args:
         game: a `MatrixGame` or payoffs ``[2, n, m]`` (ints, floats or
             `fractions.Fraction`; floats are read as their shortest decimal).
+        max_vertices: the cost bound (default `MAX_VERTICES`, which admits
+            every game up to 12x12); None: no bound (the run may not end in
+            any useful time, nor fit in memory, from about 14x14).
 
     Returns:
         `RationalProfile` list, each extreme equilibrium once: pure ones
         first, then by decreasing probabilities.
 
     Raises:
-        ValueError: on invalid payoffs (see `jaxgames.games.matrix.validate_payoffs`).
+        ValueError: on invalid payoffs (see `jaxgames.games.matrix.validate_payoffs`)
+            or ``max_vertices``.
+        EquilibriumCostError: (a ValueError) ``enumeration_cost(game) > max_vertices``;
+            the message gives the bound and how to get one equilibrium instead.
     """
+    _check_cost(game, max_vertices)
     a, b = (_integer_payoffs(t) for t in _exact_payoffs(game))
     n, m = len(a), len(a[0])
     # Labels: row action i is bit i (x_i = 0 in P; (A y)_i = 1 in Q), column action j is bit n + j.
@@ -309,30 +575,49 @@ def _sort_key(q: Profile):
     return (not q.is_pure(), tuple(-q.x), tuple(-q.y))
 
 
-def nash_equilibria(game) -> list[Profile]:
-    """The extreme Nash equilibria of a two-player game, as float64 profiles.
+def nash_equilibria(
+    game, *, method: str = "enumerate", max_vertices: int | None = MAX_VERTICES, missing_label: int = 0,
+    max_pivots: int | None = MAX_PIVOTS,
+) -> list[Profile]:
+    """The extreme Nash equilibria of a two-player game (or one of them), as float64 profiles.
 
-    For a non-degenerate game (every equilibrium isolated, e.g. every game
-    whose payoffs are in general position) these are all of its equilibria,
-    an odd number (Wilson 1971). A degenerate game can have infinitely many;
-    then these are the finitely many vertices of its equilibrium set, and
-    `equilibrium_components` tells which of them bound a continuum. Exact:
-    no tolerance, the same at any payoff scale (see `extreme_equilibria`).
+    ``method="enumerate"`` (default): all of them. For a non-degenerate game
+    (every equilibrium isolated, e.g. every game whose payoffs are in general
+    position) these are all of its equilibria, an odd number (Wilson 1971). A
+    degenerate game can have infinitely many; then these are the finitely
+    many vertices of its equilibrium set, and `equilibrium_components` tells
+    which of them bound a continuum. Exact: no tolerance, the same at any
+    payoff scale (see `extreme_equilibria`). A game whose worst-case cost
+    (`enumeration_cost`) exceeds ``max_vertices`` is refused up front.
+
+    ``method="lemke_howson"``: one equilibrium, exactly, found by
+    `lemke_howson` from ``missing_label`` (at most ``max_pivots`` pivots);
+    for games too large to enumerate (a random 50x50 game: seconds at most).
 
     Args:
         game: a `MatrixGame` or payoffs ``[2, n, m]``.
+        method: one of `METHODS`.
+        max_vertices: cost bound of ``"enumerate"`` (see `extreme_equilibria`).
+        missing_label, max_pivots: settings of ``"lemke_howson"`` (see `lemke_howson`).
 
     Returns:
         `Profile` list, pure equilibria first, then by decreasing
-        probabilities; never empty (Nash 1951).
+        probabilities; never empty (Nash 1951). One profile for ``"lemke_howson"``.
 
     Raises:
-        ValueError: on invalid payoffs.
+        ValueError: on invalid payoffs, an unknown ``method`` or a bad setting.
+        EquilibriumCostError: (a ValueError) the enumeration's bound exceeds
+            ``max_vertices``, or Lemke-Howson's path ``max_pivots``; the
+            message names the cost and what to pass instead.
     """
-    return [q.to_float() for q in extreme_equilibria(game)]
+    if method == "lemke_howson":
+        return [lemke_howson(game, missing_label=missing_label, max_pivots=max_pivots).to_float()]
+    if method != "enumerate":
+        raise ValueError(f"method must be one of {METHODS}; got {method!r}")
+    return [q.to_float() for q in extreme_equilibria(game, max_vertices=max_vertices)]
 
 
-def equilibrium_components(game) -> list[EquilibriumComponent]:
+def equilibrium_components(game, *, max_vertices: int | None = MAX_VERTICES) -> list[EquilibriumComponent]:
     """The connected components of the set of Nash equilibria, with their maximal Nash subsets.
 
     The extreme equilibria are the edges of a bipartite graph between the
@@ -346,15 +631,17 @@ def equilibrium_components(game) -> list[EquilibriumComponent]:
 
     Args:
         game: a `MatrixGame` or payoffs ``[2, n, m]``.
+        max_vertices: cost bound of the enumeration (see `extreme_equilibria`).
 
     Returns:
         `EquilibriumComponent` list, ordered like their first extreme
         equilibrium in `nash_equilibria`.
 
     Raises:
-        ValueError: on invalid payoffs.
+        ValueError: on invalid payoffs or ``max_vertices``.
+        EquilibriumCostError: (a ValueError) ``enumeration_cost(game) > max_vertices``.
     """
-    eqs = extreme_equilibria(game)
+    eqs = extreme_equilibria(game, max_vertices=max_vertices)
     xs = list(dict.fromkeys(q.x for q in eqs))
     ys = list(dict.fromkeys(q.y for q in eqs))
     nbrs: dict[tuple, set] = {x: set() for x in xs}

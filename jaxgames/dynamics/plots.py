@@ -18,6 +18,7 @@ import functools
 
 import jax
 import jax.numpy as jnp
+import matplotlib
 import numpy as np
 
 from jaxgames.dynamics.fields import vector_field
@@ -25,6 +26,8 @@ from jaxgames.dynamics.fields import vector_field
 _SQRT3_2 = np.sqrt(3.0) / 2.0
 # Simplex corners: action 0 bottom left, action 1 bottom right, action 2 top.
 _CORNERS = np.array([[0.0, 0.0], [1.0, 0.0], [0.5, _SQRT3_2]])
+# Speed shading of fields: Greys from 0.45, so the slowest streamlines and arrows are mid grey, not white on white.
+_GREYS = matplotlib.colors.ListedColormap(matplotlib.colormaps["Greys"](np.linspace(0.45, 1.0, 128)), name="greys_visible")
 
 
 def simplex_to_xy(p: np.ndarray) -> np.ndarray:
@@ -62,7 +65,8 @@ def _simplex_field(kind, payoffs, points, temperature, leniency, learning_rate, 
     return jax.vmap(lambda z: vector_field(kind, payoffs, z, z, **kw)[0])(points)
 
 
-def plot_field_2x2(ax, kind: str, payoffs, *, grid: int = 21, action_names=None, **field_kw) -> None:
+def plot_field_2x2(ax, kind: str, payoffs, *, grid: int = 21, action_names=None, color=None, linewidth: float = 0.8,
+                   density: float = 0.9, **field_kw) -> None:
     """Streamlines of a learning field of a 2x2 game on ``ax``.
 
     Args:
@@ -71,6 +75,9 @@ def plot_field_2x2(ax, kind: str, payoffs, *, grid: int = 21, action_names=None,
         payoffs: float ``[2, 2, 2]``.
         grid: points per axis.
         action_names: optional ``(row names, column names)`` for the labels.
+        color: one colour for every streamline (None: shaded by speed, from
+            mid grey (slowest) to black (fastest), so slow regions stay visible).
+        linewidth, density: ``streamplot``'s.
         **field_kw: ``temperature``, ``leniency``, ``learning_rate``, ``beta``.
 
     Raises:
@@ -80,8 +87,11 @@ def plot_field_2x2(ax, kind: str, payoffs, *, grid: int = 21, action_names=None,
     if payoffs.shape != (2, 2, 2):
         raise ValueError(f"plot_field_2x2 needs a 2x2 game; got payoffs {payoffs.shape}")
     px, py, u, v = _field_2x2(kind, payoffs, grid, **field_kw)
-    speed = np.hypot(u, v)
-    ax.streamplot(px, py, u, v, color=speed, cmap="Greys", density=0.9, linewidth=0.8, arrowsize=0.9)
+    if color is None:
+        speed = np.hypot(u, v)
+        ax.streamplot(px, py, u, v, color=speed, cmap=_GREYS, density=density, linewidth=linewidth, arrowsize=0.9)
+    else:
+        ax.streamplot(px, py, u, v, color=color, density=density, linewidth=linewidth, arrowsize=0.9)
     ax.set_xlim(0, 1)
     ax.set_ylim(0, 1)
     ax.set_aspect("equal")
@@ -90,13 +100,22 @@ def plot_field_2x2(ax, kind: str, payoffs, *, grid: int = 21, action_names=None,
     ax.set_ylabel(f"player 2: P({first[1]})")
 
 
-def plot_trajectories_2x2(ax, trajectories: np.ndarray, *, color=None, label=None, alpha=0.9) -> None:
-    """Trajectories ``[K, T, 2]`` of (P1 first action, P2 first action) on ``ax``."""
+def plot_trajectories_2x2(ax, trajectories: np.ndarray, *, color=None, label=None, alpha=0.9, lw: float = 1.4,
+                          points: bool = False) -> None:
+    """Trajectories ``[K, T, 2]`` of (P1 first action, P2 first action) on ``ax``.
+
+    ``points=True`` draws only the recorded policies (markers, no lines): for
+    a learner whose policy jumps (epsilon-greedy), a line between two records
+    would draw policies no run took.
+    """
     trajectories = np.asarray(trajectories)
-    cmap = __import__("matplotlib").colormaps["tab10"]
+    cmap = matplotlib.colormaps["tab10"]
     for k, tr in enumerate(trajectories):
         c = color or cmap(k % 10)
-        ax.plot(tr[:, 0], tr[:, 1], color=c, lw=1.4, alpha=alpha, label=label if k == 0 else None)
+        if points:
+            ax.plot(tr[:, 0], tr[:, 1], "o", color=c, ms=3, alpha=alpha, label=label if k == 0 else None)
+        else:
+            ax.plot(tr[:, 0], tr[:, 1], color=c, lw=lw, alpha=alpha, label=label if k == 0 else None)
         ax.plot(tr[0, 0], tr[0, 1], "o", color=c, ms=5)
         ax.plot(tr[-1, 0], tr[-1, 1], "s", color=c, ms=5, mec="k", mew=0.6)
 
@@ -131,7 +150,8 @@ def plot_simplex(ax, kind: str, payoffs, *, grid: int = 14, action_names=("0", "
     dxy = d @ _CORNERS  # directions: the corners' linear map (sum of d is 0)
     speed = np.linalg.norm(dxy, axis=1)
     scale = np.where(speed > 0, 1.0 / (speed + 1e-12), 0.0)[:, None]
-    ax.quiver(xy[:, 0], xy[:, 1], dxy[:, 0] * scale[:, 0], dxy[:, 1] * scale[:, 0], speed, cmap="Greys", scale=28, width=0.004)
+    ax.quiver(xy[:, 0], xy[:, 1], dxy[:, 0] * scale[:, 0], dxy[:, 1] * scale[:, 0], speed, cmap=_GREYS, scale=28,
+              width=0.004)
 
 
 def _draw_triangle(ax, action_names) -> None:
@@ -143,18 +163,26 @@ def _draw_triangle(ax, action_names) -> None:
     ax.axis("off")
 
 
-def plot_trajectories_simplex(ax, trajectories: np.ndarray, *, color=None, label=None) -> None:
-    """Trajectories ``[K, T, 3]`` of probabilities on the simplex drawn by `plot_simplex`."""
-    cmap = __import__("matplotlib").colormaps["tab10"]
+def plot_trajectories_simplex(ax, trajectories: np.ndarray, *, color=None, label=None, alpha=1.0, lw: float = 1.2,
+                              points: bool = False) -> None:
+    """Trajectories ``[K, T, 3]`` of probabilities on the simplex drawn by `plot_simplex`.
+
+    ``points=True`` draws only the recorded policies, as `plot_trajectories_2x2` does.
+    """
+    cmap = matplotlib.colormaps["tab10"]
     for k, tr in enumerate(np.asarray(trajectories)):
         xy = simplex_to_xy(tr)
         c = color or cmap(k % 10)
-        ax.plot(xy[:, 0], xy[:, 1], color=c, lw=1.2, label=label if k == 0 else None)
+        if points:
+            ax.plot(xy[:, 0], xy[:, 1], "o", color=c, ms=3, alpha=alpha, label=label if k == 0 else None)
+        else:
+            ax.plot(xy[:, 0], xy[:, 1], color=c, lw=lw, alpha=alpha, label=label if k == 0 else None)
         ax.plot(xy[0, 0], xy[0, 1], "o", color=c, ms=4)
         ax.plot(xy[-1, 0], xy[-1, 1], "s", color=c, ms=4, mec="k", mew=0.6)
 
 
-def plot_arrows_2x2(ax, points: np.ndarray, velocity: np.ndarray, *, color="crimson", label=None, scale=None) -> None:
+def plot_arrows_2x2(ax, points: np.ndarray, velocity: np.ndarray, *, color="crimson", label=None, scale=None,
+                    length: float = 0.08, power: float = 1.0, width: float = 0.005, zorder: float = 4) -> None:
     """Arrows of a measured (or any) flow of a 2x2 game on ``ax``.
 
     Args:
@@ -162,10 +190,19 @@ def plot_arrows_2x2(ax, points: np.ndarray, velocity: np.ndarray, *, color="crim
         points: ``[P, 2]``, (P1 first action, P2 first action).
         velocity: ``[P, 2]``, their time derivatives (any unit); arrows are
             scaled together so their lengths compare.
-        color, label: matplotlib arguments.
-        scale: ``quiver``'s scale (None: the longest arrow is 0.08 long).
+        color, label, width, zorder: matplotlib arguments (``width`` in
+            fractions of the plot width).
+        scale: the speed drawn ``length`` long (None: this call's fastest),
+            so that several calls can share one scale.
+        length: the drawn length of an arrow of speed ``scale`` (axis units).
+        power: drawn length proportional to speed**power (1: linear; 0.5
+            lets slow arrows stay visible beside fast ones; the direction is
+            never changed).
     """
-    points, velocity = np.asarray(points), np.asarray(velocity)
-    longest = float(np.max(np.hypot(velocity[:, 0], velocity[:, 1]))) or 1.0
-    ax.quiver(points[:, 0], points[:, 1], velocity[:, 0], velocity[:, 1], color=color, label=label,
-              angles="xy", scale_units="xy", scale=scale or longest / 0.08, width=0.005, zorder=4)
+    points, velocity = np.asarray(points, np.float64), np.asarray(velocity, np.float64)
+    speed = np.hypot(velocity[:, 0], velocity[:, 1])
+    scale = scale or float(np.max(speed)) or 1.0
+    drawn = length * (speed / scale) ** power
+    unit = velocity / np.where(speed > 0, speed, 1.0)[:, None]
+    ax.quiver(points[:, 0], points[:, 1], unit[:, 0] * drawn, unit[:, 1] * drawn, color=color, label=label,
+              angles="xy", scale_units="xy", scale=1.0, width=width, zorder=zorder)

@@ -23,7 +23,11 @@ ranking, "1224"): ranked by return, then by the game's tie-break
 was eliminated, the better). A game still running after ``max_steps``
 steps, or in which a host agent overran ``move_time_limit`` seconds on one
 move, is *timed out*; every seat of it is placed 1 (a draw, as Dasgupta &
-Chong count an Onitama game that reaches the turn limit).
+Chong count an Onitama game that reaches the turn limit). A seat has *won*
+a game it placed 1 alone that did not time out (`ArenaResult.won`). A solo
+(one-seat) game is won only with a positive return: a solo Battlesnake
+that dies (return -1) or survives to the turn limit (return 0) has not
+won, so its win rate is 0 and its returns and game lengths are what to read.
 
 `play_match` is the two-agent view of `play` (results from agent A's side),
 kept for two-player games: game ``i`` has A in seat 0, moving first, when
@@ -91,9 +95,22 @@ class ArenaResult(NamedTuple):
         return int(self.length.shape[0])
 
     def won(self) -> np.ndarray:
-        """bool ``[G, N]``: the seat won outright (placed 1 alone, game not timed out)."""
+        """bool ``[G, N]``: the seat won outright (placed 1 alone, game not timed out).
+
+        A one-seat (solo) game has no one to place above, so placing 1 alone
+        means nothing there: a solo seat has won only when its return is
+        positive, i.e. the game's rules paid it a win. A solo Battlesnake
+        (default rewards) never wins: it dies (return ``loss_reward``, -1) or
+        is still alive at the turn limit (return 0). Read a solo run's
+        `returns`, `length` and ``stats["eliminated_cause"]`` instead: the
+        official rules' solo mode (``solo.go``) ends when the snake is
+        eliminated and names no winner.
+        """
         first = self.placement == 1
-        return first & (first.sum(axis=1, keepdims=True) == 1) & ~self.timed_out[:, None]
+        alone = first & (first.sum(axis=1, keepdims=True) == 1) & ~self.timed_out[:, None]
+        if self.placement.shape[1] == 1:
+            alone &= self.returns > 0
+        return alone
 
     def per_agent(self) -> dict:
         """Per agent ``k``: ``{"seats", "wins", "win_rate", "mean_return", "mean_placement"}`` over its seats."""

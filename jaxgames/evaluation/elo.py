@@ -272,7 +272,9 @@ def bootstrap_ratings(
         `Ratings`.
 
     Raises:
-        ValueError: no comparisons, ``num_samples < 1`` or ``confidence`` outside (0, 1).
+        ValueError: no comparisons, agent ids in ``pairs`` that are not integers
+            in ``[0, len(names))`` (too few names), ``num_samples < 1`` or
+            ``confidence`` outside (0, 1).
 
     Note:
         When an agent wins (or loses) every comparison against another, every
@@ -288,6 +290,13 @@ def bootstrap_ratings(
     if not 0.0 < confidence < 1.0:
         raise ValueError(f"confidence must be in (0, 1); got {confidence!r}")
     K = len(names)
+    ids = pairs[:, 1:3]
+    if not np.all(np.isfinite(ids) & (ids == np.round(ids))) or ids.min() < 0:
+        raise ValueError(f"agent ids in pairs must be non-negative integers; got {np.unique(ids).tolist()}")
+    if ids.max() >= K:
+        raise ValueError(
+            f"pairs name {int(ids.max()) + 1} agents (ids 0..{int(ids.max())}) but names has {K}: {tuple(names)}"
+        )
     # the comparisons grouped by game in one pass (a stable sort keeps each game's rows in order)
     _, index, counts = np.unique(pairs[:, 0], return_inverse=True, return_counts=True)
     num_games = len(counts)

@@ -180,8 +180,9 @@ class AlphaZeroConfig:
         if not isinstance(self.network, adapter_cls.nets.NetworkConfig):
             raise TypeError(f"network must be a {adapter_cls.nets.__name__}.NetworkConfig; got {type(self.network).__name__}")
         for name in ("num_envs", "num_simulations", "max_num_considered_actions", "buffer_capacity", "batch_size",
-                     "updates_per_iteration", "max_turns"):
+                     "updates_per_iteration"):
             checks.positive_int(name, getattr(self, name))
+        checks.integer("max_turns", self.max_turns, 1, 2**30)  # Onitama's range, checked before any folder
         checks.non_negative_int("selfplay_steps", self.selfplay_steps)
         for name, lo_open in (("learning_rate", True), ("max_grad_norm", True), ("gumbel_scale", False),
                               ("weight_decay", False), ("value_loss_weight", False)):
@@ -701,6 +702,68 @@ def train_iteration(config: AlphaZeroConfig, state: TrainState, *, mesh=None) ->
     return state, out
 
 
+# ----------------------------------------------------------------------------- memory
+def _nbytes(tree) -> int:
+    return int(sum(np.prod(x.shape, dtype=np.int64) * np.dtype(x.dtype).itemsize for x in jax.tree.leaves(tree)))
+
+
+def _intermediate_bytes(fn, *args) -> int:
+    """Bytes of every value the top level of ``fn``'s jaxpr computes (abstract ``args``; nothing runs)."""
+    jaxpr = jax.make_jaxpr(fn)(*args).jaxpr
+    return int(sum(_nbytes(v.aval) for eqn in jaxpr.eqns for v in eqn.outvars if hasattr(v.aval, "shape")))
+
+
+@functools.lru_cache(maxsize=16)
+def memory_estimate(config: AlphaZeroConfig) -> dict:
+    """Bytes of the largest arrays of the first iteration, per setting that scales them (an estimate, within a few x).
+
+    Sizes are read off abstract shapes (`jax.eval_shape`, `jax.make_jaxpr`; nothing
+    is allocated or compiled): a stored position and a game's state per board,
+    and the per-position activations of the loss (the jaxpr's values at batch 2
+    less those at batch 1, which drops the parameters' share).
+
+    Returns:
+        ``{"num_envs": ..., "batch_size": ..., "buffer_capacity": ...}``: the
+        self-play games with their ``T`` recorded moves and search trees
+        (``num_simulations + 1`` nodes of states and ``[A]`` statistics) and one
+        network evaluation of every game; the update's minibatch (augmented
+        copy, activations and their cotangents); the replay buffers.
+    """
+    game = game_adapter(config)
+    params = jax.eval_shape(lambda: game.nets.init_params(config.network, jax.random.key(0)))
+    out = {"num_envs": 0, "batch_size": 0, "buffer_capacity": 0}
+    for size in config.board_sizes:
+        env = game.env(size)
+        A = env.num_actions
+        sample = jax.eval_shape(lambda: game.example_sample(size))  # noqa: B023 - evaluated at once
+        position = _nbytes(sample)
+        state = _nbytes(jax.eval_shape(lambda: env.init(jax.random.key(0))))  # noqa: B023
+
+        def batch(n):
+            return jax.tree.map(lambda x: jax.ShapeDtypeStruct((n,) + x.shape, x.dtype), sample)  # noqa: B023
+
+        def loss(p, b):
+            return losses(config, p, size, b)  # noqa: B023
+
+        activations = max(_intermediate_bytes(loss, params, batch(2)) - _intermediate_bytes(loss, params, batch(1)), 0)
+        T = game.selfplay_steps(size)
+        record = T * (position + 4 * A + 4 * 2 + 1 + 4) * 2  # the scan's outputs, and the targets made from them
+        tree = (config.num_simulations + 1) * (state + 4 * 6 * A + 32)  # mctx: node embeddings and per-action statistics
+        out["num_envs"] += config.num_envs * (state + record + tree + activations)
+        out["batch_size"] += config.batch_size * (2 * position + 2 * activations)
+        out["buffer_capacity"] += config.buffer_capacity * position
+    return out
+
+
+def check_memory(config: AlphaZeroConfig, fraction: float = 0.8) -> None:
+    """Raises ``ValueError`` naming the setting when the first iteration would not fit in ``fraction`` of memory
+    (`memory_estimate`, `jaxgames.checks.check_memory`). Checked at the Python boundary, before anything is
+    compiled or written."""
+    need = memory_estimate(config)
+    checks.check_memory({name: (getattr(config, name), need[name]) for name in need}, what="the first iteration",
+                        fraction=fraction, hint={"num_envs": "selfplay_steps or num_simulations"})
+
+
 # ----------------------------------------------------------------------------- the learner
 class AlphaZeroLearner:
     """AlphaZero as a learner of the training spine: ``loop.train(AlphaZeroLearner(config), ...)``.
@@ -719,7 +782,8 @@ class AlphaZeroLearner:
 
     Raises:
         TypeError: ``config`` not an `AlphaZeroConfig`.
-        ValueError: with ``mesh``, ``num_envs`` or ``batch_size`` not a multiple of its devices.
+        ValueError: with ``mesh``, ``num_envs`` or ``batch_size`` not a multiple of its devices; the first
+            iteration would not fit in memory (`check_memory`: the message names the setting).
     """
 
     name = "alphazero"
@@ -728,6 +792,7 @@ class AlphaZeroLearner:
         if not isinstance(config, AlphaZeroConfig):
             raise TypeError(f"config must be an AlphaZeroConfig; got {type(config).__name__}")
         _check_mesh(config, mesh)
+        check_memory(config)
         self.config, self.mesh = config, mesh
 
     def init(self, key: jax.Array) -> TrainState:

@@ -222,14 +222,16 @@ class QSnakeConfig:
         if self.num_snakes < 2 or self.num_snakes % 2:
             raise ValueError(f"num_snakes must be even and >= 2 (the pit's team games split the seats); got {self.num_snakes}")
         object.__setattr__(self, "features", validate_features(self.features))
-        for name in ("max_turns", "num_turns", "num_games", "batch_size", "train_steps", "pit_max_turns", "eval_games"):
+        for name in ("num_turns", "num_games", "batch_size", "train_steps", "eval_games"):
             checks.positive_int(name, getattr(self, name))
+        for name in ("max_turns", "pit_max_turns"):  # the game's range (`Battlesnake`), checked before any folder
+            checks.integer(name, getattr(self, name), 1, 2**30)
         for name in ("walk_generations", "pit_team_games", "pit_solo_games", "reference_generation", "eval_every"):
             checks.non_negative_int(name, getattr(self, name))
         if self.pit_team_games + self.pit_solo_games < 1:
             raise ValueError("the pit needs games: pit_team_games + pit_solo_games must be >= 1; got 0")
-        for name in ("power", "head_multiplier", "body_multiplier", "learning_rate"):
-            checks.positive_float(name, getattr(self, name))
+        for name in ("power", "head_multiplier", "body_multiplier", "learning_rate"):  # float32 inside the jitted code
+            checks.real(name, getattr(self, name), lo=0.0, lo_open=True, dtype=np.float32)
         checks.integer("walk_health_loss", self.walk_health_loss)
         checks.choice("walk_health_loss", self.walk_health_loss, rules.HEALTH_LOSS_CHOICES)
         for name, choices in (("sampler", SAMPLERS), ("loss", LOSSES), ("targets", TARGETS), ("bootstrap", BOOTSTRAPS),
@@ -816,24 +818,6 @@ def _seating(num_games: int, num_snakes: int, seats_a: int) -> tuple[np.ndarray,
 
 
 # ----------------------------------------------------------------------------- memory
-def _available_bytes() -> tuple[int, str]:
-    """Bytes the default device can hold: the accelerator's limit, or the host's available memory."""
-    dev = jax.devices()[0]
-    if dev.platform != "cpu":
-        stats = dev.memory_stats() or {}
-        limit = stats.get("bytes_limit")
-        if limit:
-            return int(limit) - int(stats.get("bytes_in_use", 0)), f"{dev.platform} memory"
-    try:
-        with open("/proc/meminfo") as f:
-            for line in f:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024, "available host memory"
-    except OSError:
-        pass
-    return int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")), "host memory"
-
-
 def memory_estimate(config: QSnakeConfig) -> dict:
     """Bytes of the largest arrays of a generation, per setting that scales them (an estimate, within ~2x).
 
@@ -866,17 +850,11 @@ def check_memory(config: QSnakeConfig, fraction: float = 0.8) -> None:
     Checked at the Python boundary, before anything is compiled or written.
     """
     need = memory_estimate(config)
-    avail, where = _available_bytes()
-    total = sum(need.values())
-    if total > fraction * avail:
-        worst = max(need, key=need.get)
-        value = {"num_games": config.num_games, "batch_size": config.batch_size,
-                 "pit_games": max(config.pit_team_games, config.pit_solo_games, config.eval_games)}[worst]
-        raise ValueError(
-            f"{worst}={value} does not fit in memory: a generation needs about {total / 2**30:.1f} GiB "
-            f"({worst}: {need[worst] / 2**30:.1f} GiB) and the {where} is {avail / 2**30:.1f} GiB; lower {worst}"
-            + (" or num_turns" if worst == "num_games" else "")
-        )
+    pit = max(config.pit_team_games, config.pit_solo_games, config.eval_games)
+    checks.check_memory({"num_games": (config.num_games, need["num_games"]),
+                         "batch_size": (config.batch_size, need["batch_size"]),
+                         "pit_games": (pit, need["pit_games"])},
+                        what="a generation", fraction=fraction, hint={"num_games": "num_turns"})
 
 
 def _reraise_oom(err: Exception, config: QSnakeConfig):

@@ -14,16 +14,19 @@ closed connection when the headers or the body come slower than
 ``header_timeout``/``body_timeout`` (a client trickling bytes cannot hold
 the server); ``503`` beyond ``limit_concurrency``. ``/move`` is answered
 within ``game.timeout`` (ms, 500 if absent) less ``answer_margin_ms``: a
-late agent is replaced by `fallback_move` (``"fallback": true``), as is the
-first request of a board size not in ``warmup_sizes``, which compiles for
-seconds. SIGINT or SIGTERM (`serve`) answers the requests in flight and
+late agent is replaced by `fallback_move` (``"fallback": true``), as are
+the requests of a board size not in ``warmup_sizes`` while it compiles
+(seconds). SIGINT or SIGTERM (`serve`) answers the requests in flight and
 returns, exit status 0, within ``shutdown_timeout`` seconds.
 
 A request becomes an unbatched `BattlesnakeState` of a `Battlesnake` Env
 padded to ``num_snakes`` (default 8, so one compile serves a board size),
 and the agent acts for seat ``you``: a ``JaxAgent``'s ``policy`` is jitted
 once per board size, a ``HostAgent``'s ``act`` gets the state's numpy
-leaves. Decisions run on ``workers`` threads, never on the event loop.
+leaves. Decisions run on ``workers`` threads, never on the event loop. A
+board size first seen in a ``/start`` or ``/move`` compiles (`warm_up`) on
+one thread of its own, one size at a time, so that the workers keep
+answering the sizes already compiled within their timeout while it does.
 `AGENTS` names the agents the command line serves.
 
     python -m jaxgames.serve.battlesnake --port 8000 --agent heuristic
@@ -41,6 +44,7 @@ import signal
 import socket
 import threading
 import time
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -197,7 +201,8 @@ class BattlesnakeServer:
             this many seconds.
         limit_concurrency: most connections or requests at once (``503`` beyond).
         backlog: the listen backlog (connections not yet accepted).
-        workers: threads that run the agent's decisions.
+        workers: threads that run the agent's decisions for compiled board
+            sizes (a new size compiles on one more thread, `warm_up`).
         answer_margin_ms: ``/move`` is answered within ``game.timeout -
             answer_margin_ms`` ms (at least half the timeout), by the fallback
             move if the agent is late (module docstring).
@@ -275,13 +280,19 @@ class BattlesnakeServer:
         self._rng = np.random.default_rng(seed)
         self._lock = threading.Lock()
         self._per_size = {}
+        self._compiled = set()  # sizes whose decision has run once (`move`)
+        self._compiling = {}  # size -> concurrent Future of its `warm_up` on `_compiler`
         self._turns = 0
         self.http = http_protocol(http)
         """The uvicorn HTTP protocol serving: ``"httptools"`` or ``"h11"``."""
         self._uvicorn = _make_uvicorn(self, limits, self.http)  # first: a missing extra fails before the warm-up
         for size in warmup_sizes:
-            self.move(warmup_request(size))
+            self.warm_up(size)
         self._executor = concurrent.futures.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="battlesnake-agent")
+        # New sizes compile here, never on the workers: a burst of new sizes would otherwise hold every
+        # worker for seconds and the compiled sizes' requests would queue past their timeout. One thread
+        # bounds the compiles to one at a time (each takes CPU and memory from the serving threads).
+        self._compiler = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="battlesnake-compile")
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
         self._socket = socket.create_server((host, port), family=family, backlog=backlog)
         self._thread = None
@@ -360,14 +371,34 @@ class BattlesnakeServer:
     def move(self, request) -> dict:
         """The ``/move`` answer for a request body (dict or JSON text), computed here (no timeout).
 
+        A board size not compiled yet compiles here first (seconds).
+
         Raises:
             ValueError: a malformed request (`parse`), or ``you`` not among
                 the living snakes.
             RuntimeError: the agent answered a move code outside 0..3.
         """
+        return self._decide(self._parse_move(request))
+
+    def warm_up(self, size: int) -> None:
+        """Compiles the decision for a ``size`` x ``size`` board (blocking, seconds; a no-op once compiled).
+
+        Start-up runs it for ``warmup_sizes``; the server runs it on its
+        compile thread for a size first seen in a request.
+
+        Raises:
+            ValueError: a size the server cannot play (`rules.validate_size`).
+        """
+        if size not in self._compiled:
+            self.move(warmup_request(size))
+
+    def _parse_move(self, request) -> api.Request:
         parsed = self.parse(request)
         if parsed.you < 0:
             raise ValueError("'you' is not among the living snakes of the board")
+        return parsed
+
+    def _decide(self, parsed: api.Request) -> dict:
         _, decide = self.for_size(parsed.board.size)
         with self._lock:
             index = self._turns
@@ -375,7 +406,45 @@ class BattlesnakeServer:
         code = decide(parsed.board, index, parsed.you)
         if not 0 <= code < 4:
             raise RuntimeError(f"agent {self.agent!r} answered move code {code}, not one of 0..3")
+        self._compiled.add(parsed.board.size)
         return {"move": rules.MOVE_NAMES[code], "shout": ""}
+
+    def _compile_future(self, size: int) -> concurrent.futures.Future | None:
+        """``None`` if ``size`` is compiled, else the Future of its `warm_up` on the compile thread (started once)."""
+        with self._lock:
+            if size in self._compiled:
+                return None
+            future = self._compiling.get(size)
+            if future is None:
+                future = self._compiling[size] = self._compiler.submit(self._compile, size)
+            return future
+
+    def _compile(self, size: int) -> None:
+        try:
+            self.warm_up(size)
+        except Exception:
+            _log.exception("compiling the %dx%d board failed", size, size)
+            raise
+        finally:
+            with self._lock:  # a failed compile is tried again by the next request of its size
+                self._compiling.pop(size, None)
+
+    def _serve_move(self, request) -> dict | _Compiling:
+        """On a worker: the ``/move`` answer of a compiled size, else `_Compiling` (never compiles here)."""
+        parsed = self._parse_move(request)
+        future = self._compile_future(parsed.board.size)
+        return self._decide(parsed) if future is None else _Compiling(future, parsed)
+
+    def _serve_start(self, request) -> api.Request:
+        """On a worker: `parse`, and a new board size starts compiling before its first ``/move``."""
+        parsed = self.parse(request)
+        self._compile_future(parsed.board.size)
+        return parsed
+
+    async def _move_after_compile(self, compiling: _Compiling) -> dict:
+        # shield: a request that runs out of time must not cancel a compile queued for its size.
+        await asyncio.shield(asyncio.wrap_future(compiling.future))
+        return await asyncio.get_running_loop().run_in_executor(self._executor, self._decide, compiling.request)
 
     def start(self) -> BattlesnakeServer:
         """Serves in a background thread; returns once the server accepts connections.
@@ -432,6 +501,7 @@ class BattlesnakeServer:
 
     def _close(self) -> None:
         self._executor.shutdown(wait=True, cancel_futures=True)
+        self._compiler.shutdown(wait=False, cancel_futures=True)  # a compile in progress is not waited for
         self._socket.close()
 
     def __enter__(self):
@@ -456,11 +526,14 @@ class BattlesnakeServer:
             return 400, {"error": message}
         loop = asyncio.get_running_loop()
         t0 = time.perf_counter()
-        work = self.move if path == "/move" else self.parse
+        budget = self.budget_s(timeout_ms)
+        work = {"/move": self._serve_move, "/start": self._serve_start}.get(path, self.parse)
         future = loop.run_in_executor(self._executor, work, request)
         try:
             # wait_for cancels a decision that has not started when the budget runs out.
-            result = await asyncio.wait_for(future, self.budget_s(timeout_ms))
+            result = await asyncio.wait_for(future, budget)
+            if isinstance(result, _Compiling):  # a new size: wait for its compile within what is left
+                result = await asyncio.wait_for(self._move_after_compile(result), budget - (time.perf_counter() - t0))
         except asyncio.TimeoutError:
             if path != "/move":
                 return 200, {}
@@ -474,6 +547,13 @@ class BattlesnakeServer:
         if path != "/move":
             return 200, {}
         return 200, {**result, "latency_ms": _ms(t0)}
+
+
+class _Compiling(NamedTuple):
+    """A ``/move`` request whose board size is compiling on the compile thread."""
+
+    future: concurrent.futures.Future  # of `BattlesnakeServer.warm_up`
+    request: api.Request  # parsed
 
 
 def _ms(t0: float) -> float:

@@ -1,0 +1,83 @@
+"""Every benchmark's command line (issue 31): ``--help`` lists each setting with its type, default and meaning
+(exit 0), and a bad value is one line naming it on stderr (exit 2), not a traceback, before any work.
+
+Each benchmark runs as a user runs it, ``python benchmarks/<name>.py ...`` in a fresh interpreter, so a
+benchmark that does work at import (or parses ``sys.argv`` itself) fails here. The subprocesses run a few at a
+time, started once for the whole module.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import pathlib
+import re
+import subprocess
+import sys
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+BENCHMARKS = sorted(p.stem for p in (ROOT / "benchmarks").glob("*.py"))
+
+# One value each benchmark must refuse (out of range, not only of the wrong type), and the key its message names.
+BAD_VALUES = {
+    "alphazero": "repeats=0",
+    "arena": "snake_games=0",
+    "battlesnake": "seconds=inf",
+    "battlesnake_agents": "matchups=3v1",
+    "dab_solver": "variant_limit=nan",
+    "dots_and_boxes": "sizes=0",
+    "equilibria": "random_sizes=0",
+    "matrix_learners": "iterations=-5",
+    "onitama": "alphabeta_depths=7",
+    "q_snake": "seconds=nan",
+    "scaling": "devices=0",
+    "server": "requests=0",
+}
+
+ROW = re.compile(r"^  (?P<key>[\w.]+): (?P<type>.+) = (?P<default>.*)$")
+
+
+def _run(name: str, arg: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, f"benchmarks/{name}.py", arg], cwd=ROOT, capture_output=True, text=True,
+                          timeout=120)
+
+
+@pytest.fixture(scope="module")
+def answers():
+    """``(name, "help" | "bad") -> CompletedProcess`` for every benchmark."""
+    jobs = {(n, "help"): "--help" for n in BENCHMARKS}
+    jobs.update({(n, "bad"): BAD_VALUES[n] for n in BENCHMARKS if n in BAD_VALUES})
+    with concurrent.futures.ThreadPoolExecutor(max_workers=4) as pool:
+        futures = {job: pool.submit(_run, job[0], arg) for job, arg in jobs.items()}
+        return {job: f.result() for job, f in futures.items()}
+
+
+def test_every_benchmark_has_a_bad_value_here():
+    assert set(BENCHMARKS) == set(BAD_VALUES), "add the new benchmark and a value it refuses to BAD_VALUES"
+
+
+@pytest.mark.parametrize("name", BENCHMARKS)
+def test_help_lists_every_setting_with_type_default_and_meaning(name, answers):
+    done = answers[(name, "help")]
+    assert done.returncode == 0, done.stderr[-2000:]
+    lines = done.stdout.splitlines()
+    assert lines[0] == f"usage: python benchmarks/{name}.py [key=value ...]"
+    rows = [(i, ROW.match(line)) for i, line in enumerate(lines)]
+    rows = [(i, m) for i, m in rows if m]
+    assert rows, done.stdout
+    for i, m in rows:
+        assert m["type"].strip() and m["default"] is not None
+        meaning = lines[i + 1] if i + 1 < len(lines) else ""
+        assert meaning.startswith("      ") and meaning.strip(), f"{name}: setting {m['key']} has no description"
+
+
+@pytest.mark.parametrize("name", BENCHMARKS)
+def test_a_bad_value_is_one_line_naming_it_and_exit_2(name, answers):
+    done = answers[(name, "bad")]
+    key = BAD_VALUES[name].split("=")[0]
+    assert done.returncode == 2, (done.returncode, done.stderr[-2000:])
+    assert done.stdout == ""  # nothing ran
+    errors = done.stderr.strip().splitlines()
+    assert len(errors) == 1 and "Traceback" not in done.stderr, done.stderr[-2000:]
+    assert errors[0].startswith(f"benchmarks/{name}.py: error: ") and key in errors[0], errors[0]
