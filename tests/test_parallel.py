@@ -79,6 +79,23 @@ def test_make_mesh_bad_input():
         parallel.batch_sharding("cpu")
 
 
+def test_initialize_distributed_passes_the_coordinator_settings_on(monkeypatch):
+    """The environment's coordinator address, process count and id, and the bind address (a private
+    interface instead of JAX's default of every interface) reach ``jax.distributed.initialize``."""
+    seen = {}
+    monkeypatch.setattr(jax.distributed, "initialize", lambda **kw: seen.update(kw))
+    monkeypatch.setenv("JAX_COORDINATOR_ADDRESS", "10.0.0.1:1234")
+    monkeypatch.setenv("JAX_NUM_PROCESSES", "2")
+    monkeypatch.setenv("JAX_PROCESS_ID", "1")
+    monkeypatch.setenv("JAX_COORDINATOR_BIND_ADDRESS", "10.0.0.1:1234")
+    parallel.initialize_distributed()
+    assert seen == {"coordinator_address": "10.0.0.1:1234", "num_processes": 2, "process_id": 1,
+                    "coordinator_bind_address": "10.0.0.1:1234"}
+    monkeypatch.setenv("JAX_PROCESS_ID", "one")
+    with pytest.raises(ValueError, match="JAX_PROCESS_ID must be an integer"):
+        parallel.initialize_distributed()
+
+
 def test_pad_unpad_by_hand():
     tree = {"a": np.arange(5), "b": np.arange(10).reshape(5, 2)}
     padded, n = parallel.pad_batch(tree, 4)
