@@ -20,7 +20,9 @@ Simulations/s = ``B * num_simulations`` per search call / seconds. Each
 figure is the best of ``repeats`` timed calls after one untimed compile call
 (compilation time is printed apart). Then the agent's time per move on 5x5
 at its default budget (`AlphaZeroAgent`, 64 simulations, one game: B = 1),
-the seed's requirement being <= 200 ms on this CPU; and the row ``unjitted``:
+the requirement being <= 200 ms on this CPU (El Kaddouri, Rys & Gao, "Multi
+Agent Reinforcement Learning With Dots And Boxes", course report, undated,
+section 6.2); and the row ``unjitted``:
 the shipped agent's ``AlphaZeroAgent.from_weights().policy(env, state, key)``
 called as a user first would, without ``jax.jit`` (first move, compile
 included; second move; median of the next ones) beside the same call inside

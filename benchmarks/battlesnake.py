@@ -161,7 +161,10 @@ def bench_jax(cfg: Config, batch: int) -> dict:
 
 
 def bench_env(cfg: Config, batch: int) -> dict:
-    """The `Battlesnake` Env (state contract, rewards, seed-003 observations), random legal moves.
+    """The `Battlesnake` Env (state contract, rewards, observations), random legal moves.
+
+    The observations are those of Siddiqui, Kraak, Roesli, Daxini & Li, "Multiagent Reinforcement Learning in a
+    Synchronous Strategy Game" (University of Victoria report, undated), section 3.
 
     Games start together and run ``steps_per_call`` steps (finished games
     are no-ops, not counted).

@@ -8,8 +8,9 @@ Measures, in one run (figures in ``benchmarks/README.md``):
 2. anchors: a plain-Python memoised minimax over frozensets of edges (the
    test oracle's algorithm) on 2x2 and 2x3, and OpenSpiel's Python
    ``alpha_beta_search`` (no transposition table) on 1x2 and 2x2;
-3. the minimax variants of the seed's study (`jaxgames.games.dots_and_boxes.search.minimax`)
-   on 2x3 and 3x3: seconds, nodes, nodes per second, table keys;
+3. the minimax variants of the study in El Kaddouri, Rys & Gao, "Multi Agent
+   Reinforcement Learning With Dots And Boxes" (course report, undated),
+   section 4 (`jaxgames.games.dots_and_boxes.search.minimax`) on 2x3 and 3x3: seconds, nodes, nodes per second, table keys;
 4. the alpha-beta agent on 5x5 (depth 9, 150 ms budget): positions
    (search nodes) per second, depth reached, slowest decision.
 

@@ -16,7 +16,9 @@ the 200-turn draw. Measured, in one run:
   among the legal (piece, card, move) triples, `rules.apply_move`), no
   observation, no contract; a finished game is dealt again in place.
 * ``jax_env_seed`` / ``jax_env_canonical``: the full contract, `Onitama.step`
-  in the seed's 40-action space or the canonical 1250-action space
+  in the 40-action space of Dasgupta & Chong, "Mastering the game of Onitama
+  with Reinforcement Learning" (NUS USP group report, 2021), section 4.2
+  (``action_space="seed"``), or the canonical 1250-action space
   (observation, legal-action mask, illegal-action check, terminal no-op),
   with `jaxgames.wrappers.auto_reset_step` starting a new game where one ends;
   the random move is `Onitama.random_action` (uniform over the legal
@@ -26,9 +28,9 @@ the 200-turn draw. Measured, in one run:
   generic agent that reads only the mask pays.
 
 Alpha-beta (``alphabeta_depths``): `jaxgames.agents.onitama.AlphaBetaAgent`
-(the generic host search `jaxgames.search.alphabeta` with the seed's
+(the generic host search `jaxgames.search.alphabeta` with a
 material-plus-master-distance evaluation, a transposition table, captures
-first) in the seed's 40-action space, one decision from each of
+first) in Dasgupta & Chong's 40-action space, one decision from each of
 ``alphabeta_positions`` positions (random deals, then 0-11 uniformly random
 turns; no finished game); nodes/s = nodes visited (`AlphaBetaResult.nodes`,
 leaves included) / wall time over all of them, after one untimed search
@@ -246,7 +248,7 @@ def jax_steps_per_second(method: str, batch: int, steps: int, seconds: float, re
 
 
 def _search_positions(count: int, seed: int = 0) -> list:
-    """``count`` unfinished seed-space states: random deals, then 0-11 uniformly random turns (numpy leaves)."""
+    """``count`` unfinished states in the 40-action space: random deals, then 0-11 uniformly random turns (numpy leaves)."""
     from jaxgames.games.onitama import Onitama
 
     env = Onitama(action_space="seed")

@@ -17,8 +17,9 @@ For each batch size ``B`` (games in parallel, 4 snakes on 11x11), in one run:
   sampled positions of the largest batch's self-play (`QSnakeLearner.collect`),
   views rebuilt from the boards and mirrored: samples (positions) per second.
 
-Compilation is excluded (printed apart). The network is the seed's 6-layer
-net by default (``features=32,32,64,64,128,128``); on the 2-core CPU that is
+Compilation is excluded (printed apart). The network is the 6-layer net of Siddiqui, Kraak,
+Roesli, Daxini & Li, "Multiagent Reinforcement Learning in a Synchronous
+Strategy Game" (University of Victoria report, undated), section 4, by default (``features=32,32,64,64,128,128``); on the 2-core CPU that is
 slow (about 0.25 GFLOP per decision), so the default batch sizes are 1 and
 256; add 4096 (``batch_sizes=1,256,4096``) on a GPU or with a small net
 (``features=16,16,16``).

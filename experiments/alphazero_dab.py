@@ -2,8 +2,8 @@
 
 Sources: Silver et al. 2018 (AlphaZero, Science 362:1140) and Danihelka et al.
 2022 (Gumbel MuZero, ICLR), as implemented by `jaxgames.learners.alphazero`;
-El Kaddouri, Rys and Gao, "Multi Agent Reinforcement Learning With Dots And
-Boxes", section 6 (train small, play large; optimal moves against an exact
+El Kaddouri, Rys & Gao, "Multi Agent Reinforcement Learning With Dots And
+Boxes" (course report, undated), section 6 (train small, play large; optimal moves against an exact
 solver as the measure); issue 12's targets.
 
 The run: ``loop.train(AlphaZeroLearner(config.learner), ...)`` with Orbax
@@ -80,6 +80,13 @@ REPORT_FIELDS = (
 )
 NEUTRAL = NEUTRAL_FIELDS + ("iterations", "budget_minutes", "checkpoint_every") + REPORT_FIELDS
 """Settings a resumed run may change (how long it trains, and the final report: not what training computes)."""
+CITATION = (
+    "Silver et al., 'A general reinforcement learning algorithm that masters chess, shogi, and Go through self-play' "
+    "(Science 362:1140, 2018); Danihelka et al., 'Policy improvement by planning with Gumbel' (ICLR 2022); "
+    "El Kaddouri, Rys & Gao, 'Multi Agent Reinforcement Learning With Dots And Boxes' (course report, undated), "
+    "section 6"
+)
+"""The sources in full, for the top of the results README."""
 
 
 def parse_size(text: str, name: str) -> tuple[int, int]:
@@ -385,6 +392,7 @@ def write_readme(rd, config, result, source, report_lines, seconds, argv) -> str
     return report.write_run_readme(
         rd, title="AlphaZero for Dots-and-Boxes (issue 12)", command=command_line("experiments/alphazero_dab.py", argv),
         seconds=seconds, training=training, source=source, report_heading="Targets", report_lines=report_lines,
+        citation=CITATION,
     )
 
 

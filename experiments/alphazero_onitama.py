@@ -4,9 +4,9 @@ Sources: Silver et al. 2018 (AlphaZero, Science 362:1140) and Danihelka et al.
 2022 (Gumbel MuZero, ICLR), as implemented by `jaxgames.learners.alphazero`
 with ``game="onitama"`` (`OnitamaAdapter`: the 1250 canonical actions, the
 left-right mirror with mirrored cards as augmentation, the outcome +1/-1/0 as
-value target, a draw at ``max_turns``); Dasgupta and Chong 2021, "Mastering
-the game of Onitama with Reinforcement Learning", sections 6-7 (the opponents
-and the 200-turn limit); issue 13's target.
+value target, a draw at ``max_turns``); Dasgupta & Chong, "Mastering the game
+of Onitama with Reinforcement Learning" (NUS USP group report, 2021), sections
+6-7 (the opponents and the 200-turn limit); issue 13's target.
 
 The run: ``loop.train(AlphaZeroLearner(config.learner), ...)`` with Orbax
 checkpoints in ``<out>/checkpoints`` (rerunning a command resumes it; raise
@@ -67,6 +67,13 @@ REPORT_FIELDS = ("report", "weights", "agent_simulations", "final_games", "final
                  "report_games", "ship", "min_ship_iterations")
 NEUTRAL = NEUTRAL_FIELDS + ("iterations", "budget_minutes", "checkpoint_every") + REPORT_FIELDS
 """Settings a resumed run may change (how long it trains, and the final report)."""
+CITATION = (
+    "Silver et al., 'A general reinforcement learning algorithm that masters chess, shogi, and Go through self-play' "
+    "(Science 362:1140, 2018); Danihelka et al., 'Policy improvement by planning with Gumbel' (ICLR 2022); "
+    "Dasgupta & Chong, 'Mastering the game of Onitama with Reinforcement Learning' (NUS USP group report, 2021), "
+    "sections 6-7"
+)
+"""The sources in full, for the top of the results README."""
 
 
 def default_learner() -> az.AlphaZeroConfig:
@@ -223,6 +230,7 @@ def write_readme(rd, config, result, source, report_lines, seconds, argv) -> str
     return report.write_run_readme(
         rd, title="AlphaZero-lite on Onitama (issue 13)", command=command_line("experiments/alphazero_onitama.py", argv),
         seconds=seconds, training=training, source=source, report_heading="Report", report_lines=report_lines,
+        citation=CITATION,
     )
 
 

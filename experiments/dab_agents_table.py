@@ -1,14 +1,15 @@
-"""The seed's section 5.7 table: our alpha-beta agent against four opponents on Dots-and-Boxes.
+"""El Kaddouri et al.'s section 5.7 table: our alpha-beta agent against four opponents on Dots-and-Boxes.
 
-Seed 000 section 5.7 plays the alpha-beta agent 500 games against itself,
-a naive MCTS agent, a random agent and a first-open-edge agent, and reports
-wins, opponent wins and timeouts. This experiment plays the same matches
-with `jaxgames.agents` in the batched arena (first player alternating) and
-writes, under ``results/dab_agents_table/``:
+Source: El Kaddouri, Rys & Gao, "Multi Agent Reinforcement Learning With Dots
+And Boxes" (course report, undated). Its section 5.7 plays the alpha-beta
+agent 500 games against itself, a naive MCTS agent, a random agent and a
+first-open-edge agent, and reports wins, opponent wins and timeouts. This
+experiment plays the same matches with `jaxgames.agents` in the batched arena
+(first player alternating) and writes, under ``results/dab_agents_table/``:
 
 * ``table.csv`` / ``table.md``: per opponent, games, agent wins, opponent
   wins, draws, timeouts, mean game length, slowest alpha-beta move, next to
-  the seed's numbers;
+  the report's numbers;
 * ``config.json``.
 
 The folder follows `jaxgames.experiment.ResultsDir` (a lock against a second
@@ -16,18 +17,18 @@ concurrent run, a refusal to mix in a run of other settings unless
 ``overwrite=true``, atomic writes).
 
 A *timeout* is a game in which the alpha-beta agent (or a host opponent)
-took longer than ``move_time_limit`` (the seed's 200 ms) on one move, or a
+took longer than ``move_time_limit`` (the report's 200 ms) on one move, or a
 game that did not end within the step limit. JAX agents (MCTS, random,
 first open edge) decide for the whole batch at once and are not timed per
-game, so they cannot time out here (the seed's MCTS timed out 69 times).
+game, so they cannot time out here (the report's MCTS timed out 69 times).
 
-Seed note: its text says the agent "won 431 out of 431 matches" against
+Note on the report: its text says the agent "won 431 out of 431 matches" against
 MCTS while its table lists 500 games with 69 timeouts; both hold if the
 431 counts only the games that finished. We report all games.
 
 Run ``python experiments/dab_agents_table.py`` for the small default (3x3,
 100 games per opponent, 50 ms per alpha-beta move: about 3 minutes on 2 CPU
-cores) or ``full=true`` for the seed's setting (5x5, 500 games, 150 ms per
+cores) or ``full=true`` for the report's setting (5x5, 500 games, 150 ms per
 move under the 200 ms limit; hours on 2 cores).
 """
 
@@ -49,7 +50,7 @@ from jaxgames.experiment import ResultsDir, check_names, check_positive
 from jaxgames.games.dots_and_boxes.search.bitboard import bitboard
 
 SEED_TABLE = {
-    # opponent: (agent wins, opponent wins, timeouts) over 500 games (seed 000 section 5.7)
+    # opponent: (agent wins, opponent wins, timeouts) over 500 games (El Kaddouri et al., section 5.7)
     "alphabeta": (245, 255, 0),
     "mcts": (431, 0, 69),
     "random": (499, 0, 1),
@@ -65,12 +66,12 @@ class Config:
         num_rows, num_cols: board size in boxes.
         num_games: games per opponent (first player alternating).
         opponents: subset of ``alphabeta, mcts, random, first_open_edge``.
-        depth: alpha-beta ply limit (seed: 9).
+        depth: alpha-beta ply limit (El Kaddouri et al.: 9).
         time_budget: alpha-beta seconds per move.
-        move_time_limit: seconds; a slower host move is a timeout (seed: 0.2).
+        move_time_limit: seconds; a slower host move is a timeout (El Kaddouri et al.: 0.2).
         mcts_simulations: simulations per MCTS move.
         seed: PRNG seed.
-        full: the seed's setting (5x5, 500 games, 150 ms budget, 400 simulations).
+        full: El Kaddouri et al.'s setting (5x5, 500 games, 150 ms budget, 400 simulations).
         out: results folder.
         overwrite: replace the results of another configuration in ``out``.
     """
@@ -147,7 +148,8 @@ def _run(config: Config, rd: ResultsDir) -> list[dict]:
     rd.write_csv("table.csv", rows)
     lines = [
         f"Alpha-beta (depth {config.depth}, {1000 * config.time_budget:.0f} ms/move) on {config.num_rows}x{config.num_cols}, "
-        f"{config.num_games} games per opponent; seed 000 section 5.7 (500 games, board size not stated) in brackets.",
+        f"{config.num_games} games per opponent; El Kaddouri, Rys & Gao, 'Multi Agent Reinforcement Learning With Dots And Boxes' "
+        "(course report, undated), section 5.7 (500 games, board size not stated) in brackets.",
         "",
         "| opponent | agent wins | opponent wins | draws | timeouts | mean length | slowest move (ms) |",
         "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",

@@ -1,4 +1,7 @@
-"""The seed's minimax study on small Dots-and-Boxes boards (seed 000 section 4, figures 2 and 3).
+"""El Kaddouri et al.'s minimax study on small Dots-and-Boxes boards (section 4, figures 2 and 3).
+
+Source: El Kaddouri, Rys & Gao, "Multi Agent Reinforcement Learning With Dots
+And Boxes" (course report, undated), section 4.
 
 For each board size and each minimax variant (`jaxgames.games.dots_and_boxes.search.minimax.VARIANTS`:
 naive, + transposition table, + symmetry canonicalisation, + chain rules,
@@ -9,7 +12,7 @@ keys in the transposition table. It writes, under ``results/dab_minimax_study/``
 
 * ``minimax_study.csv``: one row per (board, variant): value, solver value,
   agreement, seconds, nodes, table keys, status (``ok`` or ``timeout``);
-* ``figure2_search_time.png``: search time per variant per board (seed figure 2;
+* ``figure2_search_time.png``: search time per variant per board (El Kaddouri et al., figure 2;
   a cross at the time limit marks a timeout);
 * ``figure3_table_keys.png``: transposition-table keys per variant per board (figure 3);
 * ``config.json``.
@@ -122,8 +125,8 @@ def _run(config: Config, rd: ResultsDir) -> list[dict]:
     rd.write_csv("minimax_study.csv", rows)
     labels = [f"{R}x{C}" for R, C in boards]
     for key, fname, ylabel, title in [
-        ("seconds", "figure2_search_time.png", "search time (s)", "Search time of the minimax variants (seed fig. 2)"),
-        ("table_keys", "figure3_table_keys.png", "keys in the transposition table", "Transposition-table keys (seed fig. 3)"),
+        ("seconds", "figure2_search_time.png", "search time (s)", "Search time of the minimax variants (El Kaddouri et al., fig. 2)"),
+        ("table_keys", "figure3_table_keys.png", "keys in the transposition table", "Transposition-table keys (El Kaddouri et al., fig. 3)"),
     ]:
         fig, ax = plt.subplots(figsize=(7, 4.5))
         for variant in config.variants:

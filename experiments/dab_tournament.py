@@ -1,4 +1,7 @@
-"""Elo round-robin tournament of the Dots-and-Boxes agents (seed 001 section 6.3).
+"""Elo round-robin tournament of the Dots-and-Boxes agents (after Dasgupta & Chong, section 6.3).
+
+Source of the tournament design: Dasgupta & Chong, "Mastering the game of
+Onitama with Reinforcement Learning" (NUS USP group report, 2021), section 6.3.
 
 Every pair of agents plays ``num_rounds`` games (first player alternating);
 Elo ratings (start 1000, K = 32) are updated game by game, round by round,
@@ -9,11 +12,11 @@ for comparison (`jaxgames.evaluation.elo`). Writes, under
 * ``ratings.csv``: final Elo and Bradley-Terry ratings with 95% bootstrap
   intervals over games, win rate and mean placement per agent
   (`jaxgames.evaluation.report`);
-* ``elo_history.csv`` and ``elo_history.png`` (seed figure 6.10);
-* ``ratings.png`` (final Elo and Bradley-Terry, seed figure 6.11) and
-  ``win_rate.png`` (seed figure 6.12);
+* ``elo_history.csv`` and ``elo_history.png`` (Dasgupta & Chong, figure 6.10);
+* ``ratings.png`` (final Elo and Bradley-Terry, figure 6.11) and
+  ``win_rate.png`` (figure 6.12);
 * ``net_wins.csv`` / ``net_wins.png``: row agent's wins minus losses against
-  the column agent (seed figure 6.13; the seed reads it column-wise);
+  the column agent (figure 6.13; the report reads it column-wise);
 * ``mean_length.csv`` / ``mean_length.png``: mean game length in moves;
 * ``config.json``.
 
@@ -56,7 +59,7 @@ class Config:
         num_rounds: round robins (each pair plays this many games).
         mcts_simulations: simulations per MCTS move.
         time_budget: alpha-beta seconds per move.
-        k: Elo K factor (seed: 32).
+        k: Elo K factor (Dasgupta & Chong: 32).
         seed: PRNG seed.
         full: 100 rounds, 200 simulations, 100 ms alpha-beta moves.
         out: results folder.

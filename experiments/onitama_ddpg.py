@@ -231,7 +231,9 @@ def run(config: Config, argv=()) -> dict:
                           "validity_loss": cfg.validity_loss, "trained": True})
         seconds = time.time() - start
         lines = [
-            "# DDPG validity study (Dasgupta and Chong 2021, sections 5-6.1)", "",
+            "# DDPG validity study on Onitama", "",
+            "Source: Dasgupta & Chong, \"Mastering the game of Onitama with Reinforcement Learning\" "
+            "(NUS USP group report, 2021), sections 5-6.1.", "",
             f"Command: `{command}`  ", f"Iterations: {upto} ({cfg.num_envs} games per run; this call: {seconds:.0f} s)",
             "", "Open `training_curves.png` first; `summary.csv`:", "",
             markdown_table(summary, ["variant", "seed", "valid_rate_first10pct", "valid_rate_last10pct",

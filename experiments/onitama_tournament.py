@@ -1,124 +1,38 @@
-"""The seed's Elo round-robin tournament on Onitama (seed 001, section 6.3, figures 6.10-6.14).
+"""Dasgupta & Chong's Elo round-robin tournament on Onitama (section 6.3, figures 6.10-6.14).
 
-**Entrants.** The seed's 9 models: the 8 DDPG actor variants
-(`jaxgames.networks.ddpg.VARIANTS`, trained by ``experiments/onitama_ddpg.py``
-and loaded with `jaxgames.agents.ddpg.load_agent` from
-``<ddpg>/actors/<variant>_seed<ddpg_seed>/``) and the random AI; plus the
-extra entrants of issue 13 named in ``agents``: batched minimax of depth 1-3
-(`jaxgames.agents.onitama.MinimaxAgent`, pure JAX, so every pairing runs as
-one compiled loop; it plays the same values as the host
-`AlphaBetaAgent`, which is also accepted as ``alphabeta1``-``alphabeta4`` but
-is far slower, one host search per move) and AlphaZero-lite
-(`jaxgames.agents.alphazero.AlphaZeroAgent`, canonical action space, playing
-the seed's 40 actions through `jaxgames.agents.alphazero.SeedSpaceAlphaZero`).
+Source: Dasgupta & Chong, "Mastering the game of Onitama with Reinforcement
+Learning" (NUS USP group report, 2021), section 6.3.
 
-* **Missing DDPG actors are an error, not a silent training run**: if an
-  actor folder is missing, the run stops before writing anything and the
-  message gives the command that trains them (``python
-  experiments/onitama_ddpg.py out=<ddpg>``, about 6 minutes on 2 cores) and
-  the way to play without them (``ddpg=none``). Training belongs to its own
-  experiment, with its own results folder, lock and budget.
-* **AlphaZero-lite** (``alphazero`` in ``agents``) plays only trained
-  weights (the ``alphazero`` setting: a folder of
-  `jaxgames.agents.alphazero.save_weights`, or empty for the package's
-  shipped ones). When there are none, or they are an untrained placeholder,
-  it is *skipped with a printed note*, also written in the README.
+**Entrants.** The report's 9 models: the 8 DDPG actor variants
+(`jaxgames.networks.ddpg.VARIANTS`, trained by ``experiments/onitama_ddpg.py``,
+loaded from ``<ddpg>/actors/<variant>_seed<ddpg_seed>/``; missing actors stop
+the run before anything is written, naming the command that trains them, or
+play without them with ``ddpg=none``) and the random AI; plus the entrants
+named in ``agents``: batched minimax of depth 1-3 (`MinimaxAgent`, one compiled
+loop per pairing; host ``alphabeta1``-``alphabeta4`` play the same values, far
+slower) and AlphaZero-lite (trained weights only, played in the report's 40
+actions through `jaxgames.agents.alphazero.SeedSpaceAlphaZero`; skipped with a
+note, also in the README, when there are none).
 
-**Games.** The seed's rules: 200 turns without a winner is a draw
-(``max_turns``), cards dealt at random from ``deck`` (default the seed's five
-cards, the deck the DDPG actors were trained on) by each game's key. One
-*round robin* is one game of every pair of entrants; ``rounds`` round robins
-(the seed: 2,500 of 9 models = 90,000 games). All ``rounds`` games of a
-pairing are played in ONE batch through `jaxgames.evaluation.arena.play`
-(seats alternating: the pair's first entrant holds seat 0, Red, in even games;
-who moves first is the deal's side card, as in the rules). DDPG actors play
-greedily over the legal actions (the seed's hand of god; `DDPGAgent`).
+**Games and ratings.** The report's rules: 200 turns without a winner is a
+draw, cards dealt at random from ``deck`` (default the report's five). Each
+pairing plays ``rounds`` games in one `jaxgames.evaluation.arena.play` batch,
+seats alternating. Elo: start 1000, K = 32 (the report's equations 6.1-6.2),
+draws 0.5, games rated in the order of a real round-robin series (the report
+gives none; `jaxgames.evaluation.elo.round_robin`); Bradley-Terry (order-free)
+with bootstrap intervals beside it.
 
-**Elo order** (the seed does not give one): every entrant starts at 1000,
-K = 32 (seed eqs. 6.1-6.2, `jaxgames.evaluation.elo.elo_update`), draws
-score 0.5. Games are rated one at a time in the order of a real round-robin
-series: round 0 (the game 0 of every pairing, pairings in lexicographic
-order of the entrants' positions in the table: (0, 1), (0, 2), ..., (1, 2),
-...), then round 1, and so on, the same order as
-`jaxgames.evaluation.elo.round_robin`. ``elo_history.csv`` samples the
-ratings after each round robin (figure 6.10); the last row is the final Elo
-(figure 6.11). Bradley-Terry ratings (order-free) and bootstrap intervals
-over games come beside them (`jaxgames.evaluation.elo.bootstrap_ratings`).
-
-**Outputs** (``out``, a `jaxgames.experiment.ResultsDir`: lock, config check,
-atomic writes): ``config.json``; the tables and figures of
-`jaxgames.evaluation.report.write_tournament`: ``ratings.csv`` /
-``ratings.png`` (final Elo, figure 6.11), ``win_rate.png`` (figure 6.12),
-``elo_history.csv/png`` (figure 6.10), ``net_wins.csv/png`` (figure 6.13:
-ROW entrant's wins minus losses against the COLUMN entrant; the seed's
-figure reads from the x axis, i.e. our transpose), ``mean_length.csv/png``
-(figure 6.14, mean turns per game); ``outcomes.csv`` (per entrant: games,
-wins, draws, losses, win rate); ``README.md`` with the tables.
-
-**Resumable.** Each pairing's games are cached as
-``pairing_<i>-<j>_<a>_vs_<b>.npz`` with a key made from everything that
-decides them (both entrants' identities, weights' checksums, rounds, seed,
-the game's settings); a rerun of the same command after a kill replays only
-the missing pairings. Each pairing's PRNG key depends only on the seed and
-the two entrants' names, so a pairing's games do not depend on who else
-plays.
+**Outputs** (``out``, a `jaxgames.experiment.ResultsDir`): ``config.json``, the
+tables and figures of `jaxgames.evaluation.report.write_tournament` (figures
+6.10-6.14; ``net_wins`` reads ROW against COLUMN, the transpose of the
+report's), ``outcomes.csv`` and ``README.md``. Each pairing's games are cached
+(``pairing_*.npz``, keyed by everything that decides them), so a rerun after a
+kill plays only the missing ones. Timings and results: ``benchmarks/README.md``.
 
     python experiments/onitama_tournament.py ddpg=results/onitama_ddpg      # default: 20 round robins
     python experiments/onitama_tournament.py ddpg=results/onitama_ddpg rounds=2500 agents=random \\
-        out=results/onitama_tournament_seed                                 # the seed's 90,000 games
+        out=results/onitama_tournament_2500                                 # the report's 90,000 games
     python experiments/onitama_tournament.py ddpg=none agents=random,minimax1,minimax2,minimax3
-
-**Measured** (2 CPU cores shared with a training job, load average ~3):
-the default (8 variants of a 1,500-iteration ``onitama_ddpg.py`` run +
-random + minimax1 + minimax2, AlphaZero-lite skipped for want of weights; 20
-round robins, 1,100 games, 55 pairings) takes 5 min 40 s, nearly all of it
-compiling each pairing's match (about 5 s a pairing: the arena compiles one
-``while_loop`` per pair of agents); a rerun from the cache takes 3 s. Each
-pairing's batch plays its games in parallel: 2,500 games of a pairing
-(``variants=actions_only,dual agents=random rounds=2500``, 3 pairings, 7,500
-games) took 40 s, about 13 s a pairing, so the seed's 36 pairings
-(90,000 games) should take about 8 minutes (estimated from that run, not
-measured whole).
-
-**Measured whole, the seed's size and more** (2026-11-22, ONE pinned core
-of the 2-core CPU, the other busy with a training job):
-
-    python experiments/onitama_tournament.py ddpg=results/onitama_ddpg rounds=2500 \
-        agents=random,minimax1,minimax2 out=results/onitama_tournament_seed
-
-2,500 round robins of 11 entrants (the seed's 9 models + minimax depths 1
-and 2; the DDPG actors of the 6,000-iteration study run, see
-``onitama_ddpg.py``): 137,500 games, 55 pairings, 721 s of play, 748 s in
-all (13 s a pairing). The seed's 36 pairings (90,000 games) are thus about
-8 minutes on one core. Minimax depth 3 is left out of runs this long: the
-batched depth-3 search makes about 90 decisions/s on this CPU
-(``benchmarks/onitama.py``), about 9 minutes a pairing of 2,500 games.
-
-Result (Bradley-Terry, order-free): minimax2 1841, minimax1 1287,
-actions_only 1183, then the other seven variants between 716 and 938 and
-random 778. Unlike the seed, where ``dual`` and
-``val_branch_actions_multiply`` lost to random and
-``actions_after_val_multiply`` beat everyone, here every variant beats random
-head to head (net wins +285 to +1,628 of 2,500) and the strongest variant is
-``actions_only``, the one with no validity layer; 12,764 games (9%) were
-200-turn draws, nearly all between DDPG actors.
-
-**With every extra entrant the issue names** (AlphaZero-lite, the shipped
-weights at 32 simulations, and minimax depths 1-3), 100 round robins, both
-cores (the 66 pairings without minimax3 in 557 s, then the 12 with it in
-225 s, the others read from the cache):
-
-    python experiments/onitama_tournament.py ddpg=results/onitama_ddpg rounds=100 \
-        agents=random,minimax1,minimax2,alphazero,minimax3 out=results/onitama_tournament_full
-
-Bradley-Terry: alphazero 1911, minimax3 1711, minimax2 1511, minimax1 1118,
-actions_only 1030, the other DDPG variants 600-814, random 650. AlphaZero
-won 1,170 of 1,200 games; net wins against minimax 1/2/3: +98, +82, +60 of
-100, on the seed's five-card deck, which it never trained on alone (it
-trained on random deals of all 16 cards). At 2,500 round robins these
-entrants would take an hour or more on this CPU (the 12 minimax3 pairings took
-225 s for 100 games each, so about 1.5 h at 2,500; the AlphaZero pairings are
-of the same order; neither was run at that size).
 """
 
 from __future__ import annotations
@@ -156,15 +70,15 @@ class Config:
     Attributes:
         ddpg: the DDPG results folder (``experiments/onitama_ddpg.py``'s ``out``);
             ``none`` plays without DDPG entrants.
-        ddpg_seed: which training seed's actors (``actors/<variant>_seed<k>``).
-        variants: the DDPG variants to enter (default all 8 of the seed).
-        agents: the other entrants, from `AGENTS` (``random`` is the seed's 9th model).
+        ddpg_seed: the random seed of the DDPG training run whose actors play (``actors/<variant>_seed<k>``).
+        variants: the DDPG variants to enter (default all 8 of the report).
+        agents: the other entrants, from `AGENTS` (``random`` is the report's 9th model).
         alphazero: AlphaZero-lite weights folder; empty: the package's shipped weights.
         alphazero_simulations: its MCTS simulations per move.
-        rounds: round robins (each pair plays this many games; the seed: 2,500).
-        max_turns: the draw limit (the seed: 200 turns).
-        deck: the cards dealt from (default the seed's five).
-        k: Elo K factor (the seed: 32).
+        rounds: round robins (each pair plays this many games; Dasgupta & Chong: 2,500).
+        max_turns: the draw limit (Dasgupta & Chong: 200 turns).
+        deck: the cards dealt from (default Dasgupta & Chong's five).
+        k: Elo K factor (Dasgupta & Chong: 32).
         bootstrap_samples: resamples for the rating intervals (each replays every game's Elo: costly for long runs).
         chunk_size: play at most this many games of a pairing per compiled call (0: the whole pairing at once).
         seed: PRNG seed.
@@ -296,7 +210,7 @@ _FIELDS = ("agent_of_seat", "returns", "placement", "length", "finished", "trunc
 
 
 def pair_key(seed: int, name_a: str, name_b: str) -> jax.Array:
-    """The PRNG key of the pairing ``a`` vs ``b``: depends on the seed and the two names only."""
+    """The PRNG key of the pairing ``a`` vs ``b``: depends on the random seed and the two names only (not on who else plays)."""
     return jax.random.fold_in(jax.random.key(seed), zlib.crc32(f"{name_a}|{name_b}".encode()) & 0x7FFFFFFF)
 
 
@@ -344,7 +258,7 @@ def summarise(names, lineups, results, num_rounds: int, *, k: float = elo.K_FACT
     pairs = pairs[np.argsort(pairs[:, 0], kind="stable")]
     if len(pairs) != num_rounds * L:  # two different entrants in every game: one comparison each
         raise RuntimeError(f"{len(pairs)} comparisons from {num_rounds * L} games")
-    history = elo.game_elo(K, pairs, k=k)  # one comparison per game: the seed's update, one game at a time
+    history = elo.game_elo(K, pairs, k=k)  # one comparison per game: Dasgupta & Chong's update, one game at a time
     elo_rounds = history[::L]
     ratings = elo.bootstrap_ratings(pairs, names, num_samples=bootstrap_samples, k=k)
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -355,7 +269,7 @@ def summarise(names, lineups, results, num_rounds: int, *, k: float = elo.K_FACT
 
 
 def outcome_rows(t: elo.Tournament) -> list[dict]:
-    """Per entrant: games, wins, draws, losses and win rate (the seed's figure 6.12), from the pairwise wins."""
+    """Per entrant: games, wins, draws, losses and win rate (Dasgupta & Chong, figure 6.12), from the pairwise wins."""
     rows, drawn = [], _draws(t)
     for i, name in enumerate(t.names):
         won = np.rint(t.wins[i] - 0.5 * drawn[i]).sum()
@@ -449,7 +363,9 @@ def _run(config, rd, env, agents, identity, notes, argv):
     command = command_line("experiments/onitama_tournament.py", argv)
     by_name = {r["agent"]: r for r in outcomes}
     lines = [
-        "# Onitama Elo round-robin tournament (seed 001 section 6.3, figures 6.10-6.14)", "",
+        "# Onitama Elo round-robin tournament", "",
+        "Source: Dasgupta & Chong, \"Mastering the game of Onitama with Reinforcement Learning\" "
+        "(NUS USP group report, 2021), section 6.3, figures 6.10-6.14.", "",
         f"Command: `{command.strip()}`  ",
         f"{config.rounds} round robins of {len(names)} entrants = {games} games ({len(lineups)} pairings); "
         f"{played} pairings played by this call in {play_seconds:.0f} s, {len(lineups) - played} read from the cache "
@@ -477,7 +393,7 @@ def _run(config, rd, env, agents, identity, notes, argv):
                      f"{r['bradley_terry']:.0f} | [{r['bt_low']:.0f}, {r['bt_high']:.0f}] | {o['wins']} | "
                      f"{o['draws']} | {o['losses']} | {o['win_rate']:.3f} |")
     lines += ["", f"Net wins of the ROW entrant against the COLUMN entrant (`net_wins.csv`, figure 6.13; "
-              f"the seed's figure reads from the column's side; range +-{config.rounds}):", ""]
+              f"Dasgupta & Chong's figure reads from the column's side; range +-{config.rounds}):", ""]
     lines += _markdown_matrix(t.net_wins, names, "{:+.0f}")
     lines += ["", "Mean game length in turns (`mean_length.csv`, figure 6.14):", ""]
     lines += _markdown_matrix(t.mean_length, names, "{:.1f}")

@@ -1,4 +1,8 @@
-"""AlphaSnake Zero (seed 003, sections 3-4): Q-value self-play on 11x11 Battlesnake, its figures, and the trained snake against the baselines.
+"""AlphaSnake Zero (Siddiqui et al., sections 3-4): Q-value self-play on 11x11 Battlesnake, its figures, and the trained snake against the baselines.
+
+Source: Siddiqui, Kraak, Roesli, Daxini & Li, "Multiagent Reinforcement
+Learning in a Synchronous Strategy Game" (University of Victoria report,
+undated), sections 3-4.
 
 Trains `jaxgames.learners.q_snake.QSnakeLearner` with `jaxgames.learners.loop.train`
 (self-play -> backward-recursion targets -> Adam, then the pit hook of
@@ -7,7 +11,7 @@ from ``<out>/checkpoints``: rerunning the same command continues where the
 last run stopped (``generations=``, the run's ``num_iterations``, or
 ``budget_minutes=`` may be raised to go on). Then:
 
-* ``generations.csv``: per generation the seed's figures 4-5 (deaths by
+* ``generations.csv``: per generation the report's figures 4-5 (deaths by
   cause, food eaten, game length), heads hunted and collisions of the
   self-play games, the pit's score and whether the candidate was accepted,
   the loss; ``evaluations.csv``: every ``eval_every`` generations the best
@@ -49,7 +53,7 @@ final evaluation's settings (``baseline_games``, ``baseline_max_turns``,
 differ between the calls on one folder; every other setting must match.
 
 The default is a small network and few games so that it runs in minutes
-on the 2-core CPU; the seed's network is ``features=32,32,64,64,128,128``.
+on the 2-core CPU; Siddiqui et al.'s network is ``features=32,32,64,64,128,128``.
 The folder follows `jaxgames.experiment.ResultsDir` (lock, config check,
 atomic writes); every bad setting fails before anything is written.
 """
@@ -206,11 +210,11 @@ def _figure(title: str, ylabel: str):
 
 
 def write_figures(rd: ResultsDir, history: list, evaluations: list) -> list[str]:
-    """The seed's figures 4-10 from the per-generation rows (module docstring); returns the names written."""
+    """Siddiqui et al.'s figures 4-10 from the per-generation rows (module docstring); returns the names written."""
     written = []
     if history:
         g = np.array([r["generation"] for r in history])
-        fig, ax = _figure("Cause of death (self-play, seed fig. 4)", "share of deaths")
+        fig, ax = _figure("Cause of death (self-play, Siddiqui et al. fig. 4)", "share of deaths")
         bottom = np.zeros(len(g))
         for name in qs.DEATH_CAUSES:
             share = np.array([r[f"deaths_{name}_share"] for r in history])
@@ -223,7 +227,7 @@ def write_figures(rd: ResultsDir, history: list, evaluations: list) -> list[str]
         rd.save_figure(fig, "deaths.png", dpi=110, bbox_inches="tight")
         written.append("deaths.png")
 
-        fig, ax = _figure("Food eaten and game length (self-play, seed fig. 5)", "food eaten per game")
+        fig, ax = _figure("Food eaten and game length (self-play, Siddiqui et al. fig. 5)", "food eaten per game")
         ax.plot(g, [r["food_per_game"] for r in history], "o-", label="food per game")
         ax2 = ax.twinx()
         ax2.plot(g, [r["game_length"] for r in history], "s--", color="C1", label="game length (turns)")
@@ -233,12 +237,12 @@ def write_figures(rd: ResultsDir, history: list, evaluations: list) -> list[str]
         rd.save_figure(fig, "food_length.png", dpi=110, bbox_inches="tight")
         written.append("food_length.png")
 
-        fig, ax = _figure("Heads hunted (self-play, seed fig. 10)", "per game")
+        fig, ax = _figure("Heads hunted (self-play, Siddiqui et al. fig. 10)", "per game")
         ax.plot(g, [r["heads_hunted_per_game"] for r in history], "o-")
         rd.save_figure(fig, "heads_hunted.png", dpi=110, bbox_inches="tight")
         written.append("heads_hunted.png")
 
-        fig, ax = _figure("Collisions: wall, own body, other body (self-play, seed fig. 9)", "per game")
+        fig, ax = _figure("Collisions: wall, own body, other body (self-play, Siddiqui et al. fig. 9)", "per game")
         ax.plot(g, [r["collisions_per_game"] for r in history], "o-")
         rd.save_figure(fig, "collisions.png", dpi=110, bbox_inches="tight")
         written.append("collisions.png")
@@ -258,7 +262,7 @@ def write_figures(rd: ResultsDir, history: list, evaluations: list) -> list[str]
         written.append("opponents.png")
     if evaluations:
         e = np.array([r["generation"] for r in evaluations])
-        fig, ax = _figure(f"Win rate against generation {evaluations[0]['reference_generation']} (seed fig. 6)", "win rate")
+        fig, ax = _figure(f"Win rate against generation {evaluations[0]['reference_generation']} (Siddiqui et al. fig. 6)", "win rate")
         ax.plot(e, [r["team_win_rate"] for r in evaluations], "o-", label="2v2 (team)")
         ax.plot(e, [r["solo_win_rate"] for r in evaluations], "s-", label="1v3 (solo)")
         ax.axhline(0.5, color="C0", ls=":", lw=1)
@@ -402,7 +406,10 @@ def write_readme(rd: ResultsDir, config: Config, result: loop.TrainResult, basel
     evaluations = reference_rows(result)
     accepted = sum(r["accepted"] for r in h)
     lines = [
-        "# AlphaSnake Zero (seed 003): Q-value self-play on Battlesnake",
+        "# AlphaSnake Zero: Q-value self-play on Battlesnake",
+        "",
+        "Source: Siddiqui, Kraak, Roesli, Daxini & Li, \"Multiagent Reinforcement Learning in a Synchronous Strategy "
+        "Game\" (University of Victoria report, undated), sections 3-4.",
         "",
         f"Command: `{command_line('experiments/q_snake.py', argv)}`; settings in [config.json](config.json). "
         f"Device: {jax.devices()[0].platform}. {len(h)} generations in all "

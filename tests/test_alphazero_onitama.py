@@ -275,7 +275,7 @@ def test_weights_round_trip_and_agent_errors(tmp_path):
         agent_lib.load_weights(game="chess")
 
 
-# ----------------------------------------------------------------------------- the seed's 40 actions
+# ----------------------------------------------------------------------------- Dasgupta & Chong's 40 actions
 PASS_TEXT = """
 R...b
 r....
@@ -289,7 +289,8 @@ r...b
 
 def test_seed_space_agent_plays_the_one_move_win():
     """All-zero parameters give a uniform prior and value 0, so the search finds Boar's capture (module
-    docstring). In the seed space (Dasgupta and Chong 2021, section 4.2: ``piece * 8 + slot * 4 + move``) that move is, by hand:
+    docstring). In the 40-action space of Dasgupta & Chong, "Mastering the game of Onitama with Reinforcement Learning"
+    (NUS USP group report, 2021), section 4.2 (``piece * 8 + slot * 4 + move``), that move is, by hand:
     piece 4 (the master), slot 1 (Boar, the higher card id), move 0 (Boar's forward square is the first of its
     picture in reading order): 4 * 8 + 1 * 4 + 0 = 36."""
     seed_env = Onitama(action_space="seed")
@@ -315,8 +316,8 @@ def test_shipped_onitama_weights_are_trained_and_beat_random():
 
 
 def test_seed_space_agent_plays_the_canonical_agents_move():
-    """On random positions and a forced pass, the seed-space action is legal and is the canonical agent's move:
-    the seed env stepped with it and the canonical env stepped with the canonical choice reach the same board
+    """On random positions and a forced pass, the 40-space action is legal and is the canonical agent's move:
+    the 40-action env stepped with it and the canonical env stepped with the canonical choice reach the same board
     (two different moves never do: they differ in the piece moved, its landing square or the card given up)."""
     cenv, seed_env = Onitama(), Onitama(action_space="seed")
     inner = AlphaZeroAgent(nets.init_params(TINY_NET, jax.random.key(5)), network=TINY_NET, num_simulations=4)
@@ -335,14 +336,14 @@ def test_seed_space_agent_plays_the_canonical_agents_move():
     rows = np.arange(n)
     assert np.all(np.asarray(seed_states.legal_action_mask)[rows, seed_actions])
     assert np.all(np.asarray(canon_states.legal_action_mask)[rows, canon_actions])
-    # The forced pass, by hand: the seed's passes are the master's move 0 of each slot, 32 and 36.
+    # The forced pass, by hand: Dasgupta & Chong's passes are the master's move 0 of each slot, 32 and 36.
     assert seed_actions[-1] == 32 + 4 * (canon_actions[-1] // 625)
     step_keys = jax.random.split(jax.random.key(3), n)
     after_seed = jax.vmap(seed_env.step)(seed_states, jnp.asarray(seed_actions), step_keys)
     after_canon = jax.vmap(cenv.step)(canon_states, jnp.asarray(canon_actions), step_keys)
     for a, b in zip(jax.tree.leaves(after_seed.board), jax.tree.leaves(after_canon.board)):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
-    with pytest.raises(ValueError, match="seed's action space"):
+    with pytest.raises(ValueError, match="40-action space"):
         agent.batched_policy(cenv)
     with pytest.raises(ValueError, match="max_turns=200 differs"):
         agent.batched_policy(Onitama(action_space="seed", max_turns=50))

@@ -111,7 +111,8 @@ def test_multiplayer_elo_by_hand():
     # agent 0: 16 * (0.5 + 0.5) = +16, agent 1: 16 * (-0.5 + 0.5) = 0, agent 2: 16 * (-0.5 - 0.5) = -16.
     pairs = np.array([[0, 0, 1, 1.0], [0, 0, 2, 1.0], [0, 1, 2, 1.0]])
     assert elo.game_elo(3, pairs)[-1].tolist() == [1016.0, 1000.0, 984.0]
-    # Two players: the seed's update, game by game.
+    # Two players: the Elo update of Dasgupta & Chong, "Mastering the game of Onitama with Reinforcement Learning"
+    # (NUS USP group report, 2021), equations 6.1-6.2, game by game.
     two = np.array([[0, 0, 1, 1.0], [1, 0, 1, 0.0], [2, 1, 0, 0.5]])
     np.testing.assert_allclose(elo.game_elo(2, two), elo.elo_history(2, two[:, 1:]))
 

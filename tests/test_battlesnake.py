@@ -465,7 +465,7 @@ def test_env_truncates_at_the_turn_limit():
 
 
 def test_learn_to_walk_health_loss():
-    """health_loss = 9: 100 - 11 * 9 = 1 after 11 turns, out of health on turn 12 (seed 003)."""
+    """health_loss = 9: 100 - 11 * 9 = 1 after 11 turns, out of health on turn 12 (Siddiqui et al., section 3)."""
     # Two snakes circling in 2x2 squares (RIGHT, DOWN, LEFT, UP), never eating.
     b = rules.board_from_bodies([[(1, 2), (1, 1), (2, 1)], [(4, 5), (4, 4), (5, 4)]], size=7)
     env, s = _env_from(b, health_loss=9)
@@ -519,7 +519,7 @@ def test_short_snakes_from_the_api_have_no_neck():
 
 
 def test_learn_to_walk_curriculum_is_a_change_of_env_params():
-    """Seed 003's curriculum (health loss 9, then 1) through env.step's traced params: one compile, one vmap.
+    """Siddiqui et al.'s curriculum (health loss 9, then 1) through env.step's traced params: one compile, one vmap.
 
     Stepping the standard env with params asking for health loss 9 equals the env built with
     health_loss=9, and a batch of the two settings under one vmap gives 100 - 9 and 100 - 1 health.

@@ -1,4 +1,8 @@
-"""The seed-003 encodings: egocentric views (values by hand from eqs. 1-3), rotation, relative actions, symmetries."""
+"""The encodings of Siddiqui et al.: egocentric views (values by hand from eqs. 1-3), rotation, relative actions, symmetries.
+
+Source: Siddiqui, Kraak, Roesli, Daxini & Li, "Multiagent Reinforcement Learning in a Synchronous Strategy Game" (University of Victoria report, undated),
+section 3.
+"""
 
 from __future__ import annotations
 

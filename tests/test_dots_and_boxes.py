@@ -1,7 +1,8 @@
 """Dots-and-Boxes: differential test against OpenSpiel, scenarios, bad input.
 
 Expected values come from ``pyspiel`` (OpenSpiel ``dots_and_boxes``), from the
-rules (seed 000 section 4) worked by hand on small ASCII boards, or from the
+rules (El Kaddouri, Rys & Gao, "Multi Agent Reinforcement Learning With Dots And
+Boxes", course report, undated, section 4) worked by hand on small ASCII boards, or from the
 dbn definition; never from the code under test.
 """
 

@@ -1,4 +1,5 @@
-"""Board symmetries and the canonical form (seed 000 section 4.2).
+"""Board symmetries and the canonical form (El Kaddouri, Rys & Gao, "Multi Agent Reinforcement Learning With
+Dots And Boxes", course report, undated, section 4.2).
 
 Expected values: edge images worked by hand from the numbering in the issue,
 group laws (a reflection twice, a quarter turn four times is the identity),

@@ -132,7 +132,8 @@ def test_prisoners_dilemma_has_only_defect_defect():
 
 def test_biased_rps_equilibrium_solves_Ay_equals_zero():
     # By hand: -0.25 y_P + 0.5 y_S = 0, 0.25 y_R - 0.05 y_S = 0, sum = 1 -> (1, 10, 5) / 16.
-    # (The seed prints (10/16, 5/16, 1/16), which is wrong.) Exact: 0.05 is read as 1/20.
+    # (El Kaddouri, Rys & Gao, "Multi Agent Reinforcement Learning With Dots And Boxes" (course report, undated),
+    # section 2.1.2, prints (10/16, 5/16, 1/16), which is wrong.) Exact: 0.05 is read as 1/20.
     expected = tuple(Fraction(k, 16) for k in (1, 10, 5))
     assert exact_set(matrix.biased_rock_paper_scissors()) == {(expected, expected)}
     (p,) = eq.nash_equilibria(matrix.biased_rock_paper_scissors())
@@ -141,7 +142,7 @@ def test_biased_rps_equilibrium_solves_Ay_equals_zero():
 
 
 def test_subsidy_game_equilibria():
-    # Row indifferent when 12 q = 11 q + 10 (1 - q), i.e. q = 10/11 (the seed's "0.9").
+    # Row indifferent when 12 q = 11 q + 10 (1 - q), i.e. q = 10/11 (El Kaddouri et al.'s "0.9").
     q = Fraction(10, 11)
     assert exact_set(matrix.subsidy_game()) == {((1, 0), (1, 0)), ((0, 1), (0, 1)), ((q, 1 - q), (q, 1 - q))}
 
@@ -151,7 +152,7 @@ def test_battle_of_the_sexes_equilibria_and_mixed_payoff():
     assert points(matrix.battle_of_the_sexes()) == sorted([(0, 1, 0, 1), (1, 0, 1, 0), (0.6, 0.4, 0.4, 0.6)])
     # Expected payoff at the mixed equilibrium: 3 * 3/5 * 2/5 = 6/5 for the row player, 2 * 3/5 * 2/5 + ... = 6/5.
     np.testing.assert_allclose(eq.expected_payoffs(matrix.battle_of_the_sexes(), [0.6, 0.4], [0.4, 0.6]), [1.2, 1.2])
-    # The seed's miscoordination probability 13/25.
+    # El Kaddouri et al.'s miscoordination probability 13/25.
     assert abs(1 - (0.6 * 0.4 + 0.4 * 0.6) - 13 / 25) < 1e-12
 
 
@@ -391,7 +392,7 @@ def test_is_nash_equilibrium_rejects_non_numeric_atol():
 
 
 def test_pareto_optima_by_hand():
-    # PD: only (D, D) is dominated (by (C, C)); the seed lists (C, C) only.
+    # PD: only (D, D) is dominated (by (C, C)); El Kaddouri et al. list (C, C) only.
     assert eq.pareto_optimal_outcomes(matrix.prisoners_dilemma()) == [(0, 0), (0, 1), (1, 0)]
     assert eq.pareto_optimal_outcomes(matrix.subsidy_game()) == [(0, 0)]
     assert eq.pareto_optimal_outcomes(matrix.battle_of_the_sexes()) == [(0, 0), (1, 1)]

@@ -1,4 +1,8 @@
-"""Arena, Elo and Bradley-Terry (seed 000 section 5.7, seed 001 section 6.3).
+"""Arena, Elo and Bradley-Terry.
+
+Sources: El Kaddouri, Rys & Gao, "Multi Agent Reinforcement Learning With Dots And Boxes" (course report, undated),
+section 5.7; Dasgupta & Chong, "Mastering the game of Onitama with Reinforcement Learning" (NUS USP group report, 2021),
+section 6.3.
 
 Expected values come from the rules and the formulas, worked by hand:
 

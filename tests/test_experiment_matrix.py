@@ -51,7 +51,8 @@ def test_main_job_writes_tables_figures_and_config(tmp_path, monkeypatch):
         assert int(r["num_runs"]) == 4 and {"verdict", "seed_claim", "agrees"} <= set(r)
     assert all(abs(t - 1) < 1e-9 for t in totals.values()), totals
     claim = {(r["learner"], r["target"]): r["seed_claim"] for r in rows if r["game"] == "subsidy_game"}
-    # The seed's subsidy table: (0, 0) = (S2, S2) Yes/Yes/Yes, (1, 1) = (S1, S1) No/No/Yes; FAQ is not in the seed.
+    # The subsidy table of El Kaddouri, Rys & Gao, "Multi Agent Reinforcement Learning With Dots And Boxes" (course
+    # report, undated): (0, 0) = (S2, S2) Yes/Yes/Yes, (1, 1) = (S1, S1) No/No/Yes; FAQ is not in the report.
     assert claim[("epsilon_greedy", "(S2, S2)")] == "Yes" and claim[("lenient_boltzmann", "(S1, S1)")] == "Yes"
     assert claim[("faq_boltzmann", "(S2, S2)")] == "-"
     md = (out / "convergence.md").read_text()

@@ -59,7 +59,7 @@ def _nan_tree(tree):
 
 
 def _onitama_states(n: int):
-    """``n`` Onitama positions (seed action space) after random legal moves, some finished."""
+    """``n`` Onitama positions (``action_space="seed"``, the 40 actions) after random legal moves, some finished."""
     env = jaxgames.make("onitama", action_space="seed")
     keys = jax.random.split(jax.random.key(3), n)
     states = jax.vmap(env.init)(keys)

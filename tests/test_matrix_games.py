@@ -1,4 +1,8 @@
-"""Matrix game kernels: payoffs from the seed and from OpenSpiel, validation, stepping."""
+"""Matrix game kernels: payoffs from El Kaddouri et al. and from OpenSpiel, validation, stepping.
+
+Source of the payoffs: El Kaddouri, Rys & Gao, "Multi Agent Reinforcement Learning With Dots And Boxes" (course report, undated),
+section 2.1.
+"""
 
 import jax
 import jax.numpy as jnp
@@ -27,7 +31,7 @@ def test_payoffs_match_openspiel(name, spiel_name):
 
 
 def test_seed_payoff_tables():
-    # Seed 000, section 2.1 (row player's payoff, column player's payoff).
+    # El Kaddouri et al., section 2.1 (row player's payoff, column player's payoff).
     pd = matrix.prisoners_dilemma().payoffs_np
     assert pd[:, 0, 0].tolist() == [-1, -1] and pd[:, 0, 1].tolist() == [-4, 0]
     assert pd[:, 1, 0].tolist() == [0, -4] and pd[:, 1, 1].tolist() == [-3, -3]

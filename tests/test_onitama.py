@@ -71,7 +71,8 @@ def sq(r, c):
 
 
 def test_card_table_matches_the_printed_cards():
-    """Every pattern and stamp equals the oracle's independent table; the seed's counts (1x2, 10x3, 5x4 moves) hold."""
+    """Every pattern and stamp equals the oracle's independent table; the counts of Dasgupta & Chong, "Mastering the
+    game of Onitama with Reinforcement Learning" (NUS USP group report, 2021), section 2.2 (1x2, 10x3, 5x4 moves) hold."""
     assert list(cards.CARD_NAMES) == ref.ORDER
     counts = []
     for k, name in enumerate(cards.CARD_NAMES):
@@ -230,7 +231,7 @@ def test_way_of_the_stream_needs_the_master_and_the_enemy_temple(kernels):
 
 
 def test_both_wins_at_once(kernels):
-    """The master captures the enemy master standing on its own temple: one win, rewards +1/-1 (seed figure 2.3)."""
+    """The master captures the enemy master standing on its own temple: one win, rewards +1/-1 (Dasgupta & Chong, figure 2.3)."""
     s = CANON.from_text(
         """
         b.B.b
@@ -345,7 +346,7 @@ def test_seed_observation_layout():
         assert planes[k, 4, col] == 1 and planes[k].sum() == 1
         assert planes[5 + k, 0, 4 - col] == 1 and planes[5 + k].sum() == 1  # Red's student k+1, seen from Blue
     assert planes[4, 4, 2] == 1 and planes[9, 0, 2] == 1
-    # Cards in the seed's order Dragon, Elephant, Goose, Rooster, Monkey: Blue holds Goose, Rooster.
+    # Cards in Dasgupta & Chong's order Dragon, Elephant, Goose, Rooster, Monkey: Blue holds Goose, Rooster.
     np.testing.assert_array_equal(vec, [0, 0, 1, 1, 0, 1, 1, 0, 0, 0])
     red_view = np.asarray(env.observe(s, jnp.int32(0)))
     np.testing.assert_array_equal(red_view[250:], [1, 1, 0, 0, 0, 0, 0, 1, 1, 0])
@@ -589,7 +590,7 @@ def test_random_sparse_positions_against_the_reference(kernels):
 
 
 def test_contract_in_the_seed_action_space():
-    """`tests/test_contract.py` runs the registered default (canonical space); the seed's space passes it too."""
+    """`tests/test_contract.py` runs the registered default (canonical space); Dasgupta & Chong's 40-action space passes it too."""
     from jaxgames.testing.api_test import api_test
 
     api_test(Onitama(action_space="seed", deck=cards.SEED_CARDS, max_turns=8), batch_size=2, max_steps=10)

@@ -1,4 +1,8 @@
-"""Tests of ``experiments/onitama_tournament.py``: the seed's Elo order in closed form, the matrices, a tiny run, bad settings."""
+"""Tests of ``experiments/onitama_tournament.py``: the Elo order in closed form, the matrices, a tiny run, bad settings.
+
+Elo as in Dasgupta & Chong, "Mastering the game of Onitama with Reinforcement Learning" (NUS USP group report, 2021),
+section 6.3, equations 6.1-6.2.
+"""
 
 from __future__ import annotations
 
@@ -55,7 +59,7 @@ def test_elo_follows_the_seed_equations_in_round_robin_order():
     results = [_fake_pairing(names, p, scores[p]) for p in lineups]
     t = T.summarise(names, lineups, results, 2, k=32.0, bootstrap_samples=2)
 
-    def expected(ra, rb):  # seed eq. 6.1
+    def expected(ra, rb):  # Dasgupta & Chong, eq. 6.1
         return 1.0 / (1.0 + 10.0 ** ((rb - ra) / 400.0))
 
     r = {"a": 1000.0, "b": 1000.0, "c": 1000.0}
@@ -65,7 +69,7 @@ def test_elo_follows_the_seed_equations_in_round_robin_order():
             a, b = names[i], names[j]
             s = scores[(i, j)][rnd]
             ea = expected(r[a], r[b])
-            r[a], r[b] = r[a] + 32 * (s - ea), r[b] + 32 * ((1 - s) - (1 - ea))  # seed eq. 6.2
+            r[a], r[b] = r[a] + 32 * (s - ea), r[b] + 32 * ((1 - s) - (1 - ea))  # Dasgupta & Chong, eq. 6.2
             if rnd == 0 and (i, j) == (0, 1):
                 assert (r["a"], r["b"]) == (1016.0, 984.0)  # 1000 + 32 * (1 - 1/2)
         after_round.append(dict(r))

@@ -1,6 +1,8 @@
-"""AlphaSnake Zero (seed 003, sections 3-4): the formulas on hand-worked cases, the curriculum, resume, bad input.
+"""AlphaSnake Zero (Siddiqui et al., sections 3-4): the formulas on hand-worked cases, the curriculum, resume, bad input.
 
-Every expected number is worked out by hand in the test from the seed's
+Source: Siddiqui, Kraak, Roesli, Daxini & Li, "Multiagent Reinforcement
+Learning in a Synchronous Strategy Game" (University of Victoria report,
+undated). Every expected number is worked out by hand in the test from its
 equations (4: power-softmax; 6-7: the bounded backward update; 8: Psi) or
 from exact binomial sums; none is copied from the code under test. The
 learner runs on a tiny network (4 filters), 7x7 boards and a handful of
@@ -36,7 +38,7 @@ TINY = qs.QSnakeConfig(
 )
 
 
-_views = jax.jit(rotated_views)  # the network's input: seed-003 views, heads and bodies x 0.1, clipped to [-1, 1]
+_views = jax.jit(rotated_views)  # the network's input: Siddiqui et al.'s views, heads and bodies x 0.1, clipped to [-1, 1]
 _facing = jax.jit(rules.facing)
 
 
@@ -617,7 +619,7 @@ def test_candidate_bootstrap_refines_the_candidates_q_on_the_recorded_positions(
             args = [np.asarray(x)[:, b, s] for x in (rec.action, rec.psi, *flags)]
             _, expect, _, _ = targets(q_cand[:, b, s], *args)
             np.testing.assert_allclose(np.asarray(data.vector)[:, b, s], expect, atol=2e-5)
-            # the seed's reading (the recorded, best network's values) would give other targets
+            # Siddiqui et al.'s reading (the recorded, best network's values) would give other targets
             _, seed_reading, _, _ = targets(np.asarray(rec.q)[:, b, s], *args)
             differs.append(not np.allclose(seed_reading, expect, atol=1e-3))
     assert any(differs)
@@ -637,7 +639,7 @@ def _unreachable_pit(config):
 
 
 def test_the_pit_gate_keeps_the_best_below_the_threshold_and_records_the_pit():
-    """The seed's gate: a candidate below the threshold (here an unreachable one) does not replace the best.
+    """Siddiqui et al.'s gate: a candidate below the threshold (here an unreachable one) does not replace the best.
 
     ``pit_gate=False`` (the candidate promoted whatever it scores) is checked
     in `test_weight_averaging_updates_by_hand_and_the_pit_promotes_the_average`.

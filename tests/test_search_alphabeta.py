@@ -25,7 +25,8 @@ from jaxgames.search import alphabeta
 
 
 def score_margin(state) -> float:
-    """Box difference so far, from the side of the player to move (the seed's heuristic)."""
+    """Box difference so far, from the side of the player to move (the heuristic of El Kaddouri, Rys & Gao,
+    "Multi Agent Reinforcement Learning With Dots And Boxes", course report, undated, section 5.1)."""
     scores, p = np.asarray(state.board.scores), int(state.current_player)
     return float(scores[p] - scores[1 - p])
 

@@ -2,7 +2,8 @@
 
 The solver itself is checked against an independent plain-Python minimax in
 ``test_search_solver.py``; here every variant must return the solver's value
-(seed 000 section 4: all optimisations keep the exact value). Chain-rule
+(El Kaddouri, Rys & Gao, "Multi Agent Reinforcement Learning With Dots And Boxes",
+course report, undated, section 4: all optimisations keep the exact value). Chain-rule
 scenarios are small ASCII-free hand positions with values worked by hand.
 """
 

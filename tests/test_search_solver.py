@@ -2,8 +2,9 @@
 
 The reference below rebuilds the board from OpenSpiel's edge numbering
 (h(r, c) = r * C + c, v(r, c) = (R + 1) * C + r * (C + 1) + c) on its own and
-runs the textbook minimax recursion over frozensets of edges (seed 002,
-"Minimax"): it shares no code with `jaxgames.games.dots_and_boxes.search.solver`. By hand: on
+runs the textbook minimax recursion over frozensets of edges (Torralba,
+"Multi-Agent Systems: Adversarial Search and Game Theory", Machine Intelligence
+lecture 12, Aalborg University, 2022, "Minimax"): it shares no code with `jaxgames.games.dots_and_boxes.search.solver`. By hand: on
 1x1 the second mover takes the only box, so the value of the empty board for
 the player to move is -1.
 """

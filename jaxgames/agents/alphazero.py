@@ -373,13 +373,14 @@ class AlphaZeroAgent(JaxAgent):
 
 
 class SeedSpaceAlphaZero(JaxAgent):
-    """A canonical-action Onitama agent (e.g. `AlphaZeroAgent`) playing in the seed's 40-action space.
+    """A canonical-action Onitama agent (e.g. `AlphaZeroAgent`) playing in Dasgupta & Chong's 40-action space.
 
     `AlphaZeroAgent` plays Onitama only in the canonical 1250-action space
     (``slot * 625 + from * 25 + to``, squares in the mover's view;
-    `jaxgames.games.onitama.env.canonical_action`); the seed's tournament
-    (seed 001 section 6.3) plays in its 40-action space (``piece * 8 + slot * 4
-    + move``, seed section 4.2; `jaxgames.games.onitama.env.seed_action`).
+    `jaxgames.games.onitama.env.canonical_action`); the Elo tournament of
+    Dasgupta & Chong, "Mastering the game of Onitama with Reinforcement
+    Learning" (2021), section 6.3, plays in their 40-action space (``piece * 8
+    + slot * 4 + move``, section 4.2; `jaxgames.games.onitama.env.seed_action`).
     Each state is rebuilt as the canonical env's state of the same board
     (`Onitama.state_from_board`, with its rewards and step count), the inner
     agent chooses there, and its move is mapped back to the (piece, slot,
@@ -420,7 +421,7 @@ class SeedSpaceAlphaZero(JaxAgent):
         """
         cenv = self.canonical_env
         if getattr(env, "name", None) != "onitama" or env.action_space != "seed":
-            raise ValueError(f"SeedSpaceAlphaZero plays Onitama in the seed's action space; got {env!r}")
+            raise ValueError(f"SeedSpaceAlphaZero plays Onitama in Dasgupta & Chong's 40-action space (action_space='seed'); got {env!r}")
         if env.max_turns != cenv.max_turns:
             raise ValueError(f"canonical_env.max_turns={cenv.max_turns} differs from the arena env's {env.max_turns}")
         inner = self.inner.batched_policy(cenv)

@@ -254,10 +254,10 @@ def write_curves(rd, history: list[dict], draw, *, grid: tuple[int, int], size: 
 
 
 def write_run_readme(rd, *, title: str, command: str, seconds: float, training: str | None, source: str,
-                     report_heading: str, report_lines: list[str]) -> str:
+                     report_heading: str, report_lines: list[str], citation: str | None = None) -> str:
     """Writes a training experiment's ``README.md`` (the file a reader opens first); returns its text.
 
-    Layout: ``# title``; the command with a link to ``config.json``, the device
+    Layout: ``# title``; "Source: ``citation``." when given; the command with a link to ``config.json``, the device
     and the call's duration; the ``training`` paragraph (None: "No training in this call: the report is on the
     weights named below."); "Reported network:
     ``source``."; then, if there are ``report_lines``, a section ``## report_heading
@@ -272,10 +272,13 @@ def write_run_readme(rd, *, title: str, command: str, seconds: float, training: 
         source: which network the report is on.
         report_heading: the report section's heading word(s), e.g. ``"Targets"``.
         report_lines: Markdown lines of the report (`write_targets`); empty: no section.
+        citation: the documents the experiment follows, in full (authors, title, kind, year), so that a
+            reader can find them; None: no source line.
     """
-    lines = [
-        f"# {title}",
-        "",
+    lines = [f"# {title}", ""]
+    if citation:
+        lines += [f"Source: {citation}.", ""]
+    lines += [
         f"Command: `{command}`; settings in [config.json](config.json). Device: {jax.devices()[0].platform}. "
         f"This call took {seconds / 60:.1f} min.",
         "",

@@ -1,7 +1,7 @@
 """AlphaSnake Zero: Q-value self-play for Battlesnake, thousands of snakes learning at once.
 
 Source: Siddiqui, Kraak, Roesli, Daxini & Li, "Multiagent Reinforcement
-Learning in a Synchronous Strategy Game" (seed 003), section 3 (method) and
+Learning in a Synchronous Strategy Game" (University of Victoria report, undated), section 3 (method) and
 section 4 (network). `QSnakeLearner` is a `jaxgames.learners.loop` learner;
 one ``update`` is one generation:
 
@@ -27,7 +27,7 @@ The curriculum ("learn to walk", section 3) is health loss
 ``walk_health_loss`` for the first ``walk_generations`` generations, then 1,
 through the traced `BattlesnakeParams` (one compiled generation serves both).
 
-Where the seed is ambiguous (measurements behind each choice:
+Where the report is ambiguous (measurements behind each choice:
 ``jaxgames/weights/q_snake/README.md``):
 
 * **View scale**: heads and bodies scaled by 0.1 and clipped to [-1, 1]
@@ -38,7 +38,7 @@ Where the seed is ambiguous (measurements behind each choice:
   game cut at ``max_turns`` keeps the network's own prediction.
 * **Untaken entries** get no gradient (``targets="taken"``): ``"vector"``
   would anchor them to the stale data-generating network.
-* **Recursion**: ``"eq7"`` (the seed's) weights a correction by Psi, which
+* **Recursion**: ``"eq7"`` (the report's) weights a correction by Psi, which
   regression over sampled chains counts twice; ``"unbiased"`` uses weight 1;
   ``"peng"`` is Peng's Q(lambda) (Peng & Williams, Machine Learning 22, 1996).
 * **Loss**: binary cross-entropy on the sigmoid outputs (the targets are win
@@ -104,7 +104,7 @@ DEATH_CAUSES = {
     "head": rules.HEAD_COLLISION,
     "hazard": rules.HAZARD,
 }
-"""Metric name -> elimination cause. ``self`` and ``body`` are the seed's "body" deaths (own body, another's)."""
+"""Metric name -> elimination cause. ``self`` and ``body`` are the report's "body" deaths (own body, another's)."""
 
 
 # ----------------------------------------------------------------------------- settings
@@ -123,22 +123,22 @@ class QSnakeConfig:
             restarts its game when it ends; chains still running at the
             end are not trained on).
         features: filters of the conv stack (`jaxgames.networks.q_snake`);
-            the seed's ``(32, 32, 64, 64, 128, 128)`` by default.
+            the report's ``(32, 32, 64, 64, 128, 128)`` by default.
         num_games: self-play game slots, ``B`` (games played in parallel).
         power: n of the power-softmax pi_n(v) = v^n / sum_j v_j^n (eq. 4), > 0.
         walk_generations: generations played with ``walk_health_loss`` (the
             "learn to walk" curriculum), then health loss 1.
-        walk_health_loss: 3, 9 (the seed's), 11, 33 or 99 (a factor of 99).
-        sampler: ``"exponential"`` (the seed's gaps) or ``"all"`` positions.
+        walk_health_loss: 3, 9 (the report's), 11, 33 or 99 (a factor of 99).
+        sampler: ``"exponential"`` (the report's gaps) or ``"all"`` positions.
         gap_growth: ratio of successive gaps of the exponential sampler, > 1.
         targets: ``"taken"`` (default) or ``"vector"`` (module docstring).
         bootstrap: whose Q-values the recursion of eqs. 5-7 refines:
-            ``"recorded"`` (the seed's reading, default: the data-generating
+            ``"recorded"`` (the report's reading, default: the data-generating
             best network's, as recorded in self-play) or ``"candidate"``
             (the trained network's current ones on the recorded positions;
             module docstring, "Bootstrap").
         recursion: the refinement along a chain (`chain_targets`; module
-            docstring, "Recursion"): ``"eq7"`` (the seed's, default),
+            docstring, "Recursion"): ``"eq7"`` (the report's, default),
             ``"unbiased"`` (eq. 7 with the Psi weight 1) or ``"peng"``
             (Peng's Q(lambda)).
         trace_lambda: lambda of ``recursion="peng"``, in [0, 1].
@@ -154,10 +154,10 @@ class QSnakeConfig:
         pit_policy: ``"sample"`` (pi_n, as self-play) or ``"greedy"`` (argmax
             Q) in pit and evaluation games (module docstring).
         pit_alpha: the chance a network equal to the best passes the pit, in (0, 1).
-        pit_gate: True (the seed's): the candidate replaces the best only when
+        pit_gate: True (the report's): the candidate replaces the best only when
             it passes the pit; False: after every generation (the pit is
             still played and recorded, as a measurement; module docstring, "Gate").
-        death_targets: False (the seed's): only the taken entry of a training
+        death_targets: False (the report's): only the taken entry of a training
             position is trained (with ``targets="taken"``). True: the entries of
             the moves that die whatever the others move
             (`jaxgames.games.battlesnake.rules.certain_deaths`: a wall, a body
@@ -166,7 +166,7 @@ class QSnakeConfig:
         opponent_games: how many of the ``num_games`` self-play slots seat
             one network snake against ``S - 1`` heuristic snakes
             (`jaxgames.agents.battlesnake.HeuristicAgent`, the baseline), in
-            0..``num_games``; 0 (the seed's pure self-play, default). Only the
+            0..``num_games``; 0 (the report's pure self-play, default). Only the
             network's snakes are trained on and counted in the self-play
             figures (module docstring, "Heuristic opponents").
         ema_decay: in [0, 1): 0 (default) pits and promotes the candidate's
@@ -272,9 +272,9 @@ class QSnakeConfig:
         return cls(**d)
 
 
-# ----------------------------------------------------------------------------- the seed's formulas
+# ----------------------------------------------------------------------------- the report's formulas
 def log_power_softmax(q: jax.Array, power) -> jax.Array:
-    """log pi_n(v) of the power-softmax pi_n(v)_i = v_i^n / sum_j v_j^n (seed 003, eq. 4), computed stably.
+    """log pi_n(v) of the power-softmax pi_n(v)_i = v_i^n / sum_j v_j^n (Siddiqui et al., eq. 4), computed stably.
 
     In log space, ``n log v - logsumexp(n log v)``, with ``v`` clipped to
     ``[Q_FLOOR, 1]`` so that a Q-value that rounds to 0 gets a tiny positive
@@ -325,10 +325,10 @@ def q_loss(q: jax.Array, target: jax.Array, mask: jax.Array, kind: str = "bce") 
 
 
 def transition_weights(logp_taken: jax.Array, acting: jax.Array, died: jax.Array) -> jax.Array:
-    """Psi of each snake's step (seed 003, eq. 8): the product of the other acting snakes' policy entries.
+    """Psi of each snake's step (Siddiqui et al., eq. 8): the product of the other acting snakes' policy entries.
 
     Psi_i = prod_{j != i, j acted} pi_n(Q_j)[a_j]; 0 for a snake that died in
-    the step (the seed's exception) and for one that did not act.
+    the step (the report's exception) and for one that did not act.
 
     Args:
         logp_taken: float32 ``[S]``: log pi_n(Q_j)[a_j] of each snake's taken action.
@@ -355,7 +355,7 @@ def chain_targets(
     recursion: str = "eq7",
     trace_lambda: float = 0.8,
 ) -> tuple[jax.Array, jax.Array, jax.Array, jax.Array]:
-    """Targets along one seat's turns by the backward recursion of seed 003, eqs. 5-7.
+    """Targets along one seat's turns by the backward recursion of Siddiqui et al., eqs. 5-7.
 
     The turns of one seat hold one or more chains (one per game the seat
     played: self-play restarts finished games). From each chain's last step
@@ -371,7 +371,7 @@ def chain_targets(
     it is marked incomplete (its targets carry no outcome).
 
     ``recursion`` (static) picks the refinement (module docstring,
-    "Recursion"): ``"eq7"``, the seed's, as above; ``"unbiased"``, eq. 7
+    "Recursion"): ``"eq7"``, the report's, as above; ``"unbiased"``, eq. 7
     with ``Psi_t`` replaced by 1 (the unbiased sample of eq. 6 when the
     targets are fitted by regression over sampled chains); ``"peng"``,
     Peng's Q(lambda) return without the Psi weight,
@@ -439,7 +439,7 @@ def chain_targets(
 def sample_distances(num_turns: int, sampler: str = "exponential", gap_growth: float = 2.0) -> np.ndarray:
     """int32 ``[K]``: distances from a chain's last step of the positions used for training.
 
-    ``"exponential"`` (seed 003, section 3): 0, then gaps 1, g, g^2, ...
+    ``"exponential"`` (Siddiqui et al., section 3): 0, then gaps 1, g, g^2, ...
     (rounded up): 0, 1, 3, 7, 15, ... for ``g = 2``; ``"all"``: 0 .. T-1.
     Distances beyond a chain's length are dropped for that chain.
     """
@@ -580,7 +580,7 @@ def pit_threshold(team_games: int, solo_games: int, num_snakes: int = 4, alpha: 
     The smallest ``k`` with P(W >= k) < ``alpha`` where W is the score of a
     network equal to the best (`pit_score_pmf` with its defaults). Such a
     network passes with probability below ``alpha`` (a worse one, whose win
-    rate and ranks are lower, less often), as seed 003, section 3, asks: "a
+    rate and ranks are lower, less often), as Siddiqui et al., section 3, asks: "a
     worse network ... has a negligible chance of surpassing it". The score
     is in the units of `pit_score_pmf`: ``S - 1`` per team game won, the
     rank per solo game.
@@ -743,7 +743,7 @@ class LearnerState:
 
 # ----------------------------------------------------------------------------- statistics
 def game_metrics(final: Board, seats: jax.Array) -> dict:
-    """Sums over games of the seed's per-game figures (4-10) for the snakes in ``seats``.
+    """Sums over games of the report's per-game figures (4-10) for the snakes in ``seats``.
 
     Args:
         final: `rules.Board` ``[G]``: final boards.
@@ -1238,7 +1238,7 @@ class QSnakeLearner:
 
         Returns:
             ``(next state, metrics)``: host scalars, per generation ``generation``
-            (its 0-based index) and the seed's figures 4-5 (deaths by cause,
+            (its 0-based index) and the report's figures 4-5 (deaths by cause,
             food, game length) of its self-play.
 
         Raises:

@@ -1,6 +1,6 @@
 """Plain-Python memoised minimax for Dots-and-Boxes: the independent oracle of the solver tests.
 
-Written straight from the rules (seed 000 section 4; OpenSpiel's edge numbering):
+Written straight from the rules (El Kaddouri, Rys & Gao, "Multi Agent Reinforcement Learning With Dots And Boxes", section 4; OpenSpiel's edge numbering):
 the value of a set of drawn edges is the best net number of the remaining
 boxes the player to move can win; a move completing g > 0 boxes is worth
 g + V(child) (the mover moves again), any other move -V(child).
