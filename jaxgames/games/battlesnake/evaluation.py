@@ -1,0 +1,404 @@
+"""A hand-written Battlesnake position evaluation for search: territory, length, food, head-to-head risk.
+
+Territory is the Voronoi heuristic of the Tron bots of the 2010 Google AI
+Challenge (a1k0n, "Google AI Challenge post-mortem", 2010,
+www.a1k0n.net/2010/03/04/google-ai-postmortem.html, "Phase 3: Minimax"): a
+cell belongs to the player who reaches it strictly first; cells reached at
+the same time by two players belong to no one (a neutral border). Search
+Battlesnakes use it as their leaf evaluation (e.g. the JackSnake,
+github.com/m9p909/jacksnake, README: "a breadth-first search to determine
+how many squares my snake can reach before the other snakes", combined with
+health) where simpler snakes flood-fill from their own head (Battlesnake
+docs, "Useful algorithms", github.com/BattlesnakeOfficial/docs-old,
+``references/useful-algorithms.md``). We follow a1k0n's partition and
+compute it as one breadth-first search from every living head at once
+(`owners`):
+
+* round ``t`` (``t = 1, 2, ...``) claims every unclaimed, passable cell next
+  to a cell first claimed by a snake in round ``t - 1`` (the BFS frontier);
+  a cell reached in the same round by one snake is that snake's, by two or
+  more snakes a tie (`TIE`): nobody's, and nobody expands from it;
+* bodies recede (the timed rule): a cell that a living snake leaves after
+  ``v`` moves (``Board.body`` holds ``v``; the maximum over living snakes)
+  is passable from round ``v`` on. The official rules check collisions after
+  every snake has moved (``standard.go``), so a plain tail (``v = 1``) is
+  free at once, and a head that needs ``v`` moves to reach a body cell finds
+  it empty: a wall of bodies opens from its tail end, as in play. Growth by
+  eating is ignored (a snake that eats holds its tail one move longer).
+  Only the frontier expands, so a snake cannot wait for a cell to free, as
+  in play (its head moves every turn; `jaxgames.agents.battlesnake.
+  arrival_times` makes the same choice);
+* a snake's head cell is its own from round 0 and not counted in
+  `territory`; eliminated snakes have no head and no body on the board.
+
+Features (`features`, each ``[S]``): territory and its share among living
+snakes; own length minus the longest and minus the nearest (Manhattan
+head distance; ties: the longest of the nearest) other living snake; the
+moves to the nearest food by the snake's own timed BFS (others ignored
+but for their bodies) and starvation risk ``health < food_distance``;
+head-to-head risk, the cells next to the head that are free next turn and
+next to the head of a living snake at least as long (the rules: a
+head-to-head kills the shorter snake, both when equal).
+
+`evaluate` combines them with fixed weights into float32 ``[S]`` in
+``[-1, 1]``: -1 for an eliminated snake, +1 for the sole survivor of a game
+of two or more snakes, and within ``[-LIVE_BOUND, LIVE_BOUND]`` for a snake
+still playing, so that any real win or loss outranks any heuristic value.
+`leaf_value` adapts it to the simultaneous-move search's ``evaluate(state,
+key) -> values [num_players]``. Everything is written for one board:
+``jax.vmap`` it for a batch.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxgames import checks
+from jaxgames.games.battlesnake import rules
+from jaxgames.games.battlesnake.env import Battlesnake, BattlesnakeState
+from jaxgames.games.battlesnake.rules import Board
+
+NOBODY = -1
+"""`owners` value of a cell that no snake reaches (blocked for the whole search, or cut off)."""
+
+TIE = -2
+"""`owners` value of a cell reached first by two or more snakes in the same round."""
+
+UNREACHABLE = np.iinfo(np.int32).max
+"""`Features.food_distance` when no food is reachable (then ``starving`` is True)."""
+
+LIVE_BOUND = 0.9
+"""`evaluate` keeps a living snake's value within ``[-LIVE_BOUND, LIVE_BOUND]`` (a real win or loss outranks it)."""
+
+
+class Features(NamedTuple):
+    """The evaluation features of one board, per snake (zero or False for eliminated snakes).
+
+    Attributes:
+        territory: int32 ``[S]``, cells the snake reaches strictly first
+            (`territory`; the head cell not counted).
+        territory_share: float32 ``[S]``, ``territory / sum(territory)`` over
+            living snakes (0 when nobody has any).
+        length_vs_longest: int32 ``[S]``, own length minus the longest other
+            living snake's (0 without one).
+        length_vs_nearest: int32 ``[S]``, own length minus that of the other
+            living snake whose head is nearest (Manhattan; ties: the longest
+            of them; 0 without one).
+        food_distance: int32 ``[S]``, moves to the nearest food by the
+            snake's own timed breadth-first search (`UNREACHABLE` if none).
+        starving: bool ``[S]``, ``health < food_distance``: the snake starves
+            before it can eat.
+        safe_moves: int32 ``[S]``, moves onto a cell on the board that is
+            free next turn (no body there but plain tails).
+        head_to_head_risk: int32 ``[S]``, those cells that the head of a
+            living snake at least as long can also move to next turn.
+    """
+
+    territory: jax.Array
+    territory_share: jax.Array
+    length_vs_longest: jax.Array
+    length_vs_nearest: jax.Array
+    food_distance: jax.Array
+    starving: jax.Array
+    safe_moves: jax.Array
+    head_to_head_risk: jax.Array
+
+
+def _rounds(board: Board, rounds: int | None) -> int:
+    """The static BFS bound, checked at the Python boundary (default: every cell, which is exact)."""
+    cells = board.size * board.size
+    if rounds is None:
+        return cells
+    return checks.integer("rounds", rounds, 1, cells)
+
+
+def _check_board(board) -> None:
+    if not isinstance(board, Board):
+        raise TypeError(f"board must be a battlesnake rules.Board; got {type(board).__name__}")
+
+
+def _spread(grid: jax.Array, size: int) -> jax.Array:
+    """bool ``[K, size * size]`` -> the cells with a 4-neighbour set in ``grid`` (same shape)."""
+    k = grid.shape[0]
+    p = jnp.pad(grid.reshape(k, size, size), ((0, 0), (1, 1), (1, 1)))
+    out = p[:, 1:-1, 2:] | p[:, 1:-1, :-2] | p[:, 2:, 1:-1] | p[:, :-2, 1:-1]  # y+1, y-1, x+1, x-1
+    return out.reshape(k, size * size)
+
+
+def free_from(board: Board) -> jax.Array:
+    """int32 ``[size * size]``: the first BFS round at which each cell is passable (0: free now).
+
+    The largest ``Board.body`` value over the living snakes: a cell holding
+    ``v`` is left after ``v`` moves (module docstring, the timed rule).
+    """
+    return jnp.max(jnp.where(board.alive[:, None], board.body.astype(jnp.int32), 0), axis=0)
+
+
+class _Search(NamedTuple):
+    t: jax.Array  # int32 []: the last round done
+    frontier: jax.Array  # bool [S, C]: cells first owned in round t (the shared partition)
+    owned: jax.Array  # bool [S, C]
+    claimed: jax.Array  # bool [C]: owned by someone or tied
+    solo_frontier: jax.Array  # bool [S, C]: each snake's own BFS, others ignored but for their bodies
+    solo_seen: jax.Array  # bool [S, C]
+    food_distance: jax.Array  # int32 [S]
+
+
+def _search(board: Board, rounds: int) -> _Search:
+    """The shared Voronoi partition and each snake's own BFS, in one loop of at most ``rounds`` rounds."""
+    size, n = board.size, board.num_snakes
+    cells = size * size
+    free_at = free_from(board)
+    on = jnp.all((board.head >= 0) & (board.head < size), axis=-1)
+    head_flat = jnp.where(board.alive & on, board.head[:, 0] * size + board.head[:, 1], -1)
+    heads = jnp.arange(cells, dtype=jnp.int32)[None, :] == head_flat[:, None]  # [S, C]
+    init = _Search(
+        t=jnp.int32(0),
+        frontier=heads,
+        owned=heads,
+        claimed=jnp.any(heads, axis=0),
+        solo_frontier=heads,
+        solo_seen=heads,
+        food_distance=jnp.full((n,), UNREACHABLE, jnp.int32),
+    )
+
+    def cond(s: _Search) -> jax.Array:
+        return (s.t < rounds) & (jnp.any(s.frontier) | jnp.any(s.solo_frontier))
+
+    def body(s: _Search) -> _Search:
+        t = s.t + 1
+        passable = (free_at <= t)[None, :]
+        reach = _spread(s.frontier, size) & passable & ~s.claimed[None, :]
+        count = jnp.sum(reach, axis=0)
+        new = reach & (count == 1)[None, :]
+        solo = _spread(s.solo_frontier, size) & passable & ~s.solo_seen
+        ate = jnp.any(solo & board.food[None, :], axis=1)
+        return _Search(
+            t=t,
+            frontier=new,
+            owned=s.owned | new,
+            claimed=s.claimed | (count > 0),
+            solo_frontier=solo,
+            solo_seen=s.solo_seen | solo,
+            food_distance=jnp.where(ate & (s.food_distance == UNREACHABLE), t, s.food_distance),
+        )
+
+    return jax.lax.while_loop(cond, body, init)
+
+
+def owners(board: Board, *, rounds: int | None = None) -> jax.Array:
+    """The Voronoi partition of one board: which snake reaches each cell strictly first.
+
+    Args:
+        board: one board (vmap for a batch).
+        rounds: static, BFS rounds (default and at most ``size * size``,
+            which is exact: every round claims a cell or the search stops);
+            cells further away count as unreached.
+
+    Returns:
+        int32 ``[size * size]``: the snake index (head cells included),
+        `TIE` where two or more snakes arrive in the same round, `NOBODY`
+        where no snake arrives (module docstring for the rules).
+
+    Raises:
+        TypeError: ``board`` is not a `rules.Board`, or ``rounds`` not an int.
+        ValueError: ``rounds`` outside ``[1, size * size]``.
+    """
+    _check_board(board)
+    s = _search(board, _rounds(board, rounds))
+    who = jnp.argmax(s.owned, axis=0).astype(jnp.int32)
+    return jnp.where(jnp.any(s.owned, axis=0), who, jnp.where(s.claimed, TIE, NOBODY)).astype(jnp.int32)
+
+
+def territory(board: Board, *, rounds: int | None = None) -> jax.Array:
+    """int32 ``[S]``: the cells each living snake reaches strictly before every other snake.
+
+    The count of `owners` cells per snake, the head cell not counted; 0 for
+    an eliminated snake. Arguments and errors as `owners`.
+    """
+    _check_board(board)
+    s = _search(board, _rounds(board, rounds))
+    return (jnp.sum(s.owned, axis=1) - board.alive).astype(jnp.int32)
+
+
+def features(board: Board, *, rounds: int | None = None) -> Features:
+    """The `Features` of one board (vmap for a batch).
+
+    Args:
+        board: one board.
+        rounds: static BFS bound, as `owners`.
+
+    Returns:
+        `Features`, each ``[S]``.
+
+    Raises:
+        TypeError, ValueError: as `owners`.
+    """
+    _check_board(board)
+    size, n = board.size, board.num_snakes
+    s = _search(board, _rounds(board, rounds))
+    alive = board.alive
+    length = board.length.astype(jnp.int32)
+
+    terr = jnp.where(alive, jnp.sum(s.owned, axis=1) - 1, 0).astype(jnp.int32)
+    total = jnp.sum(terr)
+    share = jnp.where(total > 0, terr / jnp.maximum(total, 1), 0.0).astype(jnp.float32)
+
+    others = alive[None, :] & alive[:, None] & ~jnp.eye(n, dtype=bool)  # [s, j]
+    any_other = jnp.any(others, axis=1)
+    longest = jnp.max(jnp.where(others, length[None, :], 0), axis=1)
+    dist = jnp.sum(jnp.abs(board.head[:, None, :] - board.head[None, :, :]), axis=-1)  # [s, j]
+    big = jnp.int32(4 * rules.MAX_BOARD_SIZE)
+    dist = jnp.where(others, dist, big)
+    nearest = others & (dist == jnp.min(dist, axis=1, keepdims=True))
+    nearest_length = jnp.max(jnp.where(nearest, length[None, :], 0), axis=1)
+    vs_longest = jnp.where(any_other, length - longest, 0).astype(jnp.int32)
+    vs_nearest = jnp.where(any_other, length - nearest_length, 0).astype(jnp.int32)
+
+    food_distance = jnp.where(alive, s.food_distance, UNREACHABLE).astype(jnp.int32)
+    starving = alive & (board.health < food_distance)
+
+    # Head-to-head: the four cells next to each head, free next turn, and next to a head at least as long.
+    target = board.head[:, None, :] + jnp.asarray(rules.DELTAS)[None]  # [S, 4, 2]
+    on = jnp.all((target >= 0) & (target < size), axis=-1)
+    flat = jnp.clip(target[..., 0], 0, size - 1) * size + jnp.clip(target[..., 1], 0, size - 1)
+    safe = alive[:, None] & on & (free_from(board)[flat] <= 1)  # [S, 4]
+    gap = jnp.sum(jnp.abs(target[:, :, None, :] - board.head[None, None, :, :]), axis=-1)  # [s, 4, j]
+    rival = others & (length[None, :] >= length[:, None])  # [s, j]
+    risky = safe & jnp.any((gap == 1) & rival[:, None, :], axis=2)
+
+    return Features(
+        territory=terr,
+        territory_share=share,
+        length_vs_longest=vs_longest,
+        length_vs_nearest=vs_nearest,
+        food_distance=food_distance,
+        starving=starving,
+        safe_moves=jnp.sum(safe, axis=1).astype(jnp.int32),
+        head_to_head_risk=jnp.sum(risky, axis=1).astype(jnp.int32),
+    )
+
+
+class _Weights(NamedTuple):
+    territory: float
+    length_vs_longest: float
+    length_vs_nearest: float
+    starvation: float
+    head_to_head: float
+    length_scale: float
+
+
+def _weights(territory_weight, longest_weight, nearest_weight, starvation_weight, head_to_head_weight,
+             length_scale) -> _Weights:
+    """Checks the weights at the Python boundary (finite, >= 0, not all 0; ``length_scale`` > 0)."""
+    w = _Weights(
+        checks.real("territory_weight", territory_weight, lo=0.0, dtype="float32"),
+        checks.real("longest_weight", longest_weight, lo=0.0, dtype="float32"),
+        checks.real("nearest_weight", nearest_weight, lo=0.0, dtype="float32"),
+        checks.real("starvation_weight", starvation_weight, lo=0.0, dtype="float32"),
+        checks.real("head_to_head_weight", head_to_head_weight, lo=0.0, dtype="float32"),
+        checks.real("length_scale", length_scale, lo=0.0, lo_open=True, dtype="float32"),
+    )
+    if sum(w[:5]) <= 0.0:
+        raise ValueError("the evaluation weights must not all be 0")
+    return w
+
+
+def evaluate(
+    board: Board,
+    *,
+    territory_weight: float = 0.5,
+    longest_weight: float = 0.15,
+    nearest_weight: float = 0.1,
+    starvation_weight: float = 0.15,
+    head_to_head_weight: float = 0.1,
+    length_scale: float = 3.0,
+    rounds: int | None = None,
+) -> jax.Array:
+    """The value of one board for every snake, for a search's leaves.
+
+    For a snake still playing, each term lies in ``[-1, 1]`` (higher is
+    better) and the value is ``LIVE_BOUND * sum(w_i term_i) / sum(w_i)``:
+
+    * territory: ``clip(share * alive - 1, -1, 1)``, 0 at a fair share
+      (``1 / alive`` of the territory of ``alive`` living snakes), +1 from
+      twice that, -1 with none;
+    * longest, nearest: ``tanh(length_vs_longest / length_scale)``, the same
+      for ``length_vs_nearest``;
+    * starvation: -1 when ``starving`` (health below the moves to food);
+    * head-to-head: ``-head_to_head_risk / safe_moves``, -1 with no safe move.
+
+    An eliminated snake is worth -1 and the sole survivor of a game of two
+    or more snakes +1 (the Env's loss and win rewards). The defaults are
+    fixed by hand (territory first, as in a1k0n's Voronoi evaluation), not
+    tuned against any opponent.
+
+    Args:
+        board: one board (vmap for a batch).
+        territory_weight, longest_weight, nearest_weight, starvation_weight,
+            head_to_head_weight: the weights, finite, >= 0, not all 0.
+        length_scale: length difference (segments) at which a length term
+            reaches ``tanh(1) = 0.76``; > 0.
+        rounds: static BFS bound, as `owners`.
+
+    Returns:
+        float32 ``[S]`` in ``[-1, 1]``.
+
+    Raises:
+        TypeError, ValueError: a bad board, weight or ``rounds``, naming it.
+    """
+    w = _weights(territory_weight, longest_weight, nearest_weight, starvation_weight, head_to_head_weight,
+                 length_scale)
+    f = features(board, rounds=rounds)
+    alive = board.alive
+    n_alive = jnp.sum(alive)
+    terms = (
+        jnp.clip(f.territory_share * n_alive - 1.0, -1.0, 1.0),
+        jnp.tanh(f.length_vs_longest / w.length_scale),
+        jnp.tanh(f.length_vs_nearest / w.length_scale),
+        -f.starving.astype(jnp.float32),
+        jnp.where(f.safe_moves > 0, -f.head_to_head_risk / jnp.maximum(f.safe_moves, 1), -1.0),
+    )
+    total = sum(w[:5])
+    live = LIVE_BOUND * sum((wi / total) * term for wi, term in zip(w[:5], terms))
+    sole = alive & (n_alive == 1) & (board.num_snakes > 1)
+    return jnp.where(alive, jnp.where(sole, 1.0, live), -1.0).astype(jnp.float32)
+
+
+def leaf_value(env: Battlesnake, **weights) -> Callable[[BattlesnakeState, jax.Array], jax.Array]:
+    """`evaluate` as a search's leaf evaluation: ``fn(state, key) -> values`` float32 ``[num_players]``.
+
+    Args:
+        env: the `Battlesnake` Env whose states will be evaluated.
+        **weights: keyword arguments of `evaluate` (weights, ``length_scale``,
+            ``rounds``), checked here, before any tracing.
+
+    Returns:
+        A pure function of one state and a key (unused: the evaluation is
+        deterministic); jit and vmap it as the search does.
+
+    Raises:
+        TypeError: ``env`` is not a `Battlesnake`, or an unknown keyword.
+        ValueError: a bad weight or ``rounds`` (as `evaluate`).
+    """
+    if not isinstance(env, Battlesnake):
+        raise TypeError(f"leaf_value needs a Battlesnake env; got {type(env).__name__}")
+    bound = inspect.signature(evaluate).bind(None, **weights)  # TypeError on an unknown keyword
+    bound.apply_defaults()
+    kw = {k: v for k, v in bound.arguments.items() if k != "board"}
+    rounds = kw.pop("rounds")
+    _weights(**kw)
+    if rounds is not None:
+        checks.integer("rounds", rounds, 1, env.board_size * env.board_size)
+
+    def fn(state: BattlesnakeState, key: jax.Array) -> jax.Array:
+        del key
+        return evaluate(state.board, **weights)
+
+    return fn
