@@ -1,0 +1,654 @@
+"""Search for simultaneous-move games with N players: SM-MCTS with regret matching, and maximin (paranoid) search.
+
+Generic over any `jaxgames.core.Env` whose ``current_player`` is
+``SIMULTANEOUS`` (matrix games, Battlesnake with 1-8 snakes): a state's
+``legal_action_mask`` is bool ``[num_players, num_actions]`` and
+``env.step`` takes one action per player, int32 ``[num_players]``.
+Rewards are a vector, float32 ``[num_players]``, each player's own: no
+zero-sum sign is needed (`jaxgames.search.sign` serves sequential games).
+Both searches are written for ONE root and are pure JAX (jit them; vmap
+them over a batch of roots and keys, every shape then gains a leading
+``[B]``); `sm_mcts_batch` and `maximin_batch` do the checks and the vmap.
+
+* `sm_mcts`: simultaneous-move MCTS with decoupled regret matching
+  (Lanctot, Lisy & Winands 2013, "Monte Carlo Tree Search in Simultaneous
+  Move Games with Applications to Goofspiel", CGW@IJCAI, the regret
+  matching selection; Tak, Lanctot & Winands 2014, "Monte Carlo Tree
+  Search Variants for Simultaneous Move Games", IEEE CIG). Each
+  node holds, per player, regrets and a cumulative policy over that
+  player's actions. Selection: each player samples its action
+  independently from ``(1 - exploration) * sigma + exploration / |legal|``,
+  sigma the regret-matching policy (positive regrets, normalised). One
+  node is added per simulation; the new node's state is valued by
+  ``evaluate(state, key) -> float32 [num_players]`` (default
+  `random_rollout`). Backpropagation gives each player its own return
+  ``G_i`` (rewards along the path plus the leaf value) and updates its
+  regrets with the sampled estimate ``R_i(a) += 1[a = a_i] G_i /
+  sigma'_i(a_i) - G_i``. Result: the root's average (cumulative) policy
+  ``[num_players, num_actions]``, which approaches a Nash equilibrium in
+  two-player zero-sum games (the time-averaged play of no-regret learners;
+  Lisy, Kovarik, Lanctot & Bosansky 2013, "Convergence of Monte Carlo Tree
+  Search in Simultaneous Move Games", NeurIPS), and the root's mean return
+  per player. The average is of the policies *played* (exploration
+  included): the regrets are measured against the opponents' played
+  policies, so leaving exploration out gives the equilibrium of a game
+  perturbed by it (in biased rock-paper-scissors Rock's 1/16 becomes
+  ``(1/16 - gamma/3) / (1 - gamma)``, and Paper alone once gamma > 3/16).
+* `maximin`: paranoid / maximin depth-limited search (Sturtevant & Korf
+  2000, "On Pruning Techniques for Multi-Player Games", AAAI; Sturtevant
+  2002, "A Comparison of Algorithms for Multi-Player Games", CG): one
+  player maximises, over its own action, the minimum over the joint
+  actions of all the others, each ply; ``depth`` plies are enumerated
+  exhaustively as fixed-shape arrays, so ``(num_actions ** num_players)
+  ** depth`` states are stepped: refused up front above ``max_states``.
+
+Keys: every ``env.step`` of `sm_mcts` gets its own subkey; `maximin`
+steps a whole ply with one key (a determinised search: chance events,
+Battlesnake's food, are one outcome per ply).
+
+Errors (at the Python boundary, before tracing): ``TypeError`` or
+``ValueError`` naming the value for a sequential env, a root state of the
+wrong shape (a batched state to a one-root function), a root whose
+concrete ``current_player`` is not ``SIMULTANEOUS``, a ``player`` out of
+range, ``num_simulations``/``depth``/rollout steps < 1, an exploration
+rate that is not finite or outside ``[0, 1]``, a too large enumeration.
+
+Design: the tree is open-loop (Perez Liebana, Dieskau, Hunermund, Mostaghim
+& Lucas 2015, "Open Loop Search for General Video Game Playing", GECCO):
+nodes store statistics, not states; each simulation re-steps the game from
+the root along the sampled joint actions with fresh keys. Memory is then
+independent of the state size, and in a game with chance events a node's
+statistics average over them instead of freezing the first outcome. A
+child is found in a ``[nodes, num_actions ** num_players]`` table while
+that fits `DENSE_CHILDREN_LIMIT`, else by scanning a node table of
+``(parent, joint-action code)`` (8 snakes have 65,536 joint actions).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Callable, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from flax import struct
+
+from jaxgames.core import SIMULTANEOUS
+
+Evaluate = Callable[[Any, jax.Array], jax.Array]
+"""``evaluate(state, key) -> float32 [num_players]``: the rewards still to come from a
+non-terminal ``state`` for each player, in the units of the env's rewards."""
+
+DEFAULT_ROLLOUT_STEPS = 16
+"""Length of the default random rollout (steps; the game's own end stops it earlier)."""
+
+DEFAULT_MAX_DEPTH = 64
+"""Default bound on the plies of one `sm_mcts` simulation inside the tree."""
+
+DENSE_CHILDREN_LIMIT = 2**22
+"""Largest ``[num_nodes, num_actions ** num_players]`` child table `sm_mcts` keeps (int32 entries, 16 MiB)."""
+
+DEFAULT_MAX_STATES = 100_000
+"""Default bound on the states `maximin` enumerates."""
+
+_FMIN = float(np.finfo(np.float32).min)
+_FMAX = float(np.finfo(np.float32).max)
+
+
+# ---------------------------------------------------------------- checks at the boundary
+def _positive_int(name: str, value) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{name} must be an int; got {value!r}")
+    if value < 1:
+        raise ValueError(f"{name} must be >= 1; got {value!r}")
+    return int(value)
+
+
+def _check_env(env) -> None:
+    if not getattr(env, "simultaneous", False):
+        raise ValueError(
+            f"simultaneous-move search needs an env whose current_player is SIMULTANEOUS ({SIMULTANEOUS}); "
+            f"got the sequential {env!r} (use jaxgames.search.mcts or alphabeta)"
+        )
+    n, a = int(env.num_players), int(env.num_actions)
+    if a**n >= 2**31:
+        raise ValueError(f"{env!r}: {a}**{n} joint actions do not fit an int32 code")
+
+
+def _check_state(env, state, batched: bool) -> None:
+    expected = (env.num_players, env.num_actions)
+    shape = tuple(np.shape(state.legal_action_mask))
+    lead = shape[:1] if batched else ()
+    if shape != lead + expected or (batched and len(shape) != 3):
+        what = "a batch of states [B, num_players, num_actions]" if batched else "one unbatched state"
+        raise ValueError(
+            f"{env!r}: the search takes {what}; got legal_action_mask of shape {shape} "
+            f"(num_players={expected[0]}, num_actions={expected[1]})"
+        )
+    player = state.current_player
+    if not isinstance(player, jax.core.Tracer):
+        values = np.unique(np.asarray(player))
+        if values.size and (values != SIMULTANEOUS).any():
+            raise ValueError(
+                f"{env!r}: the root's current_player must be SIMULTANEOUS ({SIMULTANEOUS}); got {values.tolist()}"
+            )
+
+
+def _check_exploration(exploration) -> None:
+    if isinstance(exploration, jax.core.Tracer):
+        return  # traced (a vmapped sweep): checked by whoever made it concrete
+    if isinstance(exploration, bool):
+        raise TypeError(f"exploration must be a float in [0, 1]; got {exploration!r}")
+    try:
+        value = float(exploration)
+    except (TypeError, ValueError):
+        raise TypeError(f"exploration must be a float in [0, 1]; got {exploration!r}") from None
+    if not math.isfinite(value) or not 0.0 <= value <= 1.0:
+        raise ValueError(f"exploration must be finite and in [0, 1]; got {exploration!r}")
+
+
+def check_sm_mcts_settings(
+    env, *, num_simulations, exploration=0.1, rollout_steps=DEFAULT_ROLLOUT_STEPS, max_depth=None
+) -> None:
+    """Raises for bad `sm_mcts` settings (the checks `sm_mcts` runs before tracing).
+
+    Raises:
+        ValueError: a sequential env; ``num_simulations``, ``rollout_steps``
+            or ``max_depth`` (unless None) < 1; ``exploration`` not finite or
+            outside ``[0, 1]``.
+        TypeError: a non-int budget, a non-number exploration.
+    """
+    _check_env(env)
+    _positive_int("num_simulations", num_simulations)
+    _positive_int("rollout_steps", rollout_steps)
+    if max_depth is not None:
+        _positive_int("max_depth", max_depth)
+    _check_exploration(exploration)
+
+
+def check_maximin_settings(env, *, player, depth, max_states=DEFAULT_MAX_STATES, rollout_steps=DEFAULT_ROLLOUT_STEPS) -> int:
+    """Raises for bad `maximin` settings; returns the number of states it would step.
+
+    Returns:
+        ``sum_{k=1..depth} (num_actions ** num_players) ** k``.
+
+    Raises:
+        ValueError: a sequential env; ``player`` outside ``[0, num_players)``;
+            ``depth`` or ``rollout_steps`` < 1; more states than ``max_states``
+            (the message names the count).
+        TypeError: a non-int player, depth or bound.
+    """
+    _check_env(env)
+    if isinstance(player, bool) or not isinstance(player, (int, np.integer)):
+        raise TypeError(f"player must be an int (static); got {player!r}")
+    if not 0 <= player < env.num_players:
+        raise ValueError(f"player must be in [0, {env.num_players}); got {player!r}")
+    depth = _positive_int("depth", depth)
+    max_states = _positive_int("max_states", max_states)
+    _positive_int("rollout_steps", rollout_steps)
+    joint = int(env.num_actions) ** int(env.num_players)
+    count = sum(joint**k for k in range(1, depth + 1))
+    if count > max_states:
+        raise ValueError(
+            f"maximin over {env!r} at depth {depth} would step {count:,} states "
+            f"(({env.num_actions} ** {env.num_players}) ** k summed over k = 1..{depth}); "
+            f"more than max_states={max_states:,}: lower depth or raise max_states"
+        )
+    return count
+
+
+# ---------------------------------------------------------------- leaf evaluation
+def random_rollout(env, *, num_steps: int = DEFAULT_ROLLOUT_STEPS, params=None) -> Evaluate:
+    """The default leaf evaluation: the rewards of one uniformly random playout of ``num_steps`` steps.
+
+    Each player draws uniformly among its legal actions every step; the
+    playout is a ``lax.scan`` of exactly ``num_steps`` steps in which the
+    steps after the end of the game add nothing (a terminal state steps
+    as a no-op with zero rewards, and is masked here as well).
+
+    Args:
+        env: a simultaneous-move `Env`.
+        num_steps: static playout length (>= 1).
+        params: the game's `EnvParams` for every step, or None (defaults).
+
+    Returns:
+        ``evaluate(state, key) -> float32 [num_players]`` (see `Evaluate`).
+
+    Raises:
+        TypeError, ValueError: ``num_steps`` not a positive int.
+    """
+    num_steps = _positive_int("num_steps", num_steps)
+    num_players = int(env.num_players)
+
+    def evaluate(state, key):
+        def body(carry, step_key):
+            s, total = carry
+            action_key, chance_key = jax.random.split(step_key)
+            logits = jnp.where(s.legal_action_mask, 0.0, _FMIN).astype(jnp.float32)
+            actions = jax.random.categorical(action_key, logits, axis=-1).astype(jnp.int32)
+            nxt = env.step(s, actions, chance_key, params)
+            done = s.terminated | s.truncated
+            return (nxt, total + jnp.where(done, 0.0, nxt.rewards).astype(jnp.float32)), None
+
+        (_, total), _ = jax.lax.scan(body, (state, jnp.zeros(num_players, jnp.float32)), jax.random.split(key, num_steps))
+        return total
+
+    return evaluate
+
+
+def _leaf_value(evaluate: Evaluate, state, key, num_players: int) -> jax.Array:
+    """float32 ``[num_players]``: ``evaluate`` at a non-terminal state, 0 at a terminal one."""
+    done = state.terminated | state.truncated
+    value = jnp.asarray(evaluate(state, key), jnp.float32)
+    if value.shape != (num_players,):
+        raise ValueError(f"evaluate must return float32 [num_players={num_players}]; got shape {value.shape}")
+    return jnp.where(done, 0.0, value)
+
+
+# ---------------------------------------------------------------- SM-MCTS
+@struct.dataclass
+class Tree:
+    """The fixed-shape open-loop tree of `sm_mcts` (M = ``num_simulations + 1`` nodes, node 0 the root).
+
+    Attributes:
+        parent: int32 ``[M]``: parent node; -1 at the root, -2 for an unused slot.
+        code: int32 ``[M]``: the joint action from the parent,
+            ``sum_i a_i * num_actions ** (num_players - 1 - i)``.
+        visits: int32 ``[M]``: simulations through the node.
+        value_sum: float32 ``[M, num_players]``: sum of each player's returns from the node.
+        regret: float32 ``[M, num_players, num_actions]``: cumulative regrets.
+        cumulative_policy: float32 ``[M, num_players, num_actions]``: sum of the
+            policies played at the node (exploration included).
+        children: int32 ``[M, num_actions ** num_players]``: the child of each
+            joint action (-1 none) when that table is at most
+            `DENSE_CHILDREN_LIMIT` entries (a child is then found in O(1));
+            otherwise ``[1, 1]`` unused, and a child is found by scanning
+            ``parent`` and ``code``.
+        num_nodes: int32 ``[]``: slots in use.
+    """
+
+    parent: jax.Array
+    code: jax.Array
+    visits: jax.Array
+    value_sum: jax.Array
+    regret: jax.Array
+    cumulative_policy: jax.Array
+    children: jax.Array
+    num_nodes: jax.Array
+
+
+class SMMCTSOutput(NamedTuple):
+    """Result of `sm_mcts` for one root (a leading ``[B]`` under vmap / `sm_mcts_batch`).
+
+    Attributes:
+        policy: float32 ``[num_players, num_actions]``: each player's average
+            (cumulative) regret-matching policy at the root, zero on illegal
+            actions; uniform over the legal actions of a terminal root.
+        value: float32 ``[num_players]``: each player's mean return over the
+            root's simulations.
+        action: int32 ``[num_players]``: each player's most probable legal
+            action under ``policy`` (sample from ``policy`` to play the mixed strategy).
+        tree: the final `Tree`.
+    """
+
+    policy: jax.Array
+    value: jax.Array
+    action: jax.Array
+    tree: Tree
+
+
+def regret_matching(regret: jax.Array, mask: jax.Array) -> jax.Array:
+    """float32 ``[..., num_actions]``: positive regrets normalised over the legal actions, uniform if none is positive.
+
+    Hart & Mas-Colell 2000, "A Simple Adaptive Procedure Leading to
+    Correlated Equilibrium", Econometrica 68(5), eq. 2.1.
+
+    Args:
+        regret: float32 ``[..., num_actions]``.
+        mask: bool ``[..., num_actions]``, True = legal (at least one per row).
+    """
+    positive = jnp.where(mask, jnp.maximum(regret, 0.0), 0.0)
+    total = positive.sum(-1, keepdims=True)
+    uniform = mask / jnp.maximum(mask.sum(-1, keepdims=True), 1)
+    return jnp.where(total > 0, positive / jnp.where(total > 0, total, 1.0), uniform).astype(jnp.float32)
+
+
+def _joint_code(actions: jax.Array, num_actions: int) -> jax.Array:
+    n = actions.shape[-1]
+    weights = jnp.asarray([num_actions ** (n - 1 - i) for i in range(n)], jnp.int32)
+    return jnp.sum(actions.astype(jnp.int32) * weights, axis=-1).astype(jnp.int32)
+
+
+def _empty_tree(num_nodes: int, num_players: int, num_actions: int, dense: bool) -> Tree:
+    m, n, a = num_nodes, num_players, num_actions
+    return Tree(
+        parent=jnp.full(m, -2, jnp.int32).at[0].set(-1),
+        code=jnp.full(m, -1, jnp.int32),
+        visits=jnp.zeros(m, jnp.int32),
+        value_sum=jnp.zeros((m, n), jnp.float32),
+        regret=jnp.zeros((m, n, a), jnp.float32),
+        cumulative_policy=jnp.zeros((m, n, a), jnp.float32),
+        children=jnp.full((m, a**n) if dense else (1, 1), -1, jnp.int32),
+        num_nodes=jnp.int32(1),
+    )
+
+
+def sm_mcts(
+    env,
+    state,
+    key: jax.Array,
+    *,
+    num_simulations: int,
+    exploration: float = 0.1,
+    evaluate: Evaluate | None = None,
+    rollout_steps: int = DEFAULT_ROLLOUT_STEPS,
+    max_depth: int | None = None,
+    params=None,
+) -> SMMCTSOutput:
+    """Simultaneous-move MCTS with decoupled regret matching from one root (module docstring).
+
+    Args:
+        env: a simultaneous-move `Env` (``env.simultaneous``), N players.
+        state: one unbatched state (``legal_action_mask`` ``[N, num_actions]``).
+        key: PRNG key (one subkey per simulation, per step and per playout).
+        num_simulations: simulations (static, >= 1); the tree has
+            ``num_simulations + 1`` node slots.
+        exploration: the rate ``gamma`` in ``[0, 1]`` mixed uniformly into
+            each player's selection policy (Lanctot et al. 2013, section 3);
+            may be traced.
+        evaluate: leaf evaluation (`Evaluate`); default
+            ``random_rollout(env, num_steps=rollout_steps, params=params)``.
+        rollout_steps: length of the default random rollout (static, >= 1).
+        max_depth: static bound on a simulation's path in the tree (plies);
+            a simulation that reaches it evaluates the node there without
+            expanding. Default ``min(num_simulations, DEFAULT_MAX_DEPTH)``.
+        params: the game's `EnvParams` for every step, or None (defaults).
+
+    Returns:
+        `SMMCTSOutput`: ``policy`` float32 ``[N, num_actions]``, ``value``
+        float32 ``[N]``, ``action`` int32 ``[N]``, ``tree``.
+
+    Raises:
+        ValueError, TypeError: see `check_sm_mcts_settings`; a state of the
+            wrong shape or whose concrete ``current_player`` is not
+            ``SIMULTANEOUS``.
+    """
+    check_sm_mcts_settings(
+        env, num_simulations=num_simulations, exploration=exploration, rollout_steps=rollout_steps, max_depth=max_depth
+    )
+    _check_state(env, state, batched=False)
+    depth = min(int(num_simulations), DEFAULT_MAX_DEPTH) if max_depth is None else int(max_depth)
+    return _sm_mcts(env, state, key, int(num_simulations), exploration, evaluate, int(rollout_steps), params, depth)
+
+
+def sm_mcts_batch(env, states, keys: jax.Array, **settings) -> SMMCTSOutput:
+    """`sm_mcts` over a batch of roots: the checks, then ``jax.vmap``.
+
+    Args:
+        env: as in `sm_mcts`.
+        states: states ``[B, ...]`` (``legal_action_mask`` ``[B, N, num_actions]``).
+        keys: PRNG keys ``[B]``, one per root.
+        **settings: the keyword arguments of `sm_mcts` (shared by the batch).
+
+    Returns:
+        `SMMCTSOutput` with a leading ``[B]``: ``policy`` float32
+        ``[B, N, num_actions]``, ``value`` float32 ``[B, N]``, ``action`` int32 ``[B, N]``.
+
+    Raises:
+        As `sm_mcts`.
+    """
+    check_sm_mcts_settings(
+        env,
+        num_simulations=settings.get("num_simulations"),
+        exploration=settings.get("exploration", 0.1),
+        rollout_steps=settings.get("rollout_steps", DEFAULT_ROLLOUT_STEPS),
+        max_depth=settings.get("max_depth"),
+    )
+    _check_state(env, states, batched=True)
+    return jax.vmap(lambda s, k: sm_mcts(env, s, k, **settings))(states, keys)
+
+
+class _Path(NamedTuple):
+    """One simulation's path through the tree (D = max_depth entries; unused ones point at slot M, dropped)."""
+
+    node: jax.Array  # int32 [D]
+    action: jax.Array  # int32 [D, N]
+    probability: jax.Array  # float32 [D, N], the sampling probability of each action
+    policy: jax.Array  # float32 [D, N, A], the policy sampled from
+    reward: jax.Array  # float32 [D, N], the rewards of each step
+    code: jax.Array  # int32 [], the joint-action code of the node created (if any)
+
+
+def _sm_mcts(env, state, key, num_simulations, exploration, evaluate, rollout_steps, params, max_depth) -> SMMCTSOutput:
+    n, a = int(env.num_players), int(env.num_actions)
+    if evaluate is None:
+        evaluate = random_rollout(env, num_steps=rollout_steps, params=params)
+    exploration = jnp.asarray(exploration, jnp.float32)
+    m, d = num_simulations + 1, max_depth
+    dense = m * a**n <= DENSE_CHILDREN_LIMIT
+    slots = jnp.arange(m)
+
+    def simulate(i, tree):
+        descend_key, leaf_key = jax.random.split(jax.random.fold_in(key, i))
+
+        # Descent: reads the tree (loop-invariant), writes only the path of this simulation:
+        # under vmap a while_loop selects its whole carry each step, so the tree stays out of it.
+        def descend_step(c):
+            depth, node, s, key, _, created, path = c
+            key, select_key, step_key = jax.random.split(key, 3)
+            done = s.terminated | s.truncated
+            mask = s.legal_action_mask
+            sigma = regret_matching(tree.regret[node], mask)  # [N, A]
+            explored = (1.0 - exploration) * sigma + exploration * mask / jnp.maximum(mask.sum(-1, keepdims=True), 1)
+            logits = jnp.where(mask & (explored > 0), jnp.log(jnp.where(explored > 0, explored, 1.0)), _FMIN)
+            actions = jax.random.categorical(select_key, logits, axis=-1).astype(jnp.int32)  # [N]
+            probability = jnp.take_along_axis(explored, actions[:, None], axis=-1)[:, 0]
+            nxt = env.step(s, actions, step_key, params)
+            code = _joint_code(actions, a)
+            if dense:
+                child = tree.children[node, code]
+                found = child >= 0
+            else:
+                match = (tree.parent == node) & (tree.code == code) & (slots < tree.num_nodes)
+                found = jnp.any(match)
+                child = jnp.argmax(match).astype(jnp.int32)
+            live = ~done
+            path = _Path(
+                node=path.node.at[depth].set(jnp.where(live, node, m)),
+                action=path.action.at[depth].set(actions),
+                probability=path.probability.at[depth].set(probability),
+                policy=path.policy.at[depth].set(explored),
+                reward=path.reward.at[depth].set(jnp.where(live, nxt.rewards, 0.0).astype(jnp.float32)),
+                code=jnp.where(live & ~found, code, path.code),
+            )
+            child = jnp.where(found, child, tree.num_nodes).astype(jnp.int32)
+            s = jax.tree.map(lambda x, y: jnp.where(done, x, y), s, nxt)
+            return (
+                depth + live.astype(jnp.int32),
+                jnp.where(done, node, child),
+                s,
+                key,
+                done | ~found,
+                live & ~found,
+                path,
+            )
+
+        path = _Path(
+            node=jnp.full(d, m, jnp.int32),  # m: out of range, dropped by the scatters below
+            action=jnp.zeros((d, n), jnp.int32),
+            probability=jnp.ones((d, n), jnp.float32),
+            policy=jnp.zeros((d, n, a), jnp.float32),
+            reward=jnp.zeros((d, n), jnp.float32),
+            code=jnp.int32(-1),
+        )
+        carry = (jnp.int32(0), jnp.int32(0), state, descend_key, jnp.bool_(False), jnp.bool_(False), path)
+        length, leaf, leaf_state, _, _, created, path = jax.lax.while_loop(
+            lambda c: ~c[4] & (c[0] < d), descend_step, carry
+        )
+        value = _leaf_value(evaluate, leaf_state, leaf_key, n)
+        # Each player's return from each node of the path: the rewards below it plus the leaf value.
+        ret = value + jnp.cumsum(path.reward[::-1], axis=0)[::-1]  # [D, N]; entries past the path are dropped
+        estimate = jax.nn.one_hot(path.action, a, dtype=jnp.float32) * (ret / path.probability)[..., None]
+        new = tree.num_nodes
+        parent_of_leaf = path.node[jnp.maximum(length - 1, 0)]
+        if dense:
+            row = jnp.where(created, parent_of_leaf, m)
+            tree = tree.replace(children=tree.children.at[row, path.code].set(new, mode="drop"))
+        return tree.replace(
+            parent=tree.parent.at[jnp.where(created, new, m)].set(parent_of_leaf, mode="drop"),
+            code=tree.code.at[jnp.where(created, new, m)].set(path.code, mode="drop"),
+            num_nodes=new + created.astype(jnp.int32),
+            visits=tree.visits.at[path.node].add(1, mode="drop").at[leaf].add(1),
+            value_sum=tree.value_sum.at[path.node].add(ret, mode="drop").at[leaf].add(value),
+            regret=tree.regret.at[path.node].add(estimate - ret[..., None], mode="drop"),
+            cumulative_policy=tree.cumulative_policy.at[path.node].add(path.policy, mode="drop"),
+        )
+
+    tree = jax.lax.fori_loop(0, num_simulations, simulate, _empty_tree(m, n, a, dense))
+    mask = state.legal_action_mask
+    cumulative = jnp.where(mask, tree.cumulative_policy[0], 0.0)
+    total = cumulative.sum(-1, keepdims=True)
+    uniform = mask / jnp.maximum(mask.sum(-1, keepdims=True), 1)
+    policy = jnp.where(total > 0, cumulative / jnp.where(total > 0, total, 1.0), uniform).astype(jnp.float32)
+    value = tree.value_sum[0] / jnp.maximum(tree.visits[0], 1).astype(jnp.float32)
+    action = jnp.argmax(jnp.where(mask, policy, -1.0), axis=-1).astype(jnp.int32)
+    return SMMCTSOutput(policy=policy, value=value, action=action, tree=tree)
+
+
+# ---------------------------------------------------------------- maximin (paranoid)
+class MaximinOutput(NamedTuple):
+    """Result of `maximin` for one root (a leading ``[B]`` under vmap / `maximin_batch`).
+
+    Attributes:
+        action: int32 ``[]``: the player's maximin action (lowest index among ties).
+        value: float32 ``[]``: its maximin value (rewards over ``depth`` plies
+            plus the leaf evaluation, for ``player``).
+        action_values: float32 ``[num_actions]``: each own action's value
+            against the worst joint action of the others; ``finfo(float32).min``
+            for illegal actions.
+    """
+
+    action: jax.Array
+    value: jax.Array
+    action_values: jax.Array
+
+
+def maximin(
+    env,
+    state,
+    key: jax.Array,
+    *,
+    player: int,
+    depth: int,
+    evaluate: Evaluate | None = None,
+    rollout_steps: int = DEFAULT_ROLLOUT_STEPS,
+    params=None,
+    max_states: int = DEFAULT_MAX_STATES,
+) -> MaximinOutput:
+    """Paranoid / maximin depth-limited search from one root, for one player (module docstring).
+
+    ``V_0(s) = evaluate(s)[player]`` (0 at a terminal state);
+    ``V_k(s) = max_{a_p} min_{a_-p} r_p(s, a) + V_{k-1}(s')`` over the
+    legal actions of each player (a terminal state steps as a no-op with
+    zero rewards, so it is worth 0 at every depth). The others are assumed
+    to answer the player's action together (paranoid; the pure-strategy
+    security level of a one-shot game at ``depth=1``).
+
+    Args:
+        env: a simultaneous-move `Env`, N players, A actions.
+        state: one unbatched state.
+        key: PRNG key: ply ``k`` steps every state with the same subkey
+            (determinised chance), the leaves get one subkey each.
+        player: the maximising player, a static int in ``[0, N)``.
+        depth: plies (static, >= 1).
+        evaluate: leaf evaluation (`Evaluate`), read at ``player``'s entry;
+            default ``random_rollout(env, num_steps=rollout_steps, params=params)``.
+        rollout_steps: length of the default random rollout (static, >= 1).
+        params: the game's `EnvParams`, or None (defaults).
+        max_states: refuse searches that would step more states than this
+            (``sum_{k=1..depth} (A ** N) ** k``; each is held in memory).
+
+    Returns:
+        `MaximinOutput`: ``action`` int32 ``[]``, ``value`` float32 ``[]``,
+        ``action_values`` float32 ``[A]``.
+
+    Raises:
+        ValueError, TypeError: see `check_maximin_settings`; a state of the
+            wrong shape or whose concrete ``current_player`` is not ``SIMULTANEOUS``.
+    """
+    check_maximin_settings(env, player=player, depth=depth, max_states=max_states, rollout_steps=rollout_steps)
+    _check_state(env, state, batched=False)
+    return _maximin(env, state, key, int(player), int(depth), evaluate, int(rollout_steps), params)
+
+
+def maximin_batch(env, states, keys: jax.Array, **settings) -> MaximinOutput:
+    """`maximin` over a batch of roots: the checks, then ``jax.vmap``.
+
+    Args:
+        env: as in `maximin`.
+        states: states ``[B, ...]`` (``legal_action_mask`` ``[B, N, A]``).
+        keys: PRNG keys ``[B]``.
+        **settings: the keyword arguments of `maximin` (shared by the batch).
+
+    Returns:
+        `MaximinOutput` with a leading ``[B]``: ``action`` int32 ``[B]``,
+        ``value`` float32 ``[B]``, ``action_values`` float32 ``[B, A]``.
+
+    Raises:
+        As `maximin`.
+    """
+    check_maximin_settings(
+        env,
+        player=settings.get("player"),
+        depth=settings.get("depth"),
+        max_states=settings.get("max_states", DEFAULT_MAX_STATES),
+        rollout_steps=settings.get("rollout_steps", DEFAULT_ROLLOUT_STEPS),
+    )
+    _check_state(env, states, batched=True)
+    return jax.vmap(lambda s, k: maximin(env, s, k, **settings))(states, keys)
+
+
+def _maximin(env, state, key, player, depth, evaluate, rollout_steps, params) -> MaximinOutput:
+    n, a = int(env.num_players), int(env.num_actions)
+    j = a**n
+    if evaluate is None:
+        evaluate = random_rollout(env, num_steps=rollout_steps, params=params)
+    # joint[c] = the joint action of code c (player 0 most significant, as in _joint_code).
+    joint = jnp.asarray(np.stack(np.unravel_index(np.arange(j), (a,) * n), axis=-1), jnp.int32)  # [J, N]
+    ply_keys = jax.random.split(key, depth + 1)
+
+    levels, rewards = [jax.tree.map(lambda x: x[None], state)], []
+    for k in range(depth):
+        parents = levels[-1]
+
+        def children_of(s, ply_key=ply_keys[k]):
+            return jax.vmap(lambda act: env.step(s, act, ply_key, params))(joint)
+
+        children = jax.vmap(children_of)(parents)  # leaves [K, J, ...]
+        children = jax.tree.map(lambda x: x.reshape((-1,) + x.shape[2:]), children)  # [K * J, ...]
+        levels.append(children)
+        rewards.append(children.rewards[:, player])
+
+    leaves = levels[-1]
+    leaf_keys = jax.random.split(ply_keys[depth], leaves.rewards.shape[0])
+    value = jax.vmap(lambda s, k: _leaf_value(evaluate, s, k, n)[player])(leaves, leaf_keys)
+
+    action_values = None
+    for k in reversed(range(depth)):
+        mask = levels[k].legal_action_mask  # [K, N, A]
+        q = (rewards[k] + value).reshape(-1, j)  # [K, J]
+        # legal[K, J, N]: each player's action of each joint action is legal in the parent.
+        legal = jnp.take_along_axis(mask, jnp.broadcast_to(joint.T[None], (mask.shape[0], n, j)), axis=2)
+        others_legal = jnp.all(jnp.where(jnp.arange(n)[None, :, None] == player, True, legal), axis=1)
+        q = jnp.where(others_legal, q, _FMAX).reshape((-1,) + (a,) * n)
+        q = jnp.moveaxis(q, 1 + player, 1).reshape(q.shape[0], a, j // a)
+        worst = q.min(axis=2)  # [K, A]
+        action_values = jnp.where(mask[:, player], worst, _FMIN)
+        value = action_values.max(axis=1)
+    action_values = action_values[0].astype(jnp.float32)
+    return MaximinOutput(
+        action=jnp.argmax(action_values).astype(jnp.int32),
+        value=action_values.max().astype(jnp.float32),
+        action_values=action_values,
+    )
