@@ -169,6 +169,52 @@ def test_exploration_policy_in_closed_form_for_huge_logits():
     np.testing.assert_allclose(policy(q, jnp.float32(0.7))[:3], expected / expected.sum(), rtol=1e-6)
 
 
+@pytest.mark.parametrize("exploration", ["boltzmann", "epsilon_greedy"])
+@pytest.mark.parametrize("num_actions", [2, 3, 5])
+def test_exploration_policy_is_bitwise_the_textbook_formula(exploration, num_actions):
+    # The policy is built from elementwise chains (issue 32: XLA's CPU reductions over a few actions were
+    # slow); it must equal, bit for bit, the formula written with jnp.max, jnp.sum and jax.nn.softmax.
+    cfg = tl.LearnerConfig(exploration=exploration)
+    rng = np.random.default_rng(num_actions)
+    q = jnp.asarray(rng.normal(0, 3, (64, num_actions)).round(1), jnp.float32)  # rounded: ties for the greedy case
+    legal = jnp.asarray(rng.random((64, num_actions)) < 0.8).at[:, 0].set(True)
+    tau = jnp.asarray(rng.uniform(0.01, 2.0, 64), jnp.float32)
+    eps = jnp.asarray(rng.uniform(0.0, 1.0, 64), jnp.float32)
+
+    def reference(q, legal, tau, eps):
+        if exploration == "epsilon_greedy":
+            greedy = (legal & (q == jnp.max(jnp.where(legal, q, -jnp.inf)))).astype(jnp.float32)
+            uniform = legal.astype(jnp.float32) / jnp.sum(legal.astype(jnp.float32))
+            return (1.0 - eps) * (greedy / jnp.sum(greedy)) + eps * uniform
+        best = jnp.max(jnp.where(legal, q, jnp.finfo(jnp.float32).min))
+        return jax.nn.softmax(jnp.where(legal, (q - best) / tau, jnp.finfo(jnp.float32).min))
+
+    ours = lambda q, legal, tau, eps: tl.exploration_policy(cfg, q, legal, tau, eps)
+    # Per legal mask, a constant as inside the learners (with a traced mask XLA may round the epsilon-greedy
+    # mix of either formula differently, by 1 ulp).
+    for mask in np.unique(np.asarray(legal), axis=0):
+        rows = np.flatnonzero(np.all(np.asarray(legal) == mask, axis=1))
+        args = (q[rows], tau[rows], eps[rows])
+        on = lambda f: jax.jit(jax.vmap(lambda q, tau, eps: f(q, jnp.asarray(mask), tau, eps)))(*args)
+        np.testing.assert_array_equal(on(ours), on(reference))
+        i = rows[0]  # and one run alone under jit
+        one = lambda f: jax.jit(lambda q, tau, eps: f(q, jnp.asarray(mask), tau, eps))(q[i], tau[i], eps[i])
+        np.testing.assert_array_equal(one(ours), one(reference))
+
+
+@pytest.mark.parametrize("exploration", tl.EXPLORATIONS)
+def test_sweep_loop_has_no_gather_scatter_or_cumsum(exploration):
+    # Issue 32: indexing by the played action is a chain of selects and every update a one-hot select, so
+    # the vmapped loop lowers without gathers, scatters (the Q-table gradient, the lenient buffer) or cumsum.
+    game = np.random.default_rng(0).normal(size=(2, 3, 2))  # payoffs [2, n, m]
+    cfg = tl.LearnerConfig(exploration=exploration, num_iterations=10, max_leniency=3)
+    params = tl.stack_params([tl.learner_params(leniency=2)] * 4)
+    keys = jax.random.split(jax.random.key(0), 4)
+    text = jax.jit(jax.vmap(tl.make_train(game, cfg), in_axes=(0, 0, None))).lower(keys, params, None).as_text()
+    for op in ("stablehlo.gather", "stablehlo.scatter", "stablehlo.reduce_window"):
+        assert op not in text, op
+
+
 def test_schedule_ends_at_its_end_value_under_jit():
     # Under jit XLA computes t / T as t * (1 / T), which at t = T is not 1 for some T (e.g. 41): a linear
     # epsilon schedule to 0 then ended at 6e-9, and a linear tau schedule missed its end.

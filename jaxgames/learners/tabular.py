@@ -91,6 +91,29 @@ def _f32(value) -> np.ndarray:
         return np.asarray(value, np.float64).astype(np.float32)
 
 
+def _fold(fn, x: jax.Array) -> jax.Array:
+    """``fn`` folded along the last axis, left to right: ``fn(fn(x[..., 0], x[..., 1]), x[..., 2]) ...``.
+
+    The learners' reductions run over a handful of actions (or lenient
+    slots) of thousands of vmapped runs; as chains of elementwise ops they
+    fuse with their neighbours, where XLA's CPU reductions over a tiny axis
+    are one slow library call each (`benchmarks/README.md`, matrix learners).
+    Sums keep the order of a sequential reduction.
+    """
+    out = x[..., 0]
+    for i in range(1, x.shape[-1]):
+        out = fn(out, x[..., i])
+    return out
+
+
+def _pick(x: jax.Array, index: jax.Array) -> jax.Array:
+    """``x[..., index]`` for a traced int ``index`` of shape ``x.shape[:-1]``, as a chain of selects (no gather)."""
+    out = x[..., 0]
+    for i in range(1, x.shape[-1]):
+        out = jnp.where(index == i, x[..., i], out)
+    return out
+
+
 @struct.dataclass
 class Schedule:
     """A value annealed from ``start`` to ``end`` over the run (traced, vmappable).
@@ -480,15 +503,17 @@ def exploration_policy(config: LearnerConfig, q: jax.Array, legal: jax.Array, te
         float32 ``[A]`` probabilities, zero on illegal actions.
     """
     q = jnp.asarray(q, jnp.float32)
+    # Maxima and sums over the actions are elementwise chains (`_fold`); the softmax is jax.nn.softmax's formula.
     if config.exploration == "epsilon_greedy":
-        best = jnp.max(jnp.where(legal, q, -jnp.inf))
-        greedy = (legal & (q == best)).astype(jnp.float32)
-        greedy = greedy / jnp.sum(greedy)
-        uniform = legal.astype(jnp.float32) / jnp.sum(legal.astype(jnp.float32))
+        best = _fold(jnp.maximum, jnp.where(legal, q, -jnp.inf))
+        greedy = (legal & (q == best[..., None])).astype(jnp.float32)
+        greedy = greedy / _fold(jnp.add, greedy)[..., None]
+        uniform = legal.astype(jnp.float32) / _fold(jnp.add, legal.astype(jnp.float32))[..., None]
         return (1.0 - epsilon) * greedy + epsilon * uniform
-    best = jnp.max(jnp.where(legal, q, jnp.finfo(jnp.float32).min))
-    logits = jnp.where(legal, (q - best) / temperature, jnp.finfo(jnp.float32).min)
-    return jax.nn.softmax(logits)
+    best = _fold(jnp.maximum, jnp.where(legal, q, jnp.finfo(jnp.float32).min))
+    logits = jnp.where(legal, (q - best[..., None]) / temperature, jnp.finfo(jnp.float32).min)
+    unnormalized = jnp.exp(logits - jnp.maximum(_fold(jnp.maximum, logits), -jnp.inf)[..., None])
+    return unnormalized / _fold(jnp.add, unnormalized)[..., None]
 
 
 class _Carry(NamedTuple):
@@ -596,7 +621,7 @@ def make_train(game, config: LearnerConfig) -> Callable[..., TrainOutput]:
     def update_player(tx, params, opt_state, action, target, do_update, weight):
         def loss_fn(p):
             # weight = min(beta / x_a, 1): the FAQ scaling (1 for plain Q-learning).
-            return 0.5 * weight * jnp.square(target - q_values(p)[action])
+            return 0.5 * weight * jnp.square(target - _pick(q_values(p), action))  # selects: no scatter in the grad
 
         grads = jax.grad(loss_fn)(params)
         updates, new_opt_state = tx.update(grads, opt_state, params)
@@ -638,25 +663,32 @@ def make_train(game, config: LearnerConfig) -> Callable[..., TrainOutput]:
         window_start = horizon - config.window
 
         def one_iteration(c: _Carry, _):
+            # Gathers, scatters and reductions over the few actions are one-hot selects and elementwise chains
+            # (`_pick`, `_fold`): the same values, in far fewer and cheaper ops under vmap.
             probs = policies(c.params, c.t, hp)  # [2, A]
             u = jax.random.uniform(jax.random.fold_in(c.key, c.t), (2, 1), jnp.float32)
-            actions = jnp.minimum(jnp.sum(jnp.cumsum(probs, axis=1) < u, axis=1), jnp.array([n - 1, m - 1]))
-            rewards = payoffs[:, actions[0], actions[1]]  # [2]
+            cumulative = jnp.stack([_fold(jnp.add, probs[:, : i + 1]) for i in range(num_actions)], axis=1)
+            below = (cumulative < u).astype(jnp.int32)
+            actions = jnp.minimum(_fold(jnp.add, below), jnp.array([n - 1, m - 1]))
+            rewards = _pick(_pick(payoffs, jnp.broadcast_to(actions[1], (2, n))), actions[0])  # [2]
+            played = jnp.arange(num_actions)[None, :] == actions[:, None]  # [2, A] one-hot
             if lenient:
-                slot = c.count[jnp.arange(2), actions]  # [2]
-                buffer = c.buffer.at[jnp.arange(2), actions, slot].set(rewards)
+                slot = _pick(c.count, actions)  # [2]
+                slots = jnp.arange(config.max_leniency)
+                into = played[:, :, None] & (slots == slot[:, None])[:, None, :]  # [2, A, K]: the slot to fill
+                buffer = jnp.where(into, rewards[:, None, None], c.buffer)
                 filled = slot + 1
                 do_update = filled >= hp.leniency
-                row = buffer[jnp.arange(2), actions]  # [2, K]
-                valid = jnp.arange(config.max_leniency)[None, :] < filled[:, None]
-                targets = jnp.max(jnp.where(valid, row, -jnp.inf), axis=1)
-                count = c.count.at[jnp.arange(2), actions].set(jnp.where(do_update, 0, filled))
+                row = _pick(jnp.swapaxes(buffer, 1, 2), actions[:, None])  # [2, K]
+                valid = slots[None, :] < filled[:, None]
+                targets = _fold(jnp.maximum, jnp.where(valid, row, -jnp.inf))
+                count = jnp.where(played, jnp.where(do_update, 0, filled)[:, None], c.count)
             else:
                 buffer, count = c.buffer, c.count
                 do_update = jnp.ones(2, bool)
                 targets = rewards
             # FAQ: x_a of the policy now (for the lenient learner, at the update, not at each play).
-            x_played = probs[jnp.arange(2), actions]
+            x_played = _pick(probs, actions)
             weight = jax.lax.stop_gradient(jnp.minimum(hp.faq_beta / x_played, 1.0))
             params, opt_state = jax.vmap(lambda p, s, a, y, d, w: update_player(tx, p, s, a, y, d, w))(
                 c.params, c.opt_state, actions, targets, do_update, weight
@@ -671,7 +703,7 @@ def make_train(game, config: LearnerConfig) -> Callable[..., TrainOutput]:
                 window_min=jnp.where(in_window, jnp.minimum(c.window_min, probs), c.window_min),
                 window_max=jnp.where(in_window, jnp.maximum(c.window_max, probs), c.window_max),
                 window_sum=jnp.where(in_window, c.window_sum + probs, c.window_sum),
-                finite=c.finite & jnp.all(jnp.isfinite(probs)),
+                finite=c.finite & _fold(jnp.logical_and, jnp.isfinite(probs).reshape(-1)),
             ), None
 
         def one_record(c: _Carry, _):
