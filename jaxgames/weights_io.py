@@ -9,8 +9,8 @@
 `save` writes both atomically (`jaxgames.experiment.atomic_write_bytes`),
 the parameters first, so a crash between the two leaves a folder that `load`
 refuses as corrupted rather than one that loads mismatched parameters.
-`load` verifies the checksum and refuses non-finite parameters (issue 30,
-items 2 and 3). The agents' ``save_weights``/``load_weights`` add their own
+`load` verifies the checksum and refuses non-finite parameters (a network
+with NaN weights would play arbitrary moves). The agents' ``save_weights``/``load_weights`` add their own
 metadata checks (network shape, game) on top of these two functions.
 Folders written before this format (no checksum; the Q-snake's
 ``q_snake.msgpack``/``q_snake.json``, the DDPG actors'
