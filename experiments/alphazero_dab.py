@@ -4,7 +4,7 @@ Sources: Silver et al. 2018 (AlphaZero, Science 362:1140) and Danihelka et al.
 2022 (Gumbel MuZero, ICLR), as implemented by `jaxgames.learners.alphazero`;
 El Kaddouri, Rys & Gao, "Multi Agent Reinforcement Learning With Dots And
 Boxes" (course report, undated), section 6 (train small, play large; optimal moves against an exact
-solver as the measure); issue 12's targets.
+solver as the measure).
 
 The run: ``loop.train(AlphaZeroLearner(config.learner), ...)`` with Orbax
 checkpoints in ``<out>/checkpoints`` (rerunning a command resumes it; raise
@@ -390,7 +390,7 @@ def write_readme(rd, config, result, source, report_lines, seconds, argv) -> str
         f"{lc.updates_per_iteration} AdamW steps of {lc.batch_size} positions per size per iteration. "
         f"{az.length_text(result)}. Curves: [curves.csv](curves.csv), [curves.png](curves.png).")
     return report.write_run_readme(
-        rd, title="AlphaZero for Dots-and-Boxes (issue 12)", command=command_line("experiments/alphazero_dab.py", argv),
+        rd, title="AlphaZero for Dots-and-Boxes", command=command_line("experiments/alphazero_dab.py", argv),
         seconds=seconds, training=training, source=source, report_heading="Targets", report_lines=report_lines,
         citation=CITATION,
     )

@@ -6,7 +6,7 @@ with ``game="onitama"`` (`OnitamaAdapter`: the 1250 canonical actions, the
 left-right mirror with mirrored cards as augmentation, the outcome +1/-1/0 as
 value target, a draw at ``max_turns``); Dasgupta & Chong, "Mastering the game
 of Onitama with Reinforcement Learning" (NUS USP group report, 2021), sections
-6-7 (the opponents and the 200-turn limit); issue 13's target.
+6-7 (the opponents and the 200-turn limit).
 
 The run: ``loop.train(AlphaZeroLearner(config.learner), ...)`` with Orbax
 checkpoints in ``<out>/checkpoints`` (rerunning a command resumes it; raise
@@ -228,7 +228,7 @@ def write_readme(rd, config, result, source, report_lines, seconds, argv) -> str
         f"{lc.batch_size} positions per iteration (mirror augmentation: {lc.augment}). {az.length_text(result)}"
         ". Curves: [curves.csv](curves.csv), [curves.png](curves.png).")
     return report.write_run_readme(
-        rd, title="AlphaZero-lite on Onitama (issue 13)", command=command_line("experiments/alphazero_onitama.py", argv),
+        rd, title="AlphaZero-lite on Onitama", command=command_line("experiments/alphazero_onitama.py", argv),
         seconds=seconds, training=training, source=source, report_heading="Report", report_lines=report_lines,
         citation=CITATION,
     )

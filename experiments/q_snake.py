@@ -29,9 +29,10 @@ last run stopped (``generations=``, the run's ``num_iterations``, or
   heuristic), each alone against three random-safe snakes and against three
   heuristic snakes: win rates over ``baseline_games`` 4-snake games
   (seats rotated, spawns drawn per game) with 95% Wilson intervals;
-* ``README.md`` (read it first): the targets of issue 11 checked on this run,
-  and after each promotion how the later candidates fared in the pit
-  against the promoted network.
+* ``README.md`` (read it first): the targets checked on this run
+  (starvation and wall deaths under 5% of deaths from generation 6 on;
+  self-play games growing longer), and after each promotion how the later
+  candidates fared in the pit against the promoted network.
 
 With ``ship=trained`` the final best network is written to
 ``jaxgames/weights/q_snake/`` (the weights the server's ``--agent q_snake``
@@ -423,7 +424,7 @@ def write_readme(rd: ResultsDir, config: Config, result: loop.TrainResult, basel
         "",
         *_pit_power(config, h),
         *_promotion_segments(config, h),
-        "## Targets (issue 11)",
+        "## Targets",
         "",
         *_targets(h),
         *_opponent_lines(h),
@@ -546,7 +547,7 @@ def ship_weights(config: Config, result: loop.TrainResult, baselines: list, argv
         "trained": trained,
         "note": "trained by experiments/q_snake.py" if trained else (
             f"UNTRAINED PLACEHOLDER: a {len(h)}-generation smoke run ({sum(r['seconds'] for r in h) / 60:.1f} min of "
-            "training), not the trained snake of issue 11"),
+            "training), not a trained snake"),
         "features": list(lc.features),
         "board_size": lc.board_size,
         "num_snakes": lc.num_snakes,
