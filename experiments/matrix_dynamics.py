@@ -26,27 +26,12 @@ policies with several seeds and every parameter setting, all runs of a
   there; ``seed_claim`` (the report's claim) and ``agrees`` compare it with
   El Kaddouri et al.'s tables.
   ``time_avg_fraction`` classifies the time-averaged policy of the window.
-* ``dynamics_<learner>_<setting>.png`` for every setting: the field of the
-  learner that ran (its own expected dynamics, with its kappa and beta, at
-  the start temperature on the slice Q = tau ln x; none for epsilon-greedy,
-  whose policy is a discontinuous function of Q), learner trajectories
-  (wide, pale) and the integrated expected dynamics of that learner from the
-  same starts (thin, dashed, on top; `jaxgames.dynamics.fields.integrate_q`).
-  Epsilon-greedy runs jump between corner policies, so they are drawn as
-  points, with each player's greedy action over the iterations as steps.
-* ``overlay_check.csv``: per demo start, how far the learner's run strays
-  from the dashed curve (largest and final max-abs gap).
-* ``basins_<learner>.png``: the starts coloured by where each start ends (the
-  grid of the unit square for 2x2 games; dots on the simplex for 3 actions).
-* ``empirical_fields.png``: the learners' measured mean flow (many short
-  runs from each grid point) over their theoretical fields.
-* ``runs_<game>_<learner>_<hash>.npz`` (cached runs, keyed by the settings
-  that made them, so a resume never mixes settings; an unreadable one is
-  recomputed with a warning) and ``config.json``.
-
-The folder follows `jaxgames.experiment.ResultsDir`: ``config.json`` first, a
-lock against a second concurrent run, a refusal to mix in a run of other
-settings (``out=`` another folder, or ``overwrite=true``), atomic writes.
+* ``dynamics_<learner>_<setting>.png``, ``basins_<learner>.png``,
+  ``empirical_fields.png`` and ``overlay_check.csv``: the learners' runs
+  against their own expected dynamics (the README says what each draws);
+* ``runs_<game>_<learner>_<hash>.npz``: cached runs keyed by the settings
+  that made them (an unreadable one is recomputed with a warning), and
+  ``config.json``.
 
 Run ``python experiments/matrix_dynamics.py`` for the small default (the
 report's settings: alpha = 0.001, 100,000 iterations, tau linear 0.5 -> 0.01,

@@ -9,22 +9,9 @@ function runs as one SPMD program; XLA inserts the collectives (for
 data-parallel training: the all-reduce of the gradients). No ``pmap``, no
 ``device_put_replicated``.
 
-Contents:
-
-* `make_mesh`: the mesh (all devices, or the first ``num_devices``).
-* `batch_sharding`, `replicated`: the two shardings.
-* `pad_batch` / `unpad`: a batch padded to a multiple of the device count
-  by repeating its last row (a real, valid row, so a padded row computes
-  what a real one does: no NaNs from zero-filled settings), and the padding
-  cut off again.
-* `shard_batch`, `replicate`: place a pytree on the mesh.
-* `map_batched`: run a batched function over a batch of any size in chunks of
-  ``chunk_size`` rows, each sharded over the mesh; the results are the same
-  as one unchunked call whenever rows are independent (one key per row).
-* `gather`: results back to the host as numpy (on every process; use
-  ``jax.process_index() == 0`` to write them once).
-* `initialize_distributed`: ``jax.distributed.initialize``, with the
-  coordinator settings read from ``JAX_*`` environment variables when set.
+`pad_batch` pads with copies of the last row (a real row, so padding never
+computes NaNs from zero-filled settings); `map_batched` runs any batch size in
+sharded chunks, equal to one call when rows are independent.
 
 Which results are bitwise equal to one device: a computation whose rows are
 independent (the tabular sweep, the arena with JAX agents) is the same program

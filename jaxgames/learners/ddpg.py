@@ -22,8 +22,7 @@ live with the agent to move, or over:
    actions and renormalised (`jaxgames.networks.ddpg.hand_of_god`), so
    training never plays an illegal move; *valid* (the valid rate) is whether
    the policy's argmax was legal.
-2. Finished games restart (a new deal; the agent's seat, Red or Blue, drawn
-   with probability 1/2).
+2. Finished games restart (a new deal; the agent's seat drawn at random).
 3. The opponent (`MinimaxAgent` at the run's curriculum depth) moves in every
    live game where it is to move; a game it ends waits one iteration (the
    agent's step on a finished state is a no-op) before it restarts.
@@ -52,20 +51,12 @@ minus and the ``1/N`` apply to both terms; the curriculum follows section
 5.6 (at least 60 wins in the last 100 games) and empties its window on an
 advance; the replay sizes of section 3.2 count transitions, not episodes.
 
-Design: each variant has its own parameter *structure*, so variants cannot
-share an axis: parameters are tuples over variants with a leading seed axis
-``[S, ...]``, and every network call is a Python loop over variants at trace
-time, each ``vmap``-ed over its seeds (one XLA program). Everything else is
-one ``vmap`` over the ``R`` runs, except the opponent: ``lax.switch`` under
-``vmap`` becomes a ``select`` that runs every depth's search (depth 2 costs
-about 17 times depth 1), so its moves go through ``lax.map`` over the runs,
-where the depth is a scalar and only the selected search runs. (Vmapping
-`make_train` over keys makes it a select again: correct, only slower.)
+Design: variants differ in parameter *structure*, so parameters are tuples
+over variants with a leading seed axis ``[S, ...]``, each ``vmap``-ed over its
+seeds. Everything else is one ``vmap`` over the ``R`` runs, except the
+opponent: ``lax.switch`` under ``vmap`` runs every depth's search, so its moves
+go through ``lax.map`` over the runs, where only the selected depth runs.
 
-Entry points: `DDPGConfig`; `DDPGLearner`, a `jaxgames.learners.loop`
-learner whose ``update`` runs ``chunk`` iterations in one compiled call;
-`make_train` (``train(key)``, the whole run in one jitted function);
-`actor_params` (one run's trained actor).
 """
 
 from __future__ import annotations

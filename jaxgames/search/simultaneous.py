@@ -1,67 +1,41 @@
-"""Search for simultaneous-move games with N players: SM-MCTS with regret matching, and maximin (paranoid) search.
+"""Search for simultaneous-move games with N players: SM-MCTS with regret matching, and maximin search.
 
 Generic over any `jaxgames.core.Env` whose ``current_player`` is
-``SIMULTANEOUS`` (matrix games, Battlesnake with 1-8 snakes): a state's
-``legal_action_mask`` is bool ``[num_players, num_actions]`` and
-``env.step`` takes one action per player, int32 ``[num_players]``.
-Rewards are a vector, float32 ``[num_players]``, each player's own: no
-zero-sum sign is needed (`jaxgames.search.sign` serves sequential games).
-Both searches are written for ONE root and are pure JAX (jit them; vmap
-them over a batch of roots and keys, every shape then gains a leading
-``[B]``); `sm_mcts_batch` and `maximin_batch` do the checks and the vmap.
+``SIMULTANEOUS`` (matrix games, Battlesnake with 1-8 snakes): masks are bool
+``[num_players, num_actions]``, ``env.step`` takes int32 ``[num_players]``,
+rewards are float32 ``[num_players]``, each player's own (no zero-sum sign).
+Both searches are written for ONE root, pure JAX; `sm_mcts_batch` and
+`maximin_batch` check the settings and vmap (shapes gain a leading ``[B]``).
 
-* `sm_mcts`: simultaneous-move MCTS with decoupled regret matching
-  (Lanctot, Lisy & Winands 2013, "Monte Carlo Tree Search in Simultaneous
-  Move Games with Applications to Goofspiel", CGW@IJCAI, the regret
-  matching selection; Tak, Lanctot & Winands 2014, "Monte Carlo Tree
-  Search Variants for Simultaneous Move Games", IEEE CIG). Each
-  node holds, per player, regrets and a cumulative policy over that
-  player's actions. Selection: each player samples its action
-  independently from ``(1 - exploration) * sigma + exploration / |legal|``,
-  sigma the regret-matching policy (positive regrets, normalised). One
-  node is added per simulation; the new node's state is valued by
-  ``evaluate(state, key) -> float32 [num_players]`` (default
-  `random_rollout`). Backpropagation gives each player its own return
-  ``G_i`` (rewards along the path plus the leaf value) and updates its
-  regrets with the sampled estimate ``R_i(a) += 1[a = a_i] G_i /
-  sigma'_i(a_i) - G_i``. Result: the root's average (cumulative) policy
-  ``[num_players, num_actions]``, which approaches a Nash equilibrium in
-  two-player zero-sum games (the time-averaged play of no-regret learners;
-  Lisy, Kovarik, Lanctot & Bosansky 2013, "Convergence of Monte Carlo Tree
-  Search in Simultaneous Move Games", NeurIPS), and the root's mean return
-  per player. The average is of the policies *played* (exploration
-  included): the regrets are measured against the opponents' played
-  policies, so leaving exploration out gives the equilibrium of a game
-  perturbed by it (in biased rock-paper-scissors Rock's 1/16 becomes
-  ``(1/16 - gamma/3) / (1 - gamma)``, and Paper alone once gamma > 3/16).
-* `maximin`: paranoid / maximin depth-limited search (Sturtevant & Korf
-  2000, "On Pruning Techniques for Multi-Player Games", AAAI; Sturtevant
-  2002, "A Comparison of Algorithms for Multi-Player Games", CG): one
-  player maximises, over its own action, the minimum over the joint
-  actions of all the others, each ply; ``depth`` plies are enumerated
-  exhaustively as fixed-shape arrays, so ``(num_actions ** num_players)
-  ** depth`` states are stepped: refused up front above ``max_states``.
+* `sm_mcts`: simultaneous-move MCTS with decoupled regret matching (Lanctot,
+  Lisy & Winands 2013, "Monte Carlo Tree Search in Simultaneous Move Games
+  with Applications to Goofspiel"; Tak, Lanctot & Winands 2014, "Monte Carlo
+  Tree Search Variants for Simultaneous Move Games"). Each player samples
+  from ``(1 - exploration) * sigma + exploration / |legal|``, sigma its
+  regret-matching policy; regrets get the sampled estimate
+  ``R_i(a) += 1[a = a_i] G_i / sigma'_i(a_i) - G_i``. Returns the root's
+  average policy ``[num_players, num_actions]`` (approaches a Nash equilibrium
+  in two-player zero-sum games: Lisy, Kovarik, Lanctot & Bosansky 2013) and
+  mean returns. The average is of the policies *played*, exploration
+  included: without it, it converges to the equilibrium of a game perturbed
+  by the exploration.
+* `maximin`: paranoid depth-limited search (Sturtevant & Korf 2000; Sturtevant
+  2002): one player maximises, each ply, the minimum over the others' joint
+  actions; ``(num_actions ** num_players) ** depth`` states are enumerated,
+  refused up front above ``max_states``. One key per ply (chance events are
+  one outcome per ply).
 
-Keys: every ``env.step`` of `sm_mcts` gets its own subkey; `maximin`
-steps a whole ply with one key (a determinised search: chance events,
-Battlesnake's food, are one outcome per ply).
+Errors (before tracing): ``TypeError``/``ValueError`` naming the value for a
+sequential env, a batched root given to a one-root function, a root not
+``SIMULTANEOUS``, a ``player`` out of range, a budget < 1, an exploration rate
+not finite or outside ``[0, 1]``, a too large enumeration.
 
-Errors (at the Python boundary, before tracing): ``TypeError`` or
-``ValueError`` naming the value for a sequential env, a root state of the
-wrong shape (a batched state to a one-root function), a root whose
-concrete ``current_player`` is not ``SIMULTANEOUS``, a ``player`` out of
-range, ``num_simulations``/``depth``/rollout steps < 1, an exploration
-rate that is not finite or outside ``[0, 1]``, a too large enumeration.
-
-Design: the tree is open-loop (Perez Liebana, Dieskau, Hunermund, Mostaghim
-& Lucas 2015, "Open Loop Search for General Video Game Playing", GECCO):
-nodes store statistics, not states; each simulation re-steps the game from
-the root along the sampled joint actions with fresh keys. Memory is then
-independent of the state size, and in a game with chance events a node's
-statistics average over them instead of freezing the first outcome. A
-child is found in a ``[nodes, num_actions ** num_players]`` table while
-that fits `DENSE_CHILDREN_LIMIT`, else by scanning a node table of
-``(parent, joint-action code)`` (8 snakes have 65,536 joint actions).
+Design: the tree is open-loop (Perez Liebana et al. 2015, "Open Loop Search
+for General Video Game Playing"): nodes store statistics, not states, and each
+simulation re-steps the game from the root with fresh keys, so memory does
+not grow with the state size and chance events are averaged over. Children
+are found in a dense ``[nodes, num_actions ** num_players]`` table up to
+`DENSE_CHILDREN_LIMIT`, else by scanning ``(parent, joint action)`` pairs.
 """
 
 from __future__ import annotations
