@@ -288,13 +288,35 @@ def test_evaluate_dead_snake_and_symmetry():
     assert EVALUATE(everyone_dead).tolist() == [-1.0, -1.0]
 
 
+FOOD_UP = """
+    . . . * . . .
+    . . . . . . .
+    . . . . . . .
+    . . . A . . .
+    . . . a . . .
+    . . . a . . .
+    . . . . . . .
+"""
+
+
+@pytest.mark.parametrize("health, term", [(100, 1.0), (30, 2 * (30 - 3) / 50 - 1), (3, -1.0), (2, -1.0)])
+def test_food_term_is_the_health_left_at_the_nearest_food(health, term):
+    # The food is 3 moves up; the term is 2 clip((health - 3) / 50, 0, 1) - 1 (hunger_health 50).
+    only_food = dict(territory_weight=0.0, longest_weight=0.0, nearest_weight=0.0, starvation_weight=0.0,
+                     head_to_head_weight=0.0, food_weight=1.0)
+    v = evaluation.evaluate(from_ascii(FOOD_UP, health=[health]), **only_food)
+    assert float(v[0]) == pytest.approx(evaluation.LIVE_BOUND * term, abs=1e-6)
+
+
 def test_evaluate_weights_checked():
     b = _heads_only(CORNERS)
     with pytest.raises(ValueError, match="territory_weight"):
         evaluation.evaluate(b, territory_weight=-1.0)
     with pytest.raises(ValueError, match="all be 0"):
         evaluation.evaluate(b, territory_weight=0.0, longest_weight=0.0, nearest_weight=0.0,
-                            starvation_weight=0.0, head_to_head_weight=0.0)
+                            starvation_weight=0.0, head_to_head_weight=0.0, food_weight=0.0)
+    with pytest.raises(ValueError, match="hunger_health"):
+        evaluation.evaluate(b, hunger_health=0)
     with pytest.raises(ValueError, match="length_scale"):
         evaluation.evaluate(b, length_scale=0.0)
 

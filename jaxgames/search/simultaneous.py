@@ -141,33 +141,63 @@ def check_sm_mcts_settings(
     _check_exploration(exploration)
 
 
-def check_maximin_settings(env, *, player, depth, max_states=DEFAULT_MAX_STATES, rollout_steps=DEFAULT_ROLLOUT_STEPS) -> int:
+def check_maximin_settings(
+    env, *, player, depth, max_states=DEFAULT_MAX_STATES, rollout_steps=DEFAULT_ROLLOUT_STEPS, searched=None,
+    default_policy=None,
+) -> int:
     """Raises for bad `maximin` settings; returns the number of states it would step.
 
     Returns:
-        ``sum_{k=1..depth} (num_actions ** num_players) ** k``.
+        ``sum_{k=1..depth} (num_actions ** M) ** k``, ``M`` the number of
+        searched players (all ``num_players`` unless ``searched`` is given).
 
     Raises:
-        ValueError: a sequential env; ``player`` outside ``[0, num_players)``;
-            ``depth`` or ``rollout_steps`` < 1; more states than ``max_states``
-            (the message names the count).
+        ValueError: a sequential env; a concrete ``player`` outside
+            ``[0, num_players)``; ``depth`` or ``rollout_steps`` < 1; more
+            states than ``max_states`` (the message names the count); a
+            ``searched`` that is not 1-D of 1 to ``num_players`` entries, or
+            (concrete) repeats a player, is out of range or lacks ``player``;
+            fewer searched players than ``num_players`` without a
+            ``default_policy``.
         TypeError: a non-int player, depth or bound.
     """
     _check_env(env)
-    if isinstance(player, bool) or not isinstance(player, (int, np.integer)):
-        raise TypeError(f"player must be an int (static); got {player!r}")
-    if not 0 <= player < env.num_players:
-        raise ValueError(f"player must be in [0, {env.num_players}); got {player!r}")
+    n = int(env.num_players)
+    if isinstance(player, jax.Array) and isinstance(player, jax.core.Tracer):
+        if player.shape != () or not jnp.issubdtype(player.dtype, jnp.integer):
+            raise TypeError(f"player must be an int or an integer scalar array; got {player!r}")
+    else:
+        if isinstance(player, bool) or not (isinstance(player, (int, np.integer))
+                                            or (np.ndim(player) == 0 and np.issubdtype(np.asarray(player).dtype, np.integer))):
+            raise TypeError(f"player must be an int or an integer scalar array; got {player!r}")
+        if not 0 <= int(player) < n:
+            raise ValueError(f"player must be in [0, {n}); got {player!r}")
     depth = _positive_int("depth", depth)
     max_states = _positive_int("max_states", max_states)
     _positive_int("rollout_steps", rollout_steps)
-    joint = int(env.num_actions) ** int(env.num_players)
+    m = n
+    if searched is not None:
+        shape = np.shape(searched)
+        if len(shape) != 1 or not 1 <= shape[0] <= n:
+            raise ValueError(f"searched must be 1-D with 1 to {n} player indices; got shape {shape}")
+        m = shape[0]
+        if not isinstance(searched, jax.core.Tracer):
+            values = np.asarray(searched)
+            if not np.issubdtype(values.dtype, np.integer):
+                raise TypeError(f"searched must hold integer player indices; got dtype {values.dtype}")
+            if len(set(values.tolist())) != m or values.min() < 0 or values.max() >= n:
+                raise ValueError(f"searched must hold distinct players in [0, {n}); got {values.tolist()}")
+            if not isinstance(player, jax.core.Tracer) and int(player) not in values.tolist():
+                raise ValueError(f"searched must include the player {int(player)}; got {values.tolist()}")
+    if m < n and default_policy is None:
+        raise ValueError(f"searching {m} of {n} players needs a default_policy for the others")
+    joint = int(env.num_actions) ** m
     count = sum(joint**k for k in range(1, depth + 1))
     if count > max_states:
         raise ValueError(
             f"maximin over {env!r} at depth {depth} would step {count:,} states "
-            f"(({env.num_actions} ** {env.num_players}) ** k summed over k = 1..{depth}); "
-            f"more than max_states={max_states:,}: lower depth or raise max_states"
+            f"(({env.num_actions} ** {m}) ** k summed over k = 1..{depth}); "
+            f"more than max_states={max_states:,}: lower depth, search fewer players or raise max_states"
         )
     return count
 
@@ -519,6 +549,8 @@ def maximin(
     rollout_steps: int = DEFAULT_ROLLOUT_STEPS,
     params=None,
     max_states: int = DEFAULT_MAX_STATES,
+    searched: jax.Array | None = None,
+    default_policy: Callable[[Any, jax.Array], jax.Array] | None = None,
 ) -> MaximinOutput:
     """Paranoid / maximin depth-limited search from one root, for one player (module docstring).
 
@@ -527,21 +559,29 @@ def maximin(
     legal actions of each player (a terminal state steps as a no-op with
     zero rewards, so it is worth 0 at every depth). The others are assumed
     to answer the player's action together (paranoid; the pure-strategy
-    security level of a one-shot game at ``depth=1``).
+    security level of a one-shot game at ``depth=1``). With ``searched``,
+    only those players' actions are enumerated and the others play
+    ``default_policy`` at every node (paranoid over the nearby opponents, a
+    common cut in many-player games).
 
     Args:
         env: a simultaneous-move `Env`, N players, A actions.
         state: one unbatched state.
         key: PRNG key: ply ``k`` steps every state with the same subkey
             (determinised chance), the leaves get one subkey each.
-        player: the maximising player, a static int in ``[0, N)``.
+        player: the maximising player in ``[0, N)``: an int or an int32 ``[]``
+            array (may be traced, e.g. an agent's seat).
         depth: plies (static, >= 1).
         evaluate: leaf evaluation (`Evaluate`), read at ``player``'s entry;
             default ``random_rollout(env, num_steps=rollout_steps, params=params)``.
         rollout_steps: length of the default random rollout (static, >= 1).
         params: the game's `EnvParams`, or None (defaults).
         max_states: refuse searches that would step more states than this
-            (``sum_{k=1..depth} (A ** N) ** k``; each is held in memory).
+            (``sum_{k=1..depth} (A ** M) ** k``; each is held in memory).
+        searched: int32 ``[M]``, the players whose actions are enumerated,
+            ``player`` among them (may be traced; ``M`` is static). None: all.
+        default_policy: ``fn(state, key) -> int32 [N]``, legal actions of the
+            players not searched, called at every node; needed when ``M < N``.
 
     Returns:
         `MaximinOutput`: ``action`` int32 ``[]``, ``value`` float32 ``[]``,
@@ -551,9 +591,11 @@ def maximin(
         ValueError, TypeError: see `check_maximin_settings`; a state of the
             wrong shape or whose concrete ``current_player`` is not ``SIMULTANEOUS``.
     """
-    check_maximin_settings(env, player=player, depth=depth, max_states=max_states, rollout_steps=rollout_steps)
+    check_maximin_settings(env, player=player, depth=depth, max_states=max_states, rollout_steps=rollout_steps,
+                           searched=searched, default_policy=default_policy)
     _check_state(env, state, batched=False)
-    return _maximin(env, state, key, int(player), int(depth), evaluate, int(rollout_steps), params)
+    return _maximin(env, state, key, jnp.asarray(player, jnp.int32), int(depth), evaluate, int(rollout_steps), params,
+                    searched, default_policy)
 
 
 def maximin_batch(env, states, keys: jax.Array, **settings) -> MaximinOutput:
@@ -578,29 +620,40 @@ def maximin_batch(env, states, keys: jax.Array, **settings) -> MaximinOutput:
         depth=settings.get("depth"),
         max_states=settings.get("max_states", DEFAULT_MAX_STATES),
         rollout_steps=settings.get("rollout_steps", DEFAULT_ROLLOUT_STEPS),
+        searched=settings.get("searched"),
+        default_policy=settings.get("default_policy"),
     )
     _check_state(env, states, batched=True)
     return jax.vmap(lambda s, k: maximin(env, s, k, **settings))(states, keys)
 
 
-def _maximin(env, state, key, player, depth, evaluate, rollout_steps, params) -> MaximinOutput:
+def _maximin(env, state, key, player, depth, evaluate, rollout_steps, params, searched=None,
+             default_policy=None) -> MaximinOutput:
     n, a = int(env.num_players), int(env.num_actions)
-    j = a**n
+    searched = jnp.arange(n, dtype=jnp.int32) if searched is None else jnp.asarray(searched, jnp.int32)
+    m = int(searched.shape[0])
+    c = a**m
     if evaluate is None:
         evaluate = random_rollout(env, num_steps=rollout_steps, params=params)
-    # joint[c] = the joint action of code c (player 0 most significant, as in _joint_code).
-    joint = jnp.asarray(np.stack(np.unravel_index(np.arange(j), (a,) * n), axis=-1), jnp.int32)  # [J, N]
+    # combos[c] = the searched players' actions of code c (first searched player most significant).
+    combos = jnp.asarray(np.stack(np.unravel_index(np.arange(c), (a,) * m), axis=-1), jnp.int32)  # [C, M]
+    own = combos[:, jnp.argmax(searched == player)]  # [C]: the player's action in each code
     ply_keys = jax.random.split(key, depth + 1)
+
+    def joint_actions(s, k):
+        base = jnp.zeros(n, jnp.int32) if default_policy is None else jnp.asarray(default_policy(s, k), jnp.int32)
+        return jnp.broadcast_to(base, (c, n)).at[:, searched].set(combos)  # [C, N]
 
     levels, rewards = [jax.tree.map(lambda x: x[None], state)], []
     for k in range(depth):
         parents = levels[-1]
+        step_key, policy_key = ply_keys[k], jax.random.fold_in(ply_keys[k], 1)
 
-        def children_of(s, ply_key=ply_keys[k]):
-            return jax.vmap(lambda act: env.step(s, act, ply_key, params))(joint)
+        def children_of(s, policy_key=policy_key, step_key=step_key):
+            return jax.vmap(lambda act: env.step(s, act, step_key, params))(joint_actions(s, policy_key))
 
-        children = jax.vmap(children_of)(parents)  # leaves [K, J, ...]
-        children = jax.tree.map(lambda x: x.reshape((-1,) + x.shape[2:]), children)  # [K * J, ...]
+        children = jax.vmap(children_of)(parents)  # leaves [K, C, ...]
+        children = jax.tree.map(lambda x: x.reshape((x.shape[0] * x.shape[1],) + x.shape[2:]), children)  # [K * C, ...]
         levels.append(children)
         rewards.append(children.rewards[:, player])
 
@@ -609,15 +662,16 @@ def _maximin(env, state, key, player, depth, evaluate, rollout_steps, params) ->
     value = jax.vmap(lambda s, k: _leaf_value(evaluate, s, k, n)[player])(leaves, leaf_keys)
 
     action_values = None
+    groups = own[None, :] == jnp.arange(a)[:, None]  # [A, C]
     for k in reversed(range(depth)):
         mask = levels[k].legal_action_mask  # [K, N, A]
-        q = (rewards[k] + value).reshape(-1, j)  # [K, J]
-        # legal[K, J, N]: each player's action of each joint action is legal in the parent.
-        legal = jnp.take_along_axis(mask, jnp.broadcast_to(joint.T[None], (mask.shape[0], n, j)), axis=2)
-        others_legal = jnp.all(jnp.where(jnp.arange(n)[None, :, None] == player, True, legal), axis=1)
-        q = jnp.where(others_legal, q, _FMAX).reshape((-1,) + (a,) * n)
-        q = jnp.moveaxis(q, 1 + player, 1).reshape(q.shape[0], a, j // a)
-        worst = q.min(axis=2)  # [K, A]
+        q = (rewards[k] + value).reshape(-1, c)  # [K, C]
+        # legal[K, C, M]: each searched player's action of each code is legal in the parent.
+        rows = mask[:, searched, :]  # [K, M, A]
+        legal = jnp.take_along_axis(rows, jnp.broadcast_to(combos.T[None], (mask.shape[0], m, c)), axis=2)
+        others_legal = jnp.all(jnp.where((searched == player)[None, :, None], True, legal), axis=1)  # [K, C]
+        q = jnp.where(others_legal, q, _FMAX)
+        worst = jnp.min(jnp.where(groups[None], q[:, None, :], _FMAX), axis=2)  # [K, A]
         action_values = jnp.where(mask[:, player], worst, _FMIN)
         value = action_values.max(axis=1)
     action_values = action_values[0].astype(jnp.float32)

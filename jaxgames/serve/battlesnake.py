@@ -52,6 +52,7 @@ import numpy as np
 
 from jaxgames.agents.base import Agent, HostAgent, JaxAgent
 from jaxgames.agents.battlesnake import HeuristicAgent, RandomAgent, RandomSafeAgent
+from jaxgames.agents.battlesnake_search import SearchAgent
 from jaxgames.agents.q_snake import QSnakeAgent
 from jaxgames.core import SIMULTANEOUS
 from jaxgames.games.battlesnake import api, rules
@@ -63,9 +64,10 @@ _log = logging.getLogger(__name__)
 DEFAULT_TIMEOUT_MS = 500
 """The engine's default move timeout (``game.timeout``, ms), used when a request has none."""
 
-AGENTS = {"random": RandomAgent, "random_safe": RandomSafeAgent, "heuristic": HeuristicAgent, "q_snake": QSnakeAgent}
+AGENTS = {"random": RandomAgent, "random_safe": RandomSafeAgent, "heuristic": HeuristicAgent, "q_snake": QSnakeAgent,
+          "search": SearchAgent}
 """Agents built without arguments, by name (the command line's ``--agent``). ``q_snake`` loads its
-shipped weights only when built."""
+shipped weights only when built; ``search`` takes ``--depth``, ``--opponents`` and ``--time-budget-ms``."""
 
 _INT32_MAX = 2**31 - 1
 _FALLBACK_ORDER = (("up", 0, 1), ("right", 1, 0), ("down", 0, -1), ("left", -1, 0))
@@ -320,7 +322,15 @@ class BattlesnakeServer:
                 return cached
             env = Battlesnake(board_size=size, num_snakes=self.num_snakes, observation=self.observation)
             agent = self.agent
-            if isinstance(agent, JaxAgent):
+            if isinstance(agent, SearchAgent) and agent.time_budget is not None:
+                build = jax.jit(lambda board: state_of(env, board))
+                base_key = self._key
+
+                def decide(board, index, you):
+                    key = jax.random.fold_in(base_key, np.uint32(index))
+                    return agent.act_in_time(env, build(board), key, int(you), agent.time_budget)[0]
+
+            elif isinstance(agent, JaxAgent):
                 base_key = self._key
                 policy = jax.jit(
                     lambda board, index, you: agent.policy(env, state_of(env, board), jax.random.fold_in(base_key, index), you)
@@ -790,7 +800,8 @@ def server_from_args(argv=None) -> tuple[BattlesnakeServer, str]:
     Options: ``--host`` (default 127.0.0.1, this machine only; 0.0.0.0
     accepts outside connections), ``--port`` (8000; 0 picks a free port),
     ``--agent`` (a name of `AGENTS`, default
-    ``random_safe``), ``--seed``, ``--warmup-sizes`` (comma-separated board
+    ``random_safe``), ``--seed``, the search agent's ``--depth``,
+    ``--opponents`` and ``--time-budget-ms``, ``--warmup-sizes`` (comma-separated board
     sizes compiled at start-up, default ``7,11,19``), ``--workers`` (threads
     running the agent, default 2), ``--limit-concurrency`` (128), ``--http``
     (uvicorn's protocol, `HTTP_PROTOCOLS`, default ``auto``).
@@ -804,6 +815,10 @@ def server_from_args(argv=None) -> tuple[BattlesnakeServer, str]:
     p.add_argument("--port", type=int, default=8000)
     p.add_argument("--agent", choices=sorted(AGENTS), default="random_safe")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--depth", type=int, default=None, help="search: plies (default: the agent's)")
+    p.add_argument("--opponents", type=int, default=None, help="search: nearest snakes enumerated (default: the agent's)")
+    p.add_argument("--time-budget-ms", type=float, default=None,
+                   help="search: think time per move by iterative deepening (default: fixed depth)")
     p.add_argument("--warmup-sizes", default="7,11,19", help="board sizes compiled at start-up, comma-separated")
     p.add_argument("--workers", type=int, default=2, help="threads running the agent's decisions")
     p.add_argument("--limit-concurrency", type=int, default=128, help="most connections or requests at once (503 beyond)")
@@ -813,8 +828,17 @@ def server_from_args(argv=None) -> tuple[BattlesnakeServer, str]:
         sizes = tuple(int(v) for v in a.warmup_sizes.split(",") if v.strip())
     except ValueError:
         p.error(f"--warmup-sizes must be comma-separated integers; got {a.warmup_sizes!r}")
+    options = {k: v for k, v in (("depth", a.depth), ("opponents", a.opponents)) if v is not None}
+    if a.time_budget_ms is not None:
+        options["time_budget"] = a.time_budget_ms / 1000
+    if options and a.agent != "search":
+        p.error(f"--depth, --opponents and --time-budget-ms are settings of --agent search, not {a.agent}")
+    try:
+        agent = AGENTS[a.agent](**options)
+    except (TypeError, ValueError) as e:
+        p.error(str(e))
     srv = BattlesnakeServer(
-        AGENTS[a.agent](),
+        agent,
         host=a.host,
         port=a.port,
         seed=a.seed,

@@ -176,6 +176,21 @@ class Battlesnake(Env):
             draw_reward=self.draw_reward,
         )
 
+    def without_observation(self) -> "Battlesnake":
+        """This game with ``observation="none"`` (same rules, rewards and params): for search, which reads boards only."""
+        if self.observation == "none":
+            return self
+        return Battlesnake(
+            board_size=self.board_size, num_snakes=self._num_snakes, max_turns=self.max_turns,
+            minimum_food=self.params.minimum_food, max_minimum_food=max(self.food_slots, self.params.minimum_food),
+            food_spawn_chance=self.params.food_spawn_chance, hazard_damage=self.params.hazard_damage,
+            health_loss=self.params.health_loss, win_reward=self.win_reward, loss_reward=self.loss_reward,
+            draw_reward=self.draw_reward, observation="none")
+
+    def strip_observation(self, state: BattlesnakeState) -> BattlesnakeState:
+        """``state`` as a state of `without_observation` (observation ``[S, 0]``)."""
+        return state.replace(observation=jnp.zeros((self._num_snakes, 0), jnp.float32))
+
     def observe(self, state: BattlesnakeState, player: jax.Array) -> jax.Array:
         """Snake ``player``'s row of ``state.observation``: float32 ``[2H-1, 2W-1, 3]`` (or ``[0]``)."""
         return state.observation[player]

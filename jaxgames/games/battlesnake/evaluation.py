@@ -291,11 +291,13 @@ class _Weights(NamedTuple):
     length_vs_nearest: float
     starvation: float
     head_to_head: float
+    food: float
     length_scale: float
+    hunger_health: int
 
 
 def _weights(territory_weight, longest_weight, nearest_weight, starvation_weight, head_to_head_weight,
-             length_scale) -> _Weights:
+             food_weight, length_scale, hunger_health) -> _Weights:
     """Checks the weights at the Python boundary (finite, >= 0, not all 0; ``length_scale`` > 0)."""
     w = _Weights(
         checks.real("territory_weight", territory_weight, lo=0.0, dtype="float32"),
@@ -303,9 +305,11 @@ def _weights(territory_weight, longest_weight, nearest_weight, starvation_weight
         checks.real("nearest_weight", nearest_weight, lo=0.0, dtype="float32"),
         checks.real("starvation_weight", starvation_weight, lo=0.0, dtype="float32"),
         checks.real("head_to_head_weight", head_to_head_weight, lo=0.0, dtype="float32"),
+        checks.real("food_weight", food_weight, lo=0.0, dtype="float32"),
         checks.real("length_scale", length_scale, lo=0.0, lo_open=True, dtype="float32"),
+        checks.integer("hunger_health", hunger_health, 1, rules.SNAKE_MAX_HEALTH),
     )
-    if sum(w[:5]) <= 0.0:
+    if sum(w[:6]) <= 0.0:
         raise ValueError("the evaluation weights must not all be 0")
     return w
 
@@ -318,7 +322,9 @@ def evaluate(
     nearest_weight: float = 0.1,
     starvation_weight: float = 0.15,
     head_to_head_weight: float = 0.1,
+    food_weight: float = 0.2,
     length_scale: float = 3.0,
+    hunger_health: int = 50,
     rounds: int | None = None,
 ) -> jax.Array:
     """The value of one board for every snake, for a search's leaves.
@@ -332,7 +338,12 @@ def evaluate(
     * longest, nearest: ``tanh(length_vs_longest / length_scale)``, the same
       for ``length_vs_nearest``;
     * starvation: -1 when ``starving`` (health below the moves to food);
-    * head-to-head: ``-head_to_head_risk / safe_moves``, -1 with no safe move.
+    * head-to-head: ``-head_to_head_risk / safe_moves``, -1 with no safe move;
+    * food: ``2 clip((health - food_distance) / hunger_health, 0, 1) - 1``,
+      the health left on reaching the nearest food: +1 from
+      ``hunger_health`` up, -1 when starving. Eating restores health to
+      100, so it pays at once; a shallow search sees food only a few moves
+      away, and this term carries the way to it.
 
     An eliminated snake is worth -1 and the sole survivor of a game of two
     or more snakes +1 (the Env's loss and win rewards). The defaults are
@@ -342,9 +353,10 @@ def evaluate(
     Args:
         board: one board (vmap for a batch).
         territory_weight, longest_weight, nearest_weight, starvation_weight,
-            head_to_head_weight: the weights, finite, >= 0, not all 0.
+            head_to_head_weight, food_weight: the weights, finite, >= 0, not all 0.
         length_scale: length difference (segments) at which a length term
             reaches ``tanh(1) = 0.76``; > 0.
+        hunger_health: health margin (1..100) from which the food term is +1.
         rounds: static BFS bound, as `owners`.
 
     Returns:
@@ -354,7 +366,7 @@ def evaluate(
         TypeError, ValueError: a bad board, weight or ``rounds``, naming it.
     """
     w = _weights(territory_weight, longest_weight, nearest_weight, starvation_weight, head_to_head_weight,
-                 length_scale)
+                 food_weight, length_scale, hunger_health)
     f = features(board, rounds=rounds)
     alive = board.alive
     n_alive = jnp.sum(alive)
@@ -364,9 +376,11 @@ def evaluate(
         jnp.tanh(f.length_vs_nearest / w.length_scale),
         -f.starving.astype(jnp.float32),
         jnp.where(f.safe_moves > 0, -f.head_to_head_risk / jnp.maximum(f.safe_moves, 1), -1.0),
+        jnp.clip((board.health - jnp.minimum(f.food_distance, 2 * rules.SNAKE_MAX_HEALTH)) / w.hunger_health,
+                 0.0, 1.0) * 2.0 - 1.0,
     )
-    total = sum(w[:5])
-    live = LIVE_BOUND * sum((wi / total) * term for wi, term in zip(w[:5], terms))
+    total = sum(w[:6])
+    live = LIVE_BOUND * sum((wi / total) * term for wi, term in zip(w[:6], terms))
     sole = alive & (n_alive == 1) & (board.num_snakes > 1)
     return jnp.where(alive, jnp.where(sole, 1.0, live), -1.0).astype(jnp.float32)
 

@@ -1,0 +1,171 @@
+"""The Battlesnake search snake and maximin over a subset of players, on hand-drawn boards.
+
+Expected moves are read off the drawings by the official rules (a cell
+holding ``v`` in a body is left after ``v`` moves; a head-to-head kills the
+shorter or equal snake), never off the code under test.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from jaxgames.agents.battlesnake_search import SearchAgent, default_moves, nearest_snakes
+from jaxgames.games.battlesnake import Battlesnake, rules
+from jaxgames.games.battlesnake.render import from_ascii
+from jaxgames.games.matrix import MatrixGame
+from jaxgames.search import simultaneous as sim
+from jaxgames.serve.battlesnake import state_of
+
+UP, RIGHT, DOWN, LEFT = rules.UP, rules.RIGHT, rules.DOWN, rules.LEFT
+
+
+def _state(text, num_snakes, **kw):
+    board = from_ascii(text, **kw)
+    env = Battlesnake(board_size=board.size, num_snakes=num_snakes, observation="none")
+    return env, jax.device_put(state_of(env, board))
+
+
+def _move(agent, env, state, player=0, seed=0):
+    return int(jax.jit(lambda s, k: agent.policy(env, s, k, jnp.int32(player)))(state, jax.random.key(seed)))
+
+
+def test_every_move_but_one_dies():
+    # A at (0,3) on the left wall: up (0,4) is B's tail, doubled (it stays next turn), right (1,3)
+    # A's own neck, left the wall.
+    env, state = _state("""
+        . . . . . . .
+        . . . . . . .
+        b b b B . . .
+        A a a . . . .
+        . . . . . . .
+        . . . . . . .
+        . . . . . . .
+    """, 2, stack={1: 1})
+    for depth in (1, 2):
+        assert _move(SearchAgent(depth=depth, opponents=1), env, state) == DOWN
+
+
+def test_head_to_head_against_a_shorter_snake_wins():
+    # B (length 3) can only leave its corner by (1,1): down is A's doubled tail, up its neck.
+    # A (length 5) takes (1,1): B dies whatever it does, and A wins at once.
+    env, state = _state("""
+        . . . . . . .
+        . . . . . . .
+        . . . . . . .
+        b . . . . . .
+        b . . . . . .
+        B . A . . . .
+        a a a . . . .
+    """, 2, stack={0: 1})
+    agent = SearchAgent(depth=1, opponents=1)
+    out = jax.jit(lambda s, k: agent.search(env, s, k, jnp.int32(0)))(state, jax.random.key(0))
+    assert int(out.action) == LEFT
+    assert float(out.value) == 1.0  # the win reward, whatever B answers
+
+
+def test_a_trap_visible_only_at_depth_two():
+    # Left leads A into the corner (0,6), whose other neighbour (0,5) is B's tail doubled twice
+    # (it stays 3 moves): at the next ply every move dies. Down leaves open space. With a
+    # constant leaf value, depth 1 cannot tell the two apart; depth 2 can.
+    env, state = _state("""
+        . A a a a . .
+        b . . . . . .
+        b . . . . . .
+        b . . . . . .
+        B . . . . . .
+        . . . . . . .
+        . . . . . . .
+    """, 2, stack={1: 2})
+    flat = lambda s, k: jnp.zeros(2, jnp.float32)
+    for depth, trap_seen in ((1, False), (2, True)):
+        out = sim.maximin(env, state, jax.random.key(0), player=0, depth=depth, evaluate=flat)
+        v = np.asarray(out.action_values)
+        if trap_seen:
+            assert v[LEFT] == -1.0 and v[DOWN] == 0.0, v  # A's death is the loss reward; B is left alone
+        else:
+            assert v[LEFT] == v[DOWN] == 0.0, v
+
+
+def test_maximin_over_a_subset_is_the_best_reply_to_the_default_policy():
+    # Matching pennies (row wins on a match); the column player fixed on action 1 by the default
+    # policy: the row player's only searched best reply is 1, worth +1 (a paranoid search of both is -1).
+    row = np.array([[1.0, -1.0], [-1.0, 1.0]], np.float32)
+    env = MatrixGame(row, -row)
+    state = env.init(jax.random.key(0))
+    fixed = lambda s, k: jnp.array([0, 1], jnp.int32)
+    out = sim.maximin(env, state, jax.random.key(1), player=0, depth=1, searched=jnp.array([0]), default_policy=fixed)
+    assert int(out.action) == 1 and float(out.value) == 1.0
+    both = sim.maximin(env, state, jax.random.key(1), player=0, depth=1)
+    assert float(both.value) == -1.0
+    traced = jax.jit(lambda p: sim.maximin(env, state, jax.random.key(1), player=p, depth=1,
+                                           searched=jnp.array([0]), default_policy=fixed).value)
+    assert float(traced(jnp.int32(0))) == 1.0
+
+
+def test_bad_subset_settings_raise_up_front():
+    env = Battlesnake(board_size=7, num_snakes=4)
+    fixed = lambda s, k: jnp.zeros(4, jnp.int32)
+    with pytest.raises(ValueError, match="must include the player 0"):
+        sim.check_maximin_settings(env, player=0, depth=1, searched=np.array([1, 2]), default_policy=fixed)
+    with pytest.raises(ValueError, match="distinct players"):
+        sim.check_maximin_settings(env, player=0, depth=1, searched=np.array([0, 0]), default_policy=fixed)
+    with pytest.raises(ValueError, match="needs a default_policy"):
+        sim.check_maximin_settings(env, player=0, depth=1, searched=np.array([0, 1]))
+    with pytest.raises(ValueError, match=r"would step 4,368 states"):  # 16 + 16**2 + 16**3
+        sim.check_maximin_settings(env, player=0, depth=3, searched=np.array([0, 1]), default_policy=fixed,
+                                   max_states=4000)
+    for bad in ({"depth": 0}, {"opponents": -1}, {"time_budget": 0.0}, {"food_weight": -1.0}):
+        with pytest.raises((TypeError, ValueError), match=next(iter(bad))):
+            SearchAgent(**bad)
+    with pytest.raises(TypeError, match="plays Battlesnake"):
+        SearchAgent().check(MatrixGame(np.eye(2, dtype=np.float32), -np.eye(2, dtype=np.float32)))
+
+
+def test_nearest_snakes_and_default_moves():
+    board = from_ascii("""
+        . . . . . . .
+        . . . . . C c
+        . . . . . . c
+        . . . A a . .
+        B b . . . . .
+        . . . . . D d
+        . . . . . . d
+    """)
+    # Heads: A (3,3), B (0,2), C (5,5), D (5,1); distances from A: B 4, C 4, D 4 -> ties by index.
+    assert np.asarray(nearest_snakes(board, jnp.int32(0), 2)).tolist() == [0, 1, 2]
+    assert np.asarray(nearest_snakes(board, jnp.int32(3), 3)).tolist() == [3, 0, 2, 1]  # D: A 4, C 4, B 6
+    moves = np.asarray(default_moves(board, jax.random.key(0)))
+    # A: left is its neck; up (3,4), right (4,3)... every safe move has room; each is a safe move.
+    for s, move in enumerate(moves):
+        target = np.asarray(board.head[s]) + np.asarray(rules.DELTAS)[move]
+        assert (0 <= target).all() and (target < 7).all(), (s, move)
+
+
+@pytest.mark.parametrize("num_snakes", [1, 2, 4, 8])
+def test_legal_moves_under_jit_and_the_batched_policy(num_snakes):
+    env = Battlesnake(board_size=7, num_snakes=num_snakes)
+    keys = jax.random.split(jax.random.key(num_snakes), 3)
+    states = jax.vmap(env.init)(keys)
+    agent = SearchAgent(depth=1, opponents=min(2, num_snakes - 1))
+    players = jnp.zeros(3, jnp.int32)
+    batched = np.asarray(agent.compiled(env)(states, keys, players))
+    mask = np.asarray(states.legal_action_mask)
+    for b in range(3):
+        assert mask[b, 0, batched[b]]
+        one = jax.tree.map(lambda x: x[b], states)
+        assert _move(agent, env, one, 0, 0) in range(4)
+    assert np.array_equal(batched, np.asarray(agent.compiled(env)(states, keys, players)))  # same keys, same moves
+
+
+def test_act_in_time_deepens_within_the_budget():
+    env = Battlesnake(board_size=7, num_snakes=2)
+    state = env.init(jax.random.key(0))
+    agent = SearchAgent(depth=2, opponents=1)
+    agent.act_in_time(env, state, jax.random.key(0), 0, 60.0)  # compiles both depths
+    move, depth = agent.act_in_time(env, state, jax.random.key(0), 0, 60.0)
+    assert depth == 2 and move in range(4)
+    move, depth = agent.act_in_time(env, state, jax.random.key(0), 0, 1e-9)
+    assert depth == 1  # depth 1 always runs; depth 2 is not started past the budget
