@@ -34,8 +34,8 @@ from jaxgames.agents.simple import masked_argmax
 from jaxgames.games.battlesnake import observe, rules
 from jaxgames.games.battlesnake.rules import Board
 
-_BIG = 10_000
-"""A distance larger than any path on a 25x25 board (int32)."""
+NOT_REACHED = 10_000
+"""`arrival_times` of a cell never reached: larger than any path on a 25x25 board (int32)."""
 
 
 def move_targets(board: Board, player: jax.Array) -> tuple[jax.Array, jax.Array]:
@@ -111,10 +111,10 @@ class RandomSafeAgent(JaxAgent):
 
 
 def _neighbours(grid: jax.Array, size: int) -> jax.Array:
-    """``[..., size * size]`` -> ``[4, ..., size * size]``: each cell's neighbour value in each direction (`_BIG` off the board)."""
+    """``[..., size * size]`` -> ``[4, ..., size * size]``: each cell's neighbour value in each direction (`NOT_REACHED` off the board)."""
     lead = grid.shape[:-1]
     g = grid.reshape(*lead, size, size)
-    p = jnp.pad(g, [(0, 0)] * len(lead) + [(1, 1), (1, 1)], constant_values=_BIG)
+    p = jnp.pad(g, [(0, 0)] * len(lead) + [(1, 1), (1, 1)], constant_values=NOT_REACHED)
     out = [p[..., 1:-1, 2:], p[..., 2:, 1:-1], p[..., 1:-1, :-2], p[..., :-2, 1:-1]]  # y+1, x+1, y-1, x-1
     return jnp.stack([o.reshape(*lead, size * size) for o in out])
 
@@ -139,17 +139,17 @@ def arrival_times(board: Board, start: jax.Array, start_ok: jax.Array, *, iterat
             ``iterations + 1`` moves count as unreachable.
 
     Returns:
-        int32 ``[K, size * size]``: arrival move (1 at the start cell), `_BIG`
+        int32 ``[K, size * size]``: arrival move (1 at the start cell), `NOT_REACHED`
         where unreachable.
     """
     size = board.size
     free_at = vacated_after(board)[None, :]  # [1, C]
     cells = jnp.arange(size * size, dtype=jnp.int32)
-    dist = jnp.where((cells[None, :] == start[:, None]) & start_ok[:, None], 1, _BIG).astype(jnp.int32)
+    dist = jnp.where((cells[None, :] == start[:, None]) & start_ok[:, None], 1, NOT_REACHED).astype(jnp.int32)
 
     def sweep(_, d):
         t = _neighbours(d, size) + 1  # [4, K, C]
-        t = jnp.min(jnp.where(t >= free_at[None], t, _BIG), axis=0)
+        t = jnp.min(jnp.where(t >= free_at[None], t, NOT_REACHED), axis=0)
         return jnp.minimum(d, t)
 
     return jax.lax.fori_loop(0, iterations, sweep, dist)
@@ -240,11 +240,11 @@ class HeuristicAgent(JaxAgent):
         # Room and food distance, one timed flood fill per move.
         iterations = self.iterations if self.iterations is not None else 3 * size
         times = arrival_times(board, cells, on & safe, iterations=iterations)  # [4, C]
-        reached = times < _BIG
+        reached = times < NOT_REACHED
         room = jnp.sum(reached, axis=1).astype(jnp.float32)
         trapped = room < (length + self.room_margin).astype(jnp.float32)
         cap = self.room_cap_factor * length.astype(jnp.float32)
-        food_dist = jnp.min(jnp.where(board.food[None, :] & reached, times, _BIG), axis=1).astype(jnp.float32)
+        food_dist = jnp.min(jnp.where(board.food[None, :] & reached, times, NOT_REACHED), axis=1).astype(jnp.float32)
         food_dist = jnp.minimum(food_dist, 2.0 * size * size)
 
         longest_other = jnp.max(jnp.where(others, board.length, 0))

@@ -60,7 +60,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxgames import checks
-from jaxgames.games.battlesnake import rules
+from jaxgames.games.battlesnake import bitboard, rules
 from jaxgames.games.battlesnake.env import Battlesnake, BattlesnakeState
 from jaxgames.games.battlesnake.rules import Board
 
@@ -70,7 +70,7 @@ NOBODY = -1
 TIE = -2
 """`owners` value of a cell reached first by two or more snakes in the same round."""
 
-UNREACHABLE = np.iinfo(np.int32).max
+UNREACHABLE = bitboard.UNREACHABLE
 """`Features.food_distance` when no food is reachable (then ``starving`` is True)."""
 
 LIVE_BOUND = 0.9
@@ -123,73 +123,7 @@ def _check_board(board) -> None:
         raise TypeError(f"board must be a battlesnake rules.Board; got {type(board).__name__}")
 
 
-def _spread(grid: jax.Array, size: int) -> jax.Array:
-    """bool ``[K, size * size]`` -> the cells with a 4-neighbour set in ``grid`` (same shape)."""
-    k = grid.shape[0]
-    p = jnp.pad(grid.reshape(k, size, size), ((0, 0), (1, 1), (1, 1)))
-    out = p[:, 1:-1, 2:] | p[:, 1:-1, :-2] | p[:, 2:, 1:-1] | p[:, :-2, 1:-1]  # y+1, y-1, x+1, x-1
-    return out.reshape(k, size * size)
-
-
-def free_from(board: Board) -> jax.Array:
-    """int32 ``[size * size]``: the first BFS round at which each cell is passable (0: free now).
-
-    The largest ``Board.body`` value over the living snakes: a cell holding
-    ``v`` is left after ``v`` moves (module docstring, the timed rule).
-    """
-    return jnp.max(jnp.where(board.alive[:, None], board.body.astype(jnp.int32), 0), axis=0)
-
-
-class _Search(NamedTuple):
-    t: jax.Array  # int32 []: the last round done
-    frontier: jax.Array  # bool [S, C]: cells first owned in round t (the shared partition)
-    owned: jax.Array  # bool [S, C]
-    claimed: jax.Array  # bool [C]: owned by someone or tied
-    solo_frontier: jax.Array  # bool [S, C]: each snake's own BFS, others ignored but for their bodies
-    solo_seen: jax.Array  # bool [S, C]
-    food_distance: jax.Array  # int32 [S]
-
-
-def _search(board: Board, rounds: int) -> _Search:
-    """The shared Voronoi partition and each snake's own BFS, in one loop of at most ``rounds`` rounds."""
-    size, n = board.size, board.num_snakes
-    cells = size * size
-    free_at = free_from(board)
-    on = jnp.all((board.head >= 0) & (board.head < size), axis=-1)
-    head_flat = jnp.where(board.alive & on, board.head[:, 0] * size + board.head[:, 1], -1)
-    heads = jnp.arange(cells, dtype=jnp.int32)[None, :] == head_flat[:, None]  # [S, C]
-    init = _Search(
-        t=jnp.int32(0),
-        frontier=heads,
-        owned=heads,
-        claimed=jnp.any(heads, axis=0),
-        solo_frontier=heads,
-        solo_seen=heads,
-        food_distance=jnp.full((n,), UNREACHABLE, jnp.int32),
-    )
-
-    def cond(s: _Search) -> jax.Array:
-        return (s.t < rounds) & (jnp.any(s.frontier) | jnp.any(s.solo_frontier))
-
-    def body(s: _Search) -> _Search:
-        t = s.t + 1
-        passable = (free_at <= t)[None, :]
-        reach = _spread(s.frontier, size) & passable & ~s.claimed[None, :]
-        count = jnp.sum(reach, axis=0)
-        new = reach & (count == 1)[None, :]
-        solo = _spread(s.solo_frontier, size) & passable & ~s.solo_seen
-        ate = jnp.any(solo & board.food[None, :], axis=1)
-        return _Search(
-            t=t,
-            frontier=new,
-            owned=s.owned | new,
-            claimed=s.claimed | (count > 0),
-            solo_frontier=solo,
-            solo_seen=s.solo_seen | solo,
-            food_distance=jnp.where(ate & (s.food_distance == UNREACHABLE), t, s.food_distance),
-        )
-
-    return jax.lax.while_loop(cond, body, init)
+free_from = bitboard.free_from
 
 
 def owners(board: Board, *, rounds: int | None = None) -> jax.Array:
@@ -211,9 +145,12 @@ def owners(board: Board, *, rounds: int | None = None) -> jax.Array:
         ValueError: ``rounds`` outside ``[1, size * size]``.
     """
     _check_board(board)
-    s = _search(board, _rounds(board, rounds))
-    who = jnp.argmax(s.owned, axis=0).astype(jnp.int32)
-    return jnp.where(jnp.any(s.owned, axis=0), who, jnp.where(s.claimed, TIE, NOBODY)).astype(jnp.int32)
+    cells = board.size * board.size
+    s = bitboard.search(board, _rounds(board, rounds))
+    owned = bitboard.unpack(s.owned, cells)
+    claimed = bitboard.unpack(s.claimed, cells)
+    who = jnp.argmax(owned, axis=0).astype(jnp.int32)
+    return jnp.where(jnp.any(owned, axis=0), who, jnp.where(claimed, TIE, NOBODY)).astype(jnp.int32)
 
 
 def territory(board: Board, *, rounds: int | None = None) -> jax.Array:
@@ -223,8 +160,8 @@ def territory(board: Board, *, rounds: int | None = None) -> jax.Array:
     an eliminated snake. Arguments and errors as `owners`.
     """
     _check_board(board)
-    s = _search(board, _rounds(board, rounds))
-    return (jnp.sum(s.owned, axis=1) - board.alive).astype(jnp.int32)
+    s = bitboard.search(board, _rounds(board, rounds))
+    return (s.owned_count - board.alive).astype(jnp.int32)
 
 
 def features(board: Board, *, rounds: int | None = None) -> Features:
@@ -242,11 +179,11 @@ def features(board: Board, *, rounds: int | None = None) -> Features:
     """
     _check_board(board)
     size, n = board.size, board.num_snakes
-    s = _search(board, _rounds(board, rounds))
+    s = bitboard.search(board, _rounds(board, rounds))
     alive = board.alive
     length = board.length.astype(jnp.int32)
 
-    terr = jnp.where(alive, jnp.sum(s.owned, axis=1) - 1, 0).astype(jnp.int32)
+    terr = jnp.where(alive, s.owned_count - 1, 0).astype(jnp.int32)
     total = jnp.sum(terr)
     share = jnp.where(total > 0, terr / jnp.maximum(total, 1), 0.0).astype(jnp.float32)
 
