@@ -1,4 +1,4 @@
-"""Session setup: cheaper XLA CPU compilation and one compilation cache, shared by the session's workers.
+"""Session setup: a CPU or GPU profile of XLA settings and one compilation cache, shared by the session's workers.
 
 The suite is compile-bound: most of its time is XLA compiling small
 programs that then run for milliseconds. Two settings cut that time; what
@@ -32,17 +32,41 @@ the tests assert is unchanged by either.
 Subprocesses the tests start inherit both. ``JAXGAMES_TEST_XLA_DEFAULTS=1``
 runs the suite with XLA's default flags; ``JAXGAMES_TEST_COMPILATION_CACHE=0``
 without the cache.
+
+**Profiles** (`select_profile`, from the environment, without starting a
+backend): the compile flags above are for XLA's CPU backend and apply only
+in the *cpu* profile (``JAX_PLATFORMS`` unset with no usable GPU plugin, or
+naming ``cpu`` first). In the *gpu* profile (``JAX_PLATFORMS`` naming
+``cuda``/``rocm``/``gpu`` first, or unset with a CUDA/ROCm jax plugin
+installed and a GPU device node present) the bitwise-equality tests need
+GPU results that repeat: `GPU_DETERMINISM_FLAGS` (deterministic GPU ops)
+and ``JAX_DEFAULT_MATMUL_PRECISION=highest`` (recent GPUs multiply float32
+in TF32 by default), for the session and its subprocesses; values the
+caller already set are kept. Any other first platform (TPU) gets neither.
+``JAXGAMES_TEST_PROFILE=cpu|gpu|other`` overrides the detection (the
+session sets it, so its workers and subprocesses keep its profile).
 """
 
 from __future__ import annotations
 
+import importlib.metadata
+import importlib.util
 import os
+import pkgutil
 import shutil
 import subprocess
 import sys
 import tempfile
+from typing import Iterable, Mapping
+
+import pytest
 
 FAST_COMPILE_FLAGS = "--xla_llvm_disable_expensive_passes=true --xla_cpu_use_fusion_emitters=false"
+GPU_DETERMINISM_FLAGS = "--xla_gpu_deterministic_ops=true"
+GPU_MATMUL_PRECISION = "highest"
+PROFILES = ("cpu", "gpu", "other")
+_GPU_PLATFORMS = ("cuda", "rocm", "gpu")
+_GPU_DEVICE_NODES = ("/dev/nvidiactl", "/dev/nvidia0", "/dev/kfd")  # NVIDIA driver; AMD ROCm
 CACHE_MIN_COMPILE_SECONDS = 0.2  # compiles quicker than this are not written to the cache
 
 
@@ -61,12 +85,81 @@ def _flags_known(flags: str) -> bool:
         return False
 
 
+def select_profile(environ: Mapping[str, str], *, plugins: Iterable[str], gpu_device: bool) -> str:
+    """The test profile, ``"cpu"``, ``"gpu"`` or ``"other"``, from the environment alone (starts no backend).
+
+    Args:
+        environ: the environment (``os.environ``).
+        plugins: names of the installed jax PJRT plugins (`installed_jax_plugins`);
+            a name containing ``cuda`` or ``rocm`` is a GPU plugin.
+        gpu_device: a GPU device node exists (`gpu_device_present`).
+
+    Returns:
+        ``JAXGAMES_TEST_PROFILE`` if set; else the first platform of
+        ``JAX_PLATFORMS`` (or the older ``JAX_PLATFORM_NAME``) decides:
+        ``cpu`` -> cpu, ``cuda``/``rocm``/``gpu`` -> gpu, another -> other;
+        unset, jax's own choice: gpu when a GPU plugin is installed, a
+        device node exists and ``CUDA_VISIBLE_DEVICES`` hides no GPU by
+        being empty or ``-1``, else cpu.
+
+    Raises:
+        ValueError: ``JAXGAMES_TEST_PROFILE`` not one of `PROFILES`.
+    """
+    forced = environ.get("JAXGAMES_TEST_PROFILE", "").strip().lower()
+    if forced:
+        if forced not in PROFILES:
+            raise ValueError(f"JAXGAMES_TEST_PROFILE must be one of {PROFILES}; got {forced!r}")
+        return forced
+    requested = environ.get("JAX_PLATFORMS", "").strip() or environ.get("JAX_PLATFORM_NAME", "").strip()
+    platforms = [p.strip().lower() for p in requested.split(",") if p.strip()]
+    if platforms:  # jax's default backend is the first platform listed
+        return "cpu" if platforms[0] == "cpu" else "gpu" if platforms[0] in _GPU_PLATFORMS else "other"
+    gpu_plugin = any("cuda" in name.lower() or "rocm" in name.lower() for name in plugins)
+    hidden = environ.get("CUDA_VISIBLE_DEVICES", "x").strip() in ("", "-1")
+    return "gpu" if gpu_plugin and gpu_device and not hidden else "cpu"
+
+
+def installed_jax_plugins() -> list[str]:
+    """Names of the installed jax PJRT plugins, found as jax finds them (namespace ``jax_plugins``, entry points); none imported."""
+    names = []
+    spec = importlib.util.find_spec("jax_plugins")
+    if spec is not None and spec.submodule_search_locations:
+        names += [name for _, name, _ in pkgutil.iter_modules(list(spec.submodule_search_locations))]
+    names += [entry.name for entry in importlib.metadata.entry_points(group="jax_plugins")]
+    return names
+
+
+def gpu_device_present() -> bool:
+    """Whether a GPU device node exists (a GPU plugin without one makes jax fall back to the CPU)."""
+    return any(os.path.exists(node) for node in _GPU_DEVICE_NODES)
+
+
+def gpu_profile_environment(environ: Mapping[str, str]) -> dict[str, str]:
+    """The variables the gpu profile sets: `GPU_DETERMINISM_FLAGS` appended to ``XLA_FLAGS`` and
+    ``JAX_DEFAULT_MATMUL_PRECISION`` (each left alone where the caller already set it)."""
+    updates = {}
+    flags = environ.get("XLA_FLAGS", "")
+    if "xla_gpu_deterministic_ops" not in flags:
+        updates["XLA_FLAGS"] = f"{flags} {GPU_DETERMINISM_FLAGS}".strip()
+    if not environ.get("JAX_DEFAULT_MATMUL_PRECISION"):
+        updates["JAX_DEFAULT_MATMUL_PRECISION"] = GPU_MATMUL_PRECISION
+    return updates
+
+
 def pytest_configure(config):
     if hasattr(config, "workerinput"):  # an xdist worker: it inherited the environment the controller set below
         directory = os.environ.get("JAX_COMPILATION_CACHE_DIR")
     else:
-        if not _switch("JAXGAMES_TEST_XLA_DEFAULTS", False) and _flags_known(FAST_COMPILE_FLAGS):
-            os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {FAST_COMPILE_FLAGS}".strip()
+        try:
+            profile = select_profile(os.environ, plugins=installed_jax_plugins(), gpu_device=gpu_device_present())
+        except ValueError as error:
+            raise pytest.UsageError(str(error)) from None
+        os.environ["JAXGAMES_TEST_PROFILE"] = profile  # workers and subprocesses: the same profile, no re-detection
+        if profile == "cpu":
+            if not _switch("JAXGAMES_TEST_XLA_DEFAULTS", False) and _flags_known(FAST_COMPILE_FLAGS):
+                os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {FAST_COMPILE_FLAGS}".strip()
+        elif profile == "gpu":
+            os.environ.update(gpu_profile_environment(os.environ))
         directory = None
         if _switch("JAXGAMES_TEST_COMPILATION_CACHE", True):
             directory = tempfile.mkdtemp(prefix="jaxgames-test-xla-cache-")
@@ -74,6 +167,10 @@ def pytest_configure(config):
             os.environ["JAX_COMPILATION_CACHE_DIR"] = directory
             os.environ["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"] = str(CACHE_MIN_COMPILE_SECONDS)
             os.environ["JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES"] = "0"
+    if os.environ.get("JAXGAMES_TEST_PROFILE") == "gpu":  # in-process too, in case jax was imported before
+        import jax
+
+        jax.config.update("jax_default_matmul_precision", os.environ["JAX_DEFAULT_MATMUL_PRECISION"])
     if directory:  # also set in-process, in case jax was imported before the environment was
         import jax
 
@@ -86,3 +183,8 @@ def pytest_unconfigure(config):
     directory = getattr(config, "_jaxgames_cache_dir", None)
     if directory:
         shutil.rmtree(directory, ignore_errors=True)
+
+
+def pytest_report_header(config):
+    flags = os.environ.get("XLA_FLAGS", "")
+    return f"jaxgames test profile: {os.environ.get('JAXGAMES_TEST_PROFILE', '?')} (XLA_FLAGS={flags or 'unset'})"

@@ -46,26 +46,36 @@ def random_rollout(env, state, key: jax.Array, *, max_steps: int) -> jax.Array:
     The rewards of every step until the game ends (or ``max_steps``) are
     summed for the player to move at ``state`` (0 if ``state`` is terminal).
 
+    A ``lax.scan`` of exactly ``max_steps`` steps, as the Dots-and-Boxes
+    playout (`jaxgames.games.dots_and_boxes.rules.random_playout`): a step
+    from a terminal state adds nothing to the total (masked here, whatever
+    the game's terminal step returns). Its loop has a trip count known at
+    compile time, so no step reads a condition back to the host (a
+    ``while_loop`` on the game's end would, on a GPU). The key is split as
+    ``key, action_key, step_key = split(key, 3)`` at every step, so the
+    return equals that of a loop stopping at the game's end. The price:
+    every playout runs all ``max_steps`` steps (on the CPU, a 64-game 3x3
+    Dots-and-Boxes move of 64 simulations took 1.1x the loop's time from the
+    initial position and 1.9x with 8 edges left; jax 0.10.2, one core).
+
     Args:
         env: two-player sequential `Env`.
         state: one unbatched state.
         key: PRNG key (split into one subkey per action choice and per step).
-        max_steps: static bound on the playout length.
+        max_steps: static playout length (the bound on the game's remaining moves).
     """
     player = state.current_player
 
-    def cond(c):
-        s, _, t, _ = c
-        return (t < max_steps) & ~(s.terminated | s.truncated)
-
-    def body(c):
-        s, total, t, key = c
+    def body(c, _):
+        s, total, key = c
         key, action_key, step_key = jax.random.split(key, 3)
         action = jax.random.categorical(action_key, _logits(s.legal_action_mask)).astype(jnp.int32)
-        s = env.step(s, action, step_key)
-        return s, total + sign.mover_reward(s.rewards, player), t + 1, key
+        done = s.terminated | s.truncated
+        nxt = env.step(s, action, step_key)
+        total = jnp.where(done, total, total + sign.mover_reward(nxt.rewards, player))
+        return (nxt, total, key), None
 
-    _, total, _, _ = jax.lax.while_loop(cond, body, (state, jnp.float32(0.0), jnp.int32(0), key))
+    (_, total, _), _ = jax.lax.scan(body, (state, jnp.float32(0.0), key), None, length=int(max_steps))
     return total
 
 
@@ -90,8 +100,9 @@ def search(
         num_simulations: simulations per root (static).
         max_depth: maximum tree depth (mctx), None = unbounded.
         pb_c_init: exploration constant of mctx's PUCT rule.
-        max_rollout_steps: playout bound (default ``env.num_actions`` + 1, enough
-            for Dots-and-Boxes, where a game has ``num_edges`` moves).
+        max_rollout_steps: playout length, every playout runs exactly this many
+            steps (`random_rollout`); default ``env.num_actions`` + 1, enough
+            for Dots-and-Boxes, where a game has ``num_edges`` moves.
 
     Returns:
         ``mctx.PolicyOutput``: ``action`` int32 ``[B]``, ``action_weights``
