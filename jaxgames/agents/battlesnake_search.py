@@ -34,6 +34,15 @@ from jaxgames.search import simultaneous
 
 _BIG = 1 << 20
 
+DEFAULT_WEIGHTS = {"food_weight": 0.6, "longest_weight": 0.4}
+"""The agent's evaluation weights where they differ from `evaluation.evaluate`'s: more weight on food and
+length, chosen over trials of 48-100 games against `HeuristicAgent` snakes (starvation was the first cause
+of death with the defaults); never tried against `jaxgames.agents.battlesnake_public`."""
+
+HEAD_TO_HEAD_PENALTY = 1.0
+"""Subtracted from a move's value when a snake outside the search, at least as long, can enter the same cell
+(paranoid at the first ply for every snake; a sure death is worth -2)."""
+
 
 def default_moves(board: rules.Board, key: jax.Array) -> jax.Array:
     """int32 ``[S]``: a cheap move for every snake: the safe move whose cell has the most free neighbours.
@@ -83,7 +92,8 @@ class SearchAgent(JaxAgent):
         time_budget: seconds per move for `act_in_time` (the HTTP server
             then deepens up to ``depth`` within it); None: always ``depth``.
         **weights: keyword arguments of `evaluation.evaluate` (weights,
-            ``length_scale``, ``rounds``).
+            ``length_scale``, ``rounds``); unset ones take `DEFAULT_WEIGHTS`,
+            then `evaluate`'s defaults.
         name: a label.
 
     Raises:
@@ -97,7 +107,7 @@ class SearchAgent(JaxAgent):
         self.time_budget = None if time_budget is None else checks.positive_float("time_budget", time_budget)
         self.opponents = checks.integer("opponents", opponents, 0, 7)
         self.max_states = checks.positive_int("max_states", max_states)
-        self.weights = dict(weights)
+        self.weights = {**DEFAULT_WEIGHTS, **weights}
         self.name = name
         probe = Battlesnake(num_snakes=2)
         self._leaf = evaluation.leaf_value(probe, **self.weights)  # checks the weights now
@@ -137,8 +147,19 @@ class SearchAgent(JaxAgent):
         """int32 ``[]``: the maximin move of snake ``player``, ties broken uniformly with ``key``."""
         search_key, tie_key = jax.random.split(key)
         values = self.search(env, state, search_key, player, depth).action_values
+        values = values - HEAD_TO_HEAD_PENALTY * self._unsearched_risk(env, state.board, player)
         best = values == jnp.max(values)
         return jnp.argmax(jnp.where(best, jax.random.uniform(tie_key, values.shape), -1.0)).astype(jnp.int32)
+
+    def _unsearched_risk(self, env, board: rules.Board, player: jax.Array) -> jax.Array:
+        """float32 ``[4]``: 1 for a move onto a cell that a snake not searched, at least as long, can also enter."""
+        searched = nearest_snakes(board, player, self._searched(env))
+        n = board.num_snakes
+        others = board.alive & ~jnp.any(jnp.arange(n)[:, None] == searched[None, :], axis=1)
+        rival = others & (board.length >= board.length[player])
+        target = board.head[player][None, :] + jnp.asarray(rules.DELTAS)  # [4, 2]
+        gap = jnp.sum(jnp.abs(target[:, None, :] - board.head[None, :, :]), axis=-1)  # [4, S]
+        return jnp.any((gap == 1) & rival[None, :], axis=1).astype(jnp.float32)
 
     def compiled_at_depth(self, env, depth: int):
         """The jitted batched policy at ``depth`` plies (built once per game and depth)."""
