@@ -31,7 +31,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxgames import checks, weights_io
-from jaxgames.agents.base import JaxAgent, masked_uniform_choice
+from jaxgames.agents.base import JaxAgent, array_signature, masked_uniform_choice
 from jaxgames.games.dots_and_boxes.env import DotsAndBoxes
 from jaxgames.games.dots_and_boxes.positions import random_positions
 from jaxgames.networks.dots_and_boxes import NetworkConfig
@@ -310,6 +310,19 @@ class AlphaZeroAgent(JaxAgent):
 
         return run
 
+    # ------------------------------------------------------------------ shared compiled code (JaxAgent protocol)
+    def arrays(self):
+        """``{"params": ...}``: the network parameters, an argument of the compiled arena match."""
+        return {"params": self.params}
+
+    def settings_key(self, env) -> tuple:
+        """The class, the game, the search settings on ``env`` (network, value target, search, simulations,
+        algorithm, considered actions, Gumbel scale) and the parameters' shapes and dtypes."""
+        return (type(self), self.game, self._settings(env), array_signature(self.params))
+
+    def _replace_arrays(self, arrays) -> None:
+        self.params = arrays["params"]
+
     def compiled(self, env):
         """The jitted policy with the parameters as an *argument*: shared by every agent of the same
         settings (new parameters, e.g. each evaluation during training, compile nothing new)."""
@@ -409,6 +422,18 @@ class SeedSpaceAlphaZero(JaxAgent):
         if getattr(canonical_env, "name", None) != "onitama" or canonical_env.action_space != "canonical":
             raise ValueError(f"canonical_env must be Onitama with action_space='canonical'; got {canonical_env!r}")
         self.inner, self.canonical_env, self.name = inner, canonical_env, inner.name
+
+    # ------------------------------------------------------------------ shared compiled code (JaxAgent protocol)
+    def arrays(self):
+        """The inner agent's arrays (`JaxAgent.arrays`), an argument of the compiled arena match."""
+        return self.inner.arrays()
+
+    def settings_key(self, env) -> tuple:
+        """The class, the canonical env and the inner agent's settings key on it."""
+        return (type(self), self.canonical_env, self.inner.settings_key(self.canonical_env))
+
+    def _replace_arrays(self, arrays) -> None:
+        self.inner = self.inner.with_arrays(arrays)
 
     def batched_policy(self, env):
         """``(states [B], keys [B], players int32 [B]) -> actions int32 [B]``: seed-space actions (in ``[0, 40)``).

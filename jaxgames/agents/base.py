@@ -18,10 +18,23 @@ seats (self-play, 2v2). Two kinds:
 
 Both implement `Agent.act_batch`, so the arena needs nothing else. Keys:
 every call gets its own key and splits it explicitly (one subkey per game).
+
+Compiled code shared by agents of equal settings. A `JaxAgent` that holds
+device arrays (network parameters, a solver's table) can let every agent of
+the same *settings* share one compiled function (the arena's match,
+`JaxAgent.compiled`), with the arrays passed as arguments instead of baked
+in as constants: it returns them from `JaxAgent.arrays`, rebuilds itself
+around other (traced) arrays in `JaxAgent.with_arrays`, and names everything
+else its compiled code depends on in `JaxAgent.settings_key`. An agent that
+does not opt in is keyed by its own identity (today's one compile per agent
+object), except a stateless one (no instance attributes but ``name``), which
+is keyed by its class.
 """
 
 from __future__ import annotations
 
+import collections
+import copy
 import time
 from typing import Any, Callable
 
@@ -63,12 +76,69 @@ class Agent:
         return f"{type(self).__name__}(name={self.name!r})"
 
 
+_IGNORED_ATTRIBUTES = frozenset({"name", "_jit_cache"})
+"""Instance attributes that never change an agent's compiled code (the default `JaxAgent.settings_key`)."""
+
+
+def array_signature(tree) -> tuple:
+    """Hashable ``(treedef, ((shape, dtype), ...))`` of a pytree of arrays: what a compiled function depends on."""
+    leaves, treedef = jax.tree.flatten(tree)
+    return treedef, tuple((tuple(np.shape(x)), np.dtype(getattr(x, "dtype", np.asarray(x).dtype)).str) for x in leaves)
+
+
+_SHARED_POLICIES: "collections.OrderedDict" = collections.OrderedDict()
+"""`JaxAgent.compiled` of agents with arrays, by ``(settings_key, env)`` (least recently used dropped past 64)."""
+_SHARED_MAX = 64
+
+
 class JaxAgent(Agent):
     """An agent whose policy is a pure JAX function of one state and one seat.
 
     Subclasses implement `policy`; agents that search a whole batch at once
     (MCTS) override `batched_policy` instead. The arena uses `batched_policy`.
+
+    Agents holding device arrays opt in to shared compiled code (module
+    docstring) by overriding `arrays`, `settings_key` and `_replace_arrays`.
     """
+
+    # ------------------------------------------------------------------ shared compiled code
+    def arrays(self):
+        """The agent's device arrays (parameters, tables) as a pytree; ``{}`` (default) for none.
+
+        Compiled code shared by agents of equal `settings_key` takes them as
+        an argument (the arena's match, `compiled`).
+        """
+        return {}
+
+    def settings_key(self, env):
+        """A hashable key: agents with equal keys (on ``env``) compile to the same code, given `arrays` as arguments.
+
+        It must hold everything the compiled policy depends on but the
+        *values* of `arrays` (the class, network architecture, search
+        settings, the arrays' shapes and dtypes, ...). Default: the agent
+        itself (identity: one compile per agent object), or its class for
+        a stateless agent (no instance attributes but ``name``).
+        """
+        attributes = getattr(self, "__dict__", None)
+        if attributes is not None and not set(attributes) - _IGNORED_ATTRIBUTES and not jax.tree.leaves(self.arrays()):
+            return (type(self),)
+        return self
+
+    def with_arrays(self, arrays) -> "JaxAgent":
+        """This agent with ``arrays`` (a pytree like `arrays`, e.g. tracers) in place of its own.
+
+        A shallow copy (the agent itself when it has no arrays); its settings are shared.
+        """
+        if not jax.tree.leaves(self.arrays()) and not jax.tree.leaves(arrays):
+            return self
+        new = copy.copy(self)
+        new.__dict__.pop("_jit_cache", None)  # compiled around the original's arrays
+        new._replace_arrays(arrays)
+        return new
+
+    def _replace_arrays(self, arrays) -> None:
+        """Sets ``arrays`` (see `arrays`) on this fresh copy (`with_arrays`); agents with arrays override it."""
+        raise NotImplementedError(f"{type(self).__name__} returns arrays() but does not implement _replace_arrays")
 
     def policy(self, env, state, key: jax.Array, player: jax.Array) -> jax.Array:
         """int32 ``[]``: the action of seat ``player`` (int32 ``[]``) in one unbatched state (pure, jittable)."""
@@ -79,12 +149,30 @@ class JaxAgent(Agent):
         return jax.vmap(lambda s, k, p: self.policy(env, s, k, p).astype(jnp.int32))
 
     def compiled(self, env):
-        """The jitted `batched_policy`, built once per game value (Envs hash by their settings)."""
-        cache = self.__dict__.setdefault("_jit_cache", {})
-        fn = cache.get(env)
+        """The jitted `batched_policy`, built once per game value (Envs hash by their settings).
+
+        An agent with `arrays` shares it with every agent of equal
+        `settings_key` (the arrays are an argument); others compile once per agent object.
+        """
+        arrays = self.arrays()
+        if not jax.tree.leaves(arrays):
+            cache = self.__dict__.setdefault("_jit_cache", {})
+            fn = cache.get(env)
+            if fn is None:
+                fn = cache[env] = jax.jit(self.batched_policy(env))
+            return fn
+        key = (self.settings_key(env), env)
+        fn = _SHARED_POLICIES.get(key)
         if fn is None:
-            fn = cache[env] = jax.jit(self.batched_policy(env))
-        return fn
+            template = self
+            fn = _SHARED_POLICIES[key] = jax.jit(
+                lambda arrays, states, keys, players: template.with_arrays(arrays).batched_policy(env)(states, keys, players)
+            )
+            if len(_SHARED_POLICIES) > _SHARED_MAX:
+                _SHARED_POLICIES.popitem(last=False)
+        else:
+            _SHARED_POLICIES.move_to_end(key)
+        return lambda states, keys, players: fn(self.arrays(), states, keys, players)
 
     def act_batch(self, env, states, key, players, active):
         """See `Agent.act_batch`; the whole batch is computed in one jitted call."""

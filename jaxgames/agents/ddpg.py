@@ -36,7 +36,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxgames import weights_io
-from jaxgames.agents.base import JaxAgent
+from jaxgames.agents.base import JaxAgent, array_signature
 from jaxgames.agents.simple import masked_argmax
 from jaxgames.networks.ddpg import VARIANTS, Actor, check_widths, hand_of_god, init_actor
 
@@ -86,6 +86,19 @@ class DDPGAgent(JaxAgent):
         self.mask_illegal = bool(mask_illegal)
         self.greedy = bool(greedy)
         self.name = variant if name is None else name
+
+    def arrays(self):
+        """``{"params": ...}``: the actor's variables, an argument of the compiled arena match."""
+        return {"params": self.params}
+
+    def settings_key(self, env) -> tuple:
+        """The class, the actor's variant and widths, ``mask_illegal``, ``greedy`` and the parameters' shapes and dtypes."""
+        net = self.network
+        return (type(self), net["variant"], tuple(net["conv_features"]), net["card_features"], tuple(net["hidden"]),
+                net["norm"], self.mask_illegal, self.greedy, array_signature(self.params))
+
+    def _replace_arrays(self, arrays) -> None:
+        self.params = arrays["params"]
 
     def action_probabilities(self, env, state, player: jax.Array) -> jax.Array:
         """float32 ``[40]``: the actor's raw policy for seat ``player`` of one state (before any mask)."""

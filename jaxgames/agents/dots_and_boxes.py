@@ -16,7 +16,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxgames import checks
-from jaxgames.agents.base import HostAgent, JaxAgent, masked_uniform_choice
+from jaxgames.agents.base import HostAgent, JaxAgent, array_signature, masked_uniform_choice
 from jaxgames.games.dots_and_boxes.search import minimax, solver
 from jaxgames.games.dots_and_boxes.search.bitboard import bitboard, edge_set_index
 
@@ -82,6 +82,17 @@ class PerfectAgent(JaxAgent):
         self.size = (num_rows, num_cols)
         self._values = jnp.asarray(solution.values)
         self._masks = jnp.asarray(solver._tables(num_rows, num_cols).edge_box_masks)
+
+    def arrays(self):
+        """``{"values", "masks"}``: the solver's table and edge masks, an argument of the compiled arena match."""
+        return {"values": self._values, "masks": self._masks}
+
+    def settings_key(self, env) -> tuple:
+        """The class, the board size and the tables' shapes and dtypes: PerfectAgents of one board share compiled code."""
+        return (type(self), self.size, array_signature(self.arrays()))
+
+    def _replace_arrays(self, arrays) -> None:
+        self._values, self._masks = arrays["values"], arrays["masks"]
 
     def action_values(self, state) -> jax.Array:
         """int32 ``[E]``: exact value of each move of one state, `solver.ILLEGAL` where drawn."""

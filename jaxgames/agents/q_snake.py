@@ -30,6 +30,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxgames import checks, weights_io
+from jaxgames.agents.base import array_signature
 from jaxgames.agents.battlesnake import QAgent, greedy_relative_move
 from jaxgames.games.battlesnake import rules
 from jaxgames.networks.q_snake import QSnakeNet, init_variables, rotated_views, validate_features, variable_shapes
@@ -177,6 +178,19 @@ class QSnakeAgent(QAgent):
             )
         label = name if name is not None else ("q_snake" if trained else "q_snake(untrained)")
         super().__init__(self.q_values, name=label)
+
+    def arrays(self):
+        """``{"variables": ...}``: the network's variables, an argument of the compiled arena match."""
+        return {"variables": self.variables}
+
+    def settings_key(self, env) -> tuple:
+        """The class, the network's features, board size and view multipliers, and the variables' shapes and dtypes."""
+        return (type(self), self.features, self.board_size, self.head_multiplier, self.body_multiplier,
+                array_signature(self.variables))
+
+    def _replace_arrays(self, arrays) -> None:
+        self.variables = arrays["variables"]
+        self.q_function = self.q_values  # bound to this copy (QAgent's Q-function)
 
     def q_values(self, view: jax.Array) -> jax.Array:
         """float32 ``[3]``: the network's win rates of turn left, straight, turn right for one rotated view ``[view_size, view_size, 3]``."""

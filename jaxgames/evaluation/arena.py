@@ -10,9 +10,13 @@ in a turn-taking game the agent holding ``current_player`` acts; in a
 simultaneous game every seat's agent acts and the joint action is stepped.
 
 When every agent is a `JaxAgent` the whole match is ONE compiled
-``lax.while_loop`` (built once per game value, agents and sizes, then
-cached); an agent computes only in the steps where it is to move somewhere
-in the batch (``lax.cond``). With a `HostAgent` the loop runs on the host
+``lax.while_loop`` (built once per game value, agents' settings and sizes,
+then cached); an agent computes only in the steps where it is to move
+somewhere in the batch (``lax.cond``). The agents' device arrays (network
+parameters, solver tables: `JaxAgent.arrays`) are an argument of the
+compiled match, which is keyed on the agents' `JaxAgent.settings_key`: fresh
+agents of equal settings (e.g. new parameters at every evaluation during
+training) reuse it and compile nothing. With a `HostAgent` the loop runs on the host
 and the host agent decides only for the games where its seat is to move,
 each decision timed.
 
@@ -299,10 +303,42 @@ def _agent_actions(env, agents, holders, states, seat_of_slot, agent_of_seat, li
     return actions
 
 
-@functools.lru_cache(maxsize=32)
+_MATCHES: dict = {}
+"""`_compiled_match`'s cache: jitted matches by (env, agents' settings keys, sizes); the oldest dropped past `_MAX_MATCHES`."""
+_MAX_MATCHES = 32
+
+
 def _compiled_match(env: Env, agents: tuple, lineup: tuple, num_games: int, max_steps: int, sharding=None,
                     total_games: int | None = None):
-    """The whole match of JAX agents as one jitted ``while_loop`` (cached on its static inputs).
+    """The jitted match of `_build_match`, cached on ``(env, settings keys of agents, lineup, sizes, sharding)``.
+
+    Agents of equal `JaxAgent.settings_key` share it: the compiled function
+    takes their `JaxAgent.arrays` as its 4th argument,
+    ``match(key, seat_of_slot, params, arrays, start=0)``; the agents it
+    was built with (the first ones of these settings) lend their code only.
+    """
+    settings = tuple(agent.settings_key(env) for agent in agents)
+    cache_key = (env, settings, lineup, num_games, max_steps, sharding, total_games)
+    fn = _MATCHES.pop(cache_key, None)
+    if fn is None:
+        fn = _build_match(env, agents, lineup, num_games, max_steps, sharding, total_games)
+        while len(_MATCHES) >= _MAX_MATCHES:
+            _MATCHES.pop(next(iter(_MATCHES)))
+    _MATCHES[cache_key] = fn  # most recently used last
+    return fn
+
+
+def _agent_arrays(agents) -> tuple:
+    """The compiled match's ``arrays`` argument: `JaxAgent.arrays` of each agent."""
+    return tuple(agent.arrays() for agent in agents)
+
+
+def _build_match(env: Env, agents: tuple, lineup: tuple, num_games: int, max_steps: int, sharding=None,
+                 total_games: int | None = None):
+    """The whole match of JAX agents as one jitted ``while_loop`` (`_compiled_match` caches it).
+
+    The agents' arrays are the argument ``arrays`` (`JaxAgent.with_arrays`
+    rebuilds each agent around them), not constants of the compiled code.
 
     ``sharding``: a batch `NamedSharding` (`jaxgames.parallel.batch_sharding`)
     the game states are constrained to, so the games are split over its
@@ -325,8 +361,9 @@ def _compiled_match(env: Env, agents: tuple, lineup: tuple, num_games: int, max_
     holders = tuple(tuple(s for s, a in enumerate(lineup) if a == k) for k in range(len(agents)))
     lineup_arr = jnp.asarray(lineup, jnp.int32)
 
-    def run(key, seat_of_slot, params, start=0):
+    def run(key, seat_of_slot, params, arrays, start=0):
         G, N = num_games, env.num_players
+        players = tuple(agent.with_arrays(a) for agent, a in zip(agents, arrays))
         agent_of_seat = jnp.zeros((G, N), jnp.int32).at[jnp.arange(G)[:, None], seat_of_slot].set(lineup_arr[None, :])
         key, init_key = jax.random.split(key)
         states = constrain(jax.vmap(env.init, in_axes=(0, None))(split_games(init_key, start), params))
@@ -339,7 +376,7 @@ def _compiled_match(env: Env, agents: tuple, lineup: tuple, num_games: int, max_
             states, returns, t, key = carry
             key, act_key, step_key = jax.random.split(key, 3)
             live = ~(states.terminated | states.truncated)
-            actions = _agent_actions(env, agents, holders, states, seat_of_slot, agent_of_seat, live, act_key,
+            actions = _agent_actions(env, players, holders, states, seat_of_slot, agent_of_seat, live, act_key,
                                      lambda k: split_games(k, start))
             states = jax.vmap(env.step, in_axes=(0, 0, 0, None))(states, actions, split_games(step_key, start), params)
             states = constrain(states)
@@ -425,7 +462,7 @@ def play(
         overran = np.zeros(num_games, bool)
     elif all_jax:
         match = _compiled_match(env, agents, lineup, num_games, max_steps)
-        out = jax.device_get(match(play_key, jnp.asarray(seat_of_slot), params))
+        out = jax.device_get(match(play_key, jnp.asarray(seat_of_slot), params, _agent_arrays(agents)))
         terminated, truncated, length, returns, agent_of_seat, tiebreak, stats = out
         slowest = np.zeros((num_games, N))
         overran = np.zeros(num_games, bool)
@@ -463,13 +500,15 @@ def _chunked_match(env, agents, lineup, seat_of_slot, max_steps, params, play_ke
     total = seats.shape[0]
     sharding = None if mesh is None else parallel.batch_sharding(mesh)
     match = _compiled_match(env, agents, lineup, size, max_steps, sharding, None if total == size else total)
+    arrays = _agent_arrays(agents)
     if mesh is not None:
         params = parallel.replicate(params, mesh)
+        arrays = parallel.replicate(arrays, mesh)
     outs = []
     for start in range(0, total, size):
         rows = seats[start:start + size]
         rows = jnp.asarray(rows) if mesh is None else parallel.shard_batch(rows, mesh)
-        outs.append(parallel.gather(match(play_key, rows, params, np.int32(start))))
+        outs.append(parallel.gather(match(play_key, rows, params, arrays, np.int32(start))))
     out = jax.tree.map(lambda *xs: np.concatenate(xs, axis=0), *outs)
     return parallel.unpad(out, num_games)
 
