@@ -611,21 +611,43 @@ class Compiled(NamedTuple):
     update_step: Callable
 
 
+SELFPLAY_DONATED = (1, 2)
+"""Arguments a donating ``selfplay(params, env_states, buffer, key)`` consumes: the games and the replay buffer."""
+
+UPDATE_DONATED = (1,)
+"""Arguments a donating ``update_step(params, opt_state, buffers, key)`` consumes: the optimizer state.
+
+Not the parameters: ``best_params`` is often the very same arrays (`AlphaZeroLearner.promote`,
+`AlphaZeroLearner.start_from`), and donating them would delete the best network. Not the buffers:
+every update step of an iteration samples them."""
+
+
 @functools.lru_cache(maxsize=8)
-def compiled(config: AlphaZeroConfig, mesh=None) -> Compiled:
-    """The jitted self-play (one per size) and update of a config, built once per config value (and mesh)."""
+def compiled(config: AlphaZeroConfig, mesh=None, donate: bool = False) -> Compiled:
+    """The jitted self-play (one per size) and update of a config, built once per config value (and mesh).
+
+    With ``donate`` the calls consume their carried inputs (`SELFPLAY_DONATED`, `UPDATE_DONATED`):
+    XLA writes the new games, buffer and optimizer state over the old ones instead of copying them
+    (the buffer is most of the state: 0.33 GB for Onitama's default 65536 positions), and the arrays
+    passed in are deleted (``is_deleted()``), so a caller must not read them again. The results are
+    the same bits either way. The default keeps its inputs (tests and benchmarks call it repeatedly
+    on one state).
+    """
+    play_donated, update_donated = (SELFPLAY_DONATED, UPDATE_DONATED) if donate else ((), ())
     if mesh is not None:
         rep, bat = parallel.replicated(mesh), parallel.batch_sharding(mesh)
-        return Compiled(
+        return Compiled(  # donated inputs keep their sharding in the outputs (games split, buffer and opt state whole)
             selfplay=tuple(
-                jax.jit(make_selfplay(config, s), in_shardings=(rep, bat, rep, rep), out_shardings=(bat, rep, rep))
+                jax.jit(make_selfplay(config, s), in_shardings=(rep, bat, rep, rep), out_shardings=(bat, rep, rep),
+                        donate_argnums=play_donated)
                 for s in config.board_sizes
             ),
-            update_step=jax.jit(make_update_step(config, batch_sharding=bat), in_shardings=rep, out_shardings=rep),
+            update_step=jax.jit(make_update_step(config, batch_sharding=bat), in_shardings=rep, out_shardings=rep,
+                                donate_argnums=update_donated),
         )
     return Compiled(
-        selfplay=tuple(jax.jit(make_selfplay(config, s)) for s in config.board_sizes),
-        update_step=jax.jit(make_update_step(config)),
+        selfplay=tuple(jax.jit(make_selfplay(config, s), donate_argnums=play_donated) for s in config.board_sizes),
+        update_step=jax.jit(make_update_step(config), donate_argnums=update_donated),
     )
 
 
@@ -637,10 +659,17 @@ def _check_mesh(config: AlphaZeroConfig, mesh) -> None:
                 raise ValueError(f"{name}={getattr(config, name)} must be a multiple of the mesh's {d} devices")
 
 
-def train_iteration(config: AlphaZeroConfig, state: TrainState, *, mesh=None) -> tuple[TrainState, dict]:
+def train_iteration(config: AlphaZeroConfig, state: TrainState, *, mesh=None,
+                    donate: bool = False) -> tuple[TrainState, dict]:
     """One iteration: self-play on every size, then the updates (see the module docstring).
 
     Deterministic given ``state`` (its key), so a resumed run repeats a straight one exactly.
+
+    With ``donate`` the iteration consumes ``state``: its replay buffers, game states and optimizer
+    state are donated to the compiled calls (`compiled`), which update them in place rather than
+    copying them, and are deleted; read only the returned state afterwards. Its parameters,
+    ``best_params`` and key stay valid. The returned state is the same bits either way.
+    `AlphaZeroLearner.update` donates (the training spine drops the old state); the default does not.
 
     Data parallelism: with ``mesh`` (`jaxgames.parallel.make_mesh`) the
     ``num_envs`` self-play games of each size are split over the devices
@@ -670,7 +699,7 @@ def train_iteration(config: AlphaZeroConfig, state: TrainState, *, mesh=None) ->
         state = parallel.replicate(state.replace(env_states=()), mesh).replace(
             env_states=parallel.shard_batch(state.env_states, mesh)
         )
-    fns = compiled(config, mesh)
+    fns = compiled(config, mesh, bool(donate))
     key = jax.random.wrap_key_data(state.key)
     key, update_key, *play_keys = jax.random.split(key, 2 + len(config.board_sizes))
     buffers, env_states, metrics = list(state.buffers), list(state.env_states), {}
@@ -774,11 +803,19 @@ class AlphaZeroLearner:
     parameters ``best_params`` (what the arena gate of
     `jaxgames.evaluation.alphazero` asks).
 
+    ``update`` consumes its state (``donate``): the replay buffers, games and
+    optimizer state it is given are updated in place and deleted, as the
+    spine reads only the state returned. The parameters are never donated, so
+    `promote` and the evaluation hooks may share them freely.
+
     Args:
         config: `AlphaZeroConfig`.
         mesh: None, or a `jax.sharding.Mesh` to train data-parallel on
             (`train_iteration`; equal to one device up to float32 rounding;
             checkpoints hold the sharded state, Orbax writing each shard).
+        donate: ``update`` donates the old state's buffers, games and
+            optimizer state (`train_iteration`); False keeps them (the same results, a copy
+            of every buffer per iteration).
 
     Raises:
         TypeError: ``config`` not an `AlphaZeroConfig`.
@@ -788,18 +825,18 @@ class AlphaZeroLearner:
 
     name = "alphazero"
 
-    def __init__(self, config: AlphaZeroConfig, *, mesh=None):
+    def __init__(self, config: AlphaZeroConfig, *, mesh=None, donate: bool = True):
         if not isinstance(config, AlphaZeroConfig):
             raise TypeError(f"config must be an AlphaZeroConfig; got {type(config).__name__}")
         _check_mesh(config, mesh)
         check_memory(config)
-        self.config, self.mesh = config, mesh
+        self.config, self.mesh, self.donate = config, mesh, bool(donate)
 
     def init(self, key: jax.Array) -> TrainState:
         return init_state(self.config, key)
 
     def update(self, state: TrainState) -> tuple[TrainState, dict]:
-        return train_iteration(self.config, state, mesh=self.mesh)
+        return train_iteration(self.config, state, mesh=self.mesh, donate=self.donate)
 
     def iteration(self, state: TrainState) -> int:
         return int(state.iteration)

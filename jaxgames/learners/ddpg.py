@@ -397,11 +397,18 @@ class DDPGLearner:
     of configs that differ only in ``num_iterations`` and ``chunk`` compare equal
     and share their compiled functions (a resume in the same process compiles nothing).
 
+    ``update`` consumes its state (``donate``): the compiled chunk writes the
+    new state (replay buffers, networks, Adam states, games) over the one it
+    is given, which is deleted, as the spine reads only the state returned.
+
     Args:
         config: a `DDPGConfig`.
+        donate: ``update`` donates the old state to the compiled run (`run`'s
+            ``donate``); False keeps it (the same results, a copy of the whole
+            state, buffers included, per chunk).
 
     Attributes:
-        config, env, actors (one `Actor` per variant), critic, actor_tx, critic_tx.
+        config, env, actors (one `Actor` per variant), critic, actor_tx, critic_tx, donate.
 
     Raises:
         TypeError: ``config`` is not a `DDPGConfig`.
@@ -409,10 +416,11 @@ class DDPGLearner:
 
     name = "ddpg"
 
-    def __init__(self, config: DDPGConfig):
+    def __init__(self, config: DDPGConfig, *, donate: bool = True):
         if not isinstance(config, DDPGConfig):
             raise TypeError(f"config must be a DDPGConfig; got {type(config).__name__}")
         self.config = config
+        self.donate = bool(donate)  # picks a compiled function, not a trace: not part of the equality below
         self.env = config.env()
         self.actors = tuple(config.actor(v) for v in config.variants)
         self.critic = config.critic()
@@ -445,7 +453,8 @@ class DDPGLearner:
         """
         done = int(state.iteration)
         left = self.config.num_iterations - done
-        state, records = self.run(state, min(self.config.chunk, left) if left > 0 else self.config.chunk)
+        state, records = self.run(state, min(self.config.chunk, left) if left > 0 else self.config.chunk,
+                                  donate=self.donate)
         return state, {"records": records, **chunk_summary(self.config, records, done)}
 
     def iteration(self, state: TrainState) -> int:
@@ -477,20 +486,29 @@ class DDPGLearner:
                           iteration=jnp.int32(0), key=key)
 
     # -- the compiled loop
-    def run(self, state: TrainState, num_iterations: int) -> tuple[TrainState, Metrics]:
+    def run(self, state: TrainState, num_iterations: int, *, donate: bool = False) -> tuple[TrainState, Metrics]:
         """``num_iterations`` iterations from ``state`` in one compiled ``lax.scan`` (one trace per length).
+
+        Args:
+            state: a `TrainState`.
+            num_iterations: iterations to run (>= 1).
+            donate: consume ``state``: XLA reuses its arrays for the new state
+                instead of copying it (replay buffers included), and every
+                array of ``state`` is deleted, so read only the state returned.
+                The results are the same bits either way.
 
         Returns:
             ``(state, metrics)``, `Metrics` stacked ``[num_iterations, ...]``.
         """
         checks.positive_int("num_iterations", num_iterations)
-        return self._run(state, int(num_iterations))
+        return (self._run_donated if donate else self._run)(state, int(num_iterations))
 
     def _run_impl(self, state: TrainState, num_iterations: int):
         return jax.lax.scan(lambda s, _: self._iteration(s), state, None, length=num_iterations)
 
     _init = jax.jit(_init_impl, static_argnums=0)
     _run = jax.jit(_run_impl, static_argnums=(0, 2))
+    _run_donated = jax.jit(_run_impl, static_argnums=(0, 2), donate_argnums=1)
 
     def _per_variant(self, fn: Callable, *trees):
         """``fn(variant_index, *variant_slices)`` for each variant, vmapped over its seeds; outputs concatenated over runs.
@@ -716,7 +734,9 @@ def make_train(config: DDPGConfig) -> Callable[[jax.Array], tuple[TrainState, Me
     """``train(key) -> (state, metrics)``: the whole study of ``config.num_iterations`` iterations, one jitted function.
 
     PureJaxRL's ``make_train``: pure, so it can be vmapped over keys (note the
-    module docstring on the opponent's ``lax.switch`` under ``vmap``).
+    module docstring on the opponent's ``lax.switch`` under ``vmap``). It
+    takes only the key, so it has nothing to donate: the state is born and
+    carried inside the one compiled call.
 
     Raises:
         TypeError: ``config`` is not a `DDPGConfig` (its own checks ran when it was built).

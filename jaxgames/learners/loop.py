@@ -29,7 +29,8 @@ Adding a learner: write a config (a frozen dataclass, hashable) and a class with
   key data inside it rather than a typed key;
 * ``update(state) -> (state, metrics)``: one iteration, or a chunk of several
   (DDPG); metrics a dict whose scalar entries go into the history (one row
-  per update; other entries reach only ``callback``);
+  per update; other entries reach only ``callback``). It may donate (delete)
+  the arrays of the state it is given: `train` reads only the returned state;
 * ``iteration(state) -> int``: iterations the state has done;
 * optionally ``promote(state) -> state`` (for evaluation hooks that promote)
   and ``name`` (the progress bar's label).

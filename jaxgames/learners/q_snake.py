@@ -741,6 +741,10 @@ class LearnerState:
         return {"params": self.reference_params, "batch_stats": self.reference_batch_stats}
 
 
+TRAINED = ("params", "batch_stats", "opt_state", "ema_params", "ema_batch_stats")
+"""The `LearnerState` fields a training step replaces (what `QSnakeLearner.train_step_donated` consumes)."""
+
+
 # ----------------------------------------------------------------------------- statistics
 def game_metrics(final: Board, seats: jax.Array) -> dict:
     """Sums over games of the report's per-game figures (4-10) for the snakes in ``seats``.
@@ -871,7 +875,7 @@ class QSnakeLearner:
     """AlphaSnake Zero for one `QSnakeConfig`: a `jaxgames.learners.loop` learner (module docstring).
 
     ``update`` is one generation without its pit (host code: ``collect``,
-    then ``train_steps`` calls of ``train_step``); the pit is the evaluation
+    then ``train_steps`` training steps); the pit is the evaluation
     hook `jaxgames.evaluation.q_snake.pit_hook`, which calls `promote`.
     Every piece is jitted once per config (equal configs share compiled
     functions; `TRACES` counts the traces) and takes the game's numeric
@@ -880,6 +884,10 @@ class QSnakeLearner:
     Jitted: ``self_play(variables, params, key) -> SelfPlayRecord``;
     ``collect(state) -> (TrainingData, keys [train_steps], metrics)``;
     ``train_step(state, data, key) -> (state, loss)``;
+    ``train_step_donated(trained, rest, data, key) -> (trained, loss)``, the
+    same step on the `TRAINED` fields ``trained`` (a dict) of the state
+    ``rest`` (those fields None), which it donates: XLA writes the new
+    networks and optimiser state over them and deletes the arrays passed in;
     ``versus(vars_a, vars_b, key, num_games, seats_a, params, random_seats)``
     (pit and evaluation games).
 
@@ -908,6 +916,17 @@ class QSnakeLearner:
     float32 rounding, not bitwise (`tests/test_parallel.py` checks one
     generation of a tiny config with a tolerance).
 
+    Donation (``donate``, the default): ``update`` copies the `TRAINED`
+    fields of the state it is given once, then runs its ``train_steps``
+    steps through ``train_step_donated``, so each step updates those copies
+    in place. The copies keep the state passed in valid (``update`` may be
+    called again on it) and untangle the arrays that the candidate shares
+    with the best, reference and averaged networks after `init` and
+    `promote`, which a donated step would otherwise delete. The results
+    are the same bits either way. The generation's largest array, the
+    self-play record in ``TrainingData``, is read by every step and so is
+    not donated; the networks are small, so the gain is small too.
+
     Raises:
         TypeError: ``config`` is not a `QSnakeConfig`.
         ValueError: a generation would not fit in memory (`check_memory`),
@@ -916,12 +935,13 @@ class QSnakeLearner:
 
     name = "q_snake"
 
-    def __init__(self, config: QSnakeConfig, *, mesh=None):
+    def __init__(self, config: QSnakeConfig, *, mesh=None, donate: bool = True):
         if not isinstance(config, QSnakeConfig):
             raise TypeError(f"config must be a QSnakeConfig; got {type(config).__name__}")
         check_memory(config)
         self.config = config
         self.mesh = mesh
+        self.donate = bool(donate)  # picks a compiled function, not a trace: not part of the equality below
         self._batch_sharding = None
         if mesh is not None:
             self._batch_sharding = parallel.batch_sharding(mesh)
@@ -947,6 +967,7 @@ class QSnakeLearner:
         self.versus = functools.partial(jitted["versus"], self)
         self.collect = functools.partial(jitted["collect"], self)
         self.train_step = functools.partial(jitted["train_step"], self)
+        self.train_step_donated = functools.partial(jitted["train_step_donated"], self)
 
     # learners of one config (and mesh) are interchangeable (jit caches on them as static arguments)
     def __hash__(self):
@@ -1162,6 +1183,11 @@ class QSnakeLearner:
         return state.replace(params=params, batch_stats=batch_stats, opt_state=opt_state,
                              ema_params=ema[0], ema_batch_stats=ema[1]), loss
 
+    def _train_step_donated(self, trained: dict, rest: LearnerState, data: TrainingData, key: jax.Array):
+        """`_train_step` of ``rest`` with its `TRAINED` fields ``trained``; returns only those (jitted donating ``trained``)."""
+        state, loss = self._train_step(rest.replace(**trained), data, key)
+        return {name: getattr(state, name) for name in TRAINED}, loss
+
     def _versus(self, vars_a: dict, vars_b: dict, key: jax.Array, num_games: int, seats_a: int, params,
                 random_seats: bool = False):
         """Games of network A (``seats_a`` seats) against B playing ``pit_policy``; a game stops once one side is out.
@@ -1252,9 +1278,17 @@ class QSnakeLearner:
         try:
             data, keys, metrics = self.collect(state)
             losses = []
-            for i in range(c.train_steps):
-                state, loss = self.train_step(state, data, keys[i])
-                losses.append(loss)
+            if self.donate:  # copies the steps may consume (class docstring, "Donation")
+                trained = jax.tree.map(jnp.copy, {name: getattr(state, name) for name in TRAINED})
+                rest = state.replace(**{name: None for name in TRAINED})
+                for i in range(c.train_steps):
+                    trained, loss = self.train_step_donated(trained, rest, data, keys[i])
+                    losses.append(loss)
+                state = rest.replace(**trained)
+            else:
+                for i in range(c.train_steps):
+                    state, loss = self.train_step(state, data, keys[i])
+                    losses.append(loss)
             losses = jnp.stack(losses)
             metrics = jax.device_get({**metrics, "loss_first": losses[0], "loss_last": losses[-1],
                                       "loss_mean": jnp.mean(losses)})
@@ -1273,6 +1307,7 @@ def _jitted(config: QSnakeConfig) -> dict:
         "self_play": jax.jit(QSnakeLearner._self_play, static_argnums=0),
         "collect": jax.jit(QSnakeLearner._collect, static_argnums=0),
         "train_step": jax.jit(QSnakeLearner._train_step, static_argnums=0),
+        "train_step_donated": jax.jit(QSnakeLearner._train_step_donated, static_argnums=0, donate_argnums=1),
         "versus": jax.jit(QSnakeLearner._versus, static_argnums=(0, 4, 5, 7)),
     }
 
