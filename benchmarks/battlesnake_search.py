@@ -1,0 +1,289 @@
+"""The search snake measured: win rates against three heuristic snakes, think time at B = 1, search speed.
+
+* **Strength**: `SearchAgent` in standard 4-snake 11x11 games against three
+  snakes of each opponent kind (``heuristic``: `HeuristicAgent`; ``public``:
+  `jaxgames.agents.battlesnake_public`, written from a public description of
+  good play and never tuned against; ``random_safe``). Seats rotate over the
+  games (`arena.play`, ``seating="rotate"``), spawns are drawn per game. A
+  win is placing first alone (`ArenaResult.won`); 95% Wilson intervals. The
+  search snake's deaths are counted by cause (starvation + wall share).
+  Games are played in chunks of ``chunk`` and saved as they finish, so an
+  interrupted run continues where it stopped.
+* **Think time**: one board at a time (B = 1) through the jitted policy the
+  HTTP server runs, on positions of heuristic-snake games; p50, p99 and max
+  in ms against the server's 500 ms default timeout.
+* **Search speed**: kernel steps inside the search per second at B = 1 and
+  B = ``speed_batch`` roots, beside the bare kernel's rate (jitted, vmapped
+  `env.step` over ``speed_batch`` states) in the same run.
+
+    python benchmarks/battlesnake_search.py                       # 1000 games per opponent kind
+    python benchmarks/battlesnake_search.py games=100 opponents=heuristic
+    python benchmarks/battlesnake_search.py --help
+
+Writes ``results.json``, ``config.json`` and ``README.md`` into ``out_dir``
+(default ``results/benchmarks/battlesnake_search``), and per opponent
+``games_<kind>.npz`` as the chunks finish.
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import json
+import os
+import sys
+import time
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from tqdm import tqdm
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+
+from jaxgames import checks, experiment
+from jaxgames.agents.battlesnake import HeuristicAgent, RandomSafeAgent
+from jaxgames.agents.battlesnake_public import TailChaserAgent
+from jaxgames.agents.battlesnake_search import SearchAgent
+from jaxgames.evaluation import arena
+from jaxgames.evaluation.stats import wilson_interval
+from jaxgames.games.battlesnake import Battlesnake, rules
+from jaxgames.search import simultaneous
+
+OPPONENTS = {"heuristic": HeuristicAgent, "public": TailChaserAgent, "random_safe": RandomSafeAgent}
+
+
+@dataclasses.dataclass(frozen=True)
+class Config:
+    """Settings (``key=value`` on the command line).
+
+    Attributes:
+        games: games per opponent kind (rounded up to a multiple of ``chunk``).
+        chunk: games per compiled call (a multiple of 4 rotates every seat equally).
+        opponents: kinds from `OPPONENTS`, comma separated.
+        depth: the search's plies.
+        search_opponents: the snakes the search enumerates besides its own.
+        max_turns: turn limit (the game is truncated there).
+        think_positions: boards timed one at a time.
+        speed_batch: roots per call in the batched speed measurement.
+        seed: PRNG seed.
+        out_dir: results folder.
+    """
+
+    games: int = 1000
+    chunk: int = 100
+    opponents: tuple[str, ...] = ("heuristic", "public", "random_safe")
+    depth: int = 2
+    search_opponents: int = 1
+    max_turns: int = 1000
+    think_positions: int = 300
+    speed_batch: int = 256
+    seed: int = 0
+    out_dir: str = "results/benchmarks/battlesnake_search"
+
+    def __post_init__(self):
+        for name in ("games", "chunk", "depth", "max_turns", "think_positions", "speed_batch"):
+            checks.positive_int(name, getattr(self, name))
+        checks.non_negative_int("search_opponents", self.search_opponents)
+        checks.non_negative_int("seed", self.seed)
+        experiment.check_names("opponents", self.opponents, tuple(OPPONENTS))
+
+    def agent(self) -> SearchAgent:
+        return SearchAgent(depth=self.depth, opponents=self.search_opponents)
+
+
+def _env(cfg: Config) -> Battlesnake:
+    return Battlesnake(board_size=11, num_snakes=4, max_turns=cfg.max_turns, observation="none")
+
+
+def play_games(cfg: Config, kind: str, key: jax.Array) -> dict:
+    """Plays (or resumes) ``cfg.games`` games of the search snake against three ``kind`` snakes."""
+    env, agent, other = _env(cfg), cfg.agent(), OPPONENTS[kind]()
+    path = os.path.join(cfg.out_dir, f"games_{kind}.npz")
+    chunks = -(-cfg.games // cfg.chunk)
+    settings = json.dumps({k: v for k, v in dataclasses.asdict(cfg).items()
+                           if k in ("chunk", "depth", "search_opponents", "max_turns", "seed")}, sort_keys=True)
+    done = dict(np.load(path)) if os.path.exists(path) else {}
+    if done and str(done.get("settings")) != settings:
+        raise ValueError(f"{path} holds games of other settings ({done.get('settings')}); "
+                         f"use another out_dir or delete it")
+    have = int(done["chunks"]) if done else 0
+    fields = ("won", "cause", "length", "truncated", "turn_died")
+    keys = jax.random.split(key, chunks)
+    for c in tqdm(range(have, chunks), desc=f"vs 3x {kind}", unit="chunk", initial=have, total=chunks):
+        r = arena.play(env, [agent, other], cfg.chunk, keys[c], lineup=(0, 1, 1, 1), max_steps=cfg.max_turns + 1,
+                       chunk_size=cfg.chunk)
+        mine = r.agent_of_seat == 0  # [G, 4], one seat per game
+        new = {
+            "won": r.won()[mine],
+            "cause": r.stats["eliminated_cause"][mine],
+            "length": r.length,
+            "truncated": r.truncated,
+            "turn_died": r.stats["eliminated_on_turn"][mine],
+        }
+        done = {f: np.concatenate([done[f], new[f]]) if f in done else new[f] for f in fields}
+        done["chunks"] = np.int64(c + 1)
+        done["settings"] = np.asarray(settings)
+        tmp = path + ".tmp.npz"
+        np.savez(tmp, **done)
+        os.replace(tmp, path)
+    won, cause = done["won"], done["cause"]
+    n, wins = int(won.size), int(won.sum())
+    lo, hi = wilson_interval(wins, n)
+    died = cause != 0
+    causes = collections.Counter(rules.ELIMINATION_CAUSES[c] for c in cause[died])
+    avoidable = causes.get("out-of-health", 0) + causes.get("wall-collision", 0)
+    return {
+        "opponent": kind,
+        "games": n,
+        "wins": wins,
+        "win_rate": wins / n,
+        "wilson95": [lo, hi],
+        "fair_share": 0.25,
+        "deaths": int(died.sum()),
+        "death_causes": dict(causes),
+        "starvation_plus_wall_share_of_deaths": avoidable / max(int(died.sum()), 1),
+        "truncated_games": int(done["truncated"].sum()),
+        "mean_game_length": float(np.mean(done["length"])),
+    }
+
+
+def positions(cfg: Config, count: int, key: jax.Array):
+    """``count`` boards of 4-snake heuristic games (turns 0-200, the timed snake alive), as a batched state."""
+    env = _env(cfg)
+    h = HeuristicAgent()
+    games = max(1, -(-count // 20))
+    states = jax.vmap(env.init)(jax.random.split(key, games))
+    act = jax.jit(jax.vmap(jax.vmap(lambda s, k, p: h.policy(env, s, k, p), in_axes=(None, 0, 0)), in_axes=(0, 0, None)))
+    step = jax.jit(jax.vmap(env.step))
+    picked = []
+    for t in range(200):
+        key, k_act, k_step = jax.random.split(key, 3)
+        if t % 10 == 0:
+            picked.append(states)
+        a = act(states, jax.random.split(k_act, games * 4).reshape(games, 4), jnp.arange(4))
+        states = step(states, a, jax.random.split(k_step, games))
+    flat = jax.tree.map(lambda *x: jnp.concatenate(x), *picked)
+    alive = np.asarray(flat.board.alive[:, 0] & ~flat.terminated)
+    idx = np.flatnonzero(alive)[:count]
+    return jax.tree.map(lambda x: x[idx], flat)
+
+
+def think_time(cfg: Config, key: jax.Array) -> dict:
+    """Per-board think time (ms) of the jitted one-board policy (what the server runs)."""
+    env, agent = _env(cfg), cfg.agent()
+    states = positions(cfg, cfg.think_positions, key)
+    policy = jax.jit(lambda s, k: agent.policy(env, s, k, jnp.int32(0)))
+    one = lambda i: jax.tree.map(lambda x: x[i], states)
+    policy(one(0), key).block_until_ready()
+    times = []
+    n = int(states.rewards.shape[0])
+    for i in range(n):
+        s = one(i)
+        jax.block_until_ready(s)
+        t0 = time.perf_counter()
+        int(policy(s, jax.random.fold_in(key, i)))
+        times.append((time.perf_counter() - t0) * 1000)
+    t = np.asarray(times)
+    return {"positions": n, "p50_ms": float(np.percentile(t, 50)), "p99_ms": float(np.percentile(t, 99)),
+            "max_ms": float(t.max()), "server_timeout_ms": 500, "target_p99_ms": 400}
+
+
+def _median_seconds(fn, *args, repeats=5):
+    jax.block_until_ready(fn(*args))
+    out = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        jax.block_until_ready(fn(*args))
+        out.append(time.perf_counter() - t0)
+    return float(np.median(out))
+
+
+def search_speed(cfg: Config, key: jax.Array) -> dict:
+    """Kernel steps per second inside the search (B = 1 and ``speed_batch``) and of the bare kernel."""
+    env, agent = _env(cfg), cfg.agent()
+    m = min(cfg.search_opponents, 3) + 1
+    per_search = sum((4**m) ** k for k in range(1, cfg.depth + 1))
+    states = positions(cfg, cfg.speed_batch, key)
+    b = int(states.rewards.shape[0])
+    keys = jax.random.split(key, b)
+    players = jnp.zeros(b, jnp.int32)
+    batched = agent.compiled(env)
+    one = jax.tree.map(lambda x: x[:1], states)
+    t1 = _median_seconds(batched, one, keys[:1], players[:1])
+    tb = _median_seconds(batched, states, keys, players)
+    step = jax.jit(jax.vmap(env.step))
+    acts = jax.random.randint(key, (b, 4), 0, 4)
+    tk = _median_seconds(step, states, acts, keys)
+    return {
+        "states_stepped_per_search": per_search,
+        "leaves_evaluated_per_search": (4**m) ** cfg.depth,
+        "search_b1": {"seconds_per_search": t1, "kernel_steps_per_s": per_search / t1},
+        f"search_b{b}": {"seconds_per_search": tb / b, "kernel_steps_per_s": per_search * b / tb},
+        f"bare_kernel_b{b}": {"kernel_steps_per_s": b / tk},
+    }
+
+
+def _readme(cfg: Config, results: dict) -> str:
+    lines = [f"# The search snake (`SearchAgent(depth={cfg.depth}, opponents={cfg.search_opponents})`)", "",
+             "Command: `python benchmarks/battlesnake_search.py " + " ".join(
+                 f"{k}={','.join(v) if isinstance(v, tuple) else v}" for k, v in dataclasses.asdict(cfg).items()) + "`",
+             f"Device: {jax.devices()[0].device_kind} ({os.cpu_count()} cores).", "",
+             "| opponents (3 of them) | games | search snake wins | 95% Wilson | starvation + wall share of its deaths | deaths by cause |",
+             "| --- | ---: | ---: | --- | ---: | --- |"]
+    for r in results.get("strength", []):
+        lines.append(f"| {r['opponent']} | {r['games']} | {100 * r['win_rate']:.1f}% | "
+                     f"[{100 * r['wilson95'][0]:.1f}, {100 * r['wilson95'][1]:.1f}] | "
+                     f"{100 * r['starvation_plus_wall_share_of_deaths']:.1f}% | "
+                     + ", ".join(f"{k} {v}" for k, v in sorted(r["death_causes"].items())) + " |")
+    th = results.get("think_time")
+    if th:
+        lines += ["", f"Think time, one board (B = 1, {th['positions']} positions of heuristic games): "
+                  f"p50 {th['p50_ms']:.1f} ms, p99 {th['p99_ms']:.1f} ms, max {th['max_ms']:.1f} ms "
+                  f"(target: p99 under {th['target_p99_ms']} ms = 80% of the {th['server_timeout_ms']} ms timeout)."]
+    sp = results.get("speed")
+    if sp:
+        lines += ["", f"Search speed ({sp['states_stepped_per_search']} states stepped, "
+                  f"{sp['leaves_evaluated_per_search']} leaves evaluated per search):", ""]
+        for k, v in sp.items():
+            if isinstance(v, dict):
+                lines.append(f"- {k}: {v['kernel_steps_per_s']:,.0f} kernel steps/s"
+                             + (f", {1000 * v['seconds_per_search']:.2f} ms per search" if "seconds_per_search" in v else ""))
+    return "\n".join(lines) + "\n"
+
+
+def run(cfg: Config, argv=None) -> dict:
+    """The benchmark; returns and writes the results."""
+    del argv
+    os.makedirs(cfg.out_dir, exist_ok=True)
+    with open(os.path.join(cfg.out_dir, "config.json"), "w") as f:
+        json.dump(dataclasses.asdict(cfg), f, indent=2)
+    key_games, key_think, key_speed = jax.random.split(jax.random.key(cfg.seed), 3)
+    results = {"device": jax.devices()[0].device_kind}
+    results["speed"] = search_speed(cfg, key_speed)
+    results["think_time"] = think_time(cfg, key_think)
+    print(f"think time p50 {results['think_time']['p50_ms']:.1f} ms, p99 {results['think_time']['p99_ms']:.1f} ms", flush=True)
+    results["strength"] = []
+    for kind, k in zip(cfg.opponents, jax.random.split(key_games, len(cfg.opponents))):
+        r = play_games(cfg, kind, k)
+        results["strength"].append(r)
+        print(f"vs 3x {kind}: {100 * r['win_rate']:.1f}% [{100 * r['wilson95'][0]:.1f}, {100 * r['wilson95'][1]:.1f}] "
+              f"of {r['games']} games; starvation + wall {100 * r['starvation_plus_wall_share_of_deaths']:.1f}% of "
+              f"{r['deaths']} deaths", flush=True)
+    tmp = os.path.join(cfg.out_dir, "results.json.tmp")
+    with open(tmp, "w") as f:
+        json.dump({"config": dataclasses.asdict(cfg), "results": results}, f, indent=2)
+    os.replace(tmp, os.path.join(cfg.out_dir, "results.json"))
+    with open(os.path.join(cfg.out_dir, "README.md"), "w") as f:
+        f.write(_readme(cfg, results))
+    print(_readme(cfg, results))
+    return results
+
+
+def main(argv=None) -> None:
+    """Entry point: ``python benchmarks/battlesnake_search.py [key=value ...]``."""
+    experiment.main(Config, run, argv, prog="benchmarks/battlesnake_search.py", summary=__doc__.split("\n\n")[0])
+
+
+if __name__ == "__main__":
+    main()
