@@ -169,3 +169,17 @@ def test_act_in_time_deepens_within_the_budget():
     assert depth == 2 and move in range(4)
     move, depth = agent.act_in_time(env, state, jax.random.key(0), 0, 1e-9)
     assert depth == 1  # depth 1 always runs; depth 2 is not started past the budget
+
+
+def test_server_serves_the_search_agent_and_refuses_its_settings_for_others():
+    from jaxgames.serve.battlesnake import server_from_args, warmup_request
+
+    srv, line = server_from_args(["--agent", "search", "--depth", "1", "--time-budget-ms", "300", "--port", "0",
+                                  "--warmup-sizes", "7"])
+    assert "search" in line
+    assert srv.agent.depth == 1 and srv.agent.time_budget == 0.3
+    assert srv.move(warmup_request(7))["move"] in ("up", "down", "left", "right")
+    with pytest.raises(SystemExit):
+        server_from_args(["--agent", "heuristic", "--depth", "2", "--port", "0", "--warmup-sizes", ""])
+    with pytest.raises(SystemExit):
+        server_from_args(["--agent", "search", "--depth", "0", "--port", "0", "--warmup-sizes", ""])
