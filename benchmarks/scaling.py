@@ -155,7 +155,7 @@ def _worker(config: Config) -> dict:
             )
         play = az.compiled(azc, mesh).selfplay[0]
         key = jax.random.key(config.seed + 1)
-        fn = lambda: play(state.params, state.env_states[0], state.buffers[0], key)  # noqa: E731
+        fn = lambda: play(state.params, state.env_states[0], state.buffers[0], key, state.iteration)  # noqa: E731
         out["rows"].append(dict(workload="self-play", scaling=scaling, batch=games, seconds=_best_time(fn, config.repeats)))
     return out
 

@@ -337,7 +337,8 @@ def report_rows(agent, raw, config: Config, key: jax.Array, progress: bool) -> t
 
 # ----------------------------------------------------------------------------- figures and tables
 def write_curves(rd: ResultsDir, history: list) -> None:
-    """``curves.csv`` and ``curves.png``: losses, value error, optimal-move rate, scores and Elo per iteration."""
+    """``curves.csv`` and ``curves.png``: losses, value error, optimal-move rate (overall and in the opening),
+    scores and Elo per iteration; ``training_minutes`` is the cumulative self-play and update time."""
 
     def draw(axes, it, names):
         ax = axes[0, 1]
@@ -352,6 +353,9 @@ def write_curves(rd: ResultsDir, history: list) -> None:
             ax = axes[1, 0]
             ax.plot(e, [r["optimal_rate_raw"] for r in ev], "o-", label="raw network")
             ax.plot(e, [r["optimal_rate_search"] for r in ev], "s-", label="with search")
+            if "optimal_rate_search_opening" in ev[0]:
+                ax.plot(e, [r["optimal_rate_search_opening"] for r in ev], ".--", lw=0.8,
+                        label="with search, opening (first third of the edges)")
             ax.axhline(0.95, color="k", ls=":", lw=1, label="target 95%")
             ax.set_ylim(0, 1)
             ax.set_title("Optimal-move rate, 3x3 random-play positions")
@@ -361,6 +365,8 @@ def write_curves(rd: ResultsDir, history: list) -> None:
             ax.axhline(0, color="k", lw=0.5)
             ax.set_title("Elo difference (from the arena score)")
 
+    minutes = np.cumsum([r.get("selfplay_seconds", 0) + r.get("update_seconds", 0) for r in history]) / 60
+    history = [{**r, "training_minutes": float(m)} for r, m in zip(history, minutes)]
     report.write_curves(rd, history, draw, grid=(2, 2), size=(11, 7.5))
 
 

@@ -47,7 +47,8 @@ class StepOutcome:
 
 
 def auto_reset_step(
-    env: Env, state: State, action: jax.Array, key: jax.Array, params: EnvParams | None = None
+    env: Env, state: State, action: jax.Array, key: jax.Array, params: EnvParams | None = None,
+    reset: Callable[[jax.Array], State] | None = None,
 ) -> tuple[State, StepOutcome]:
     """Steps one game and starts a new one where it ended.
 
@@ -57,6 +58,8 @@ def auto_reset_step(
         action: as for ``env.step``.
         key: PRNG key; split into the step's key and the reset's key.
         params: the game's params (default ``env.default_params``).
+        reset: ``reset(key) -> state``, the new game (default ``env.init(key, params)``; e.g. a start
+            after random moves).
 
     Returns:
         ``(next_state, outcome)``: ``next_state`` is ``env.init`` of a new game
@@ -72,7 +75,7 @@ def auto_reset_step(
         truncated=stepped.truncated & ~stepped.terminated,
         final_observation=stepped.observation,
     )
-    fresh = env.init(reset_key, params)
+    fresh = env.init(reset_key, params) if reset is None else reset(reset_key)
     return tree_select(done, fresh, stepped), outcome
 
 

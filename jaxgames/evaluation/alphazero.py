@@ -40,6 +40,23 @@ def elo_difference(score: float, games: int) -> float:
     return 400.0 * math.log10(s / (1 - s))
 
 
+STAGES = ("opening", "middle", "endgame")
+"""The thirds of a game by edges drawn (`stages`)."""
+
+
+def stages(edges) -> dict:
+    """bool masks ``[N]`` of the positions in each third of the game: edges drawn ``< E/3`` (opening),
+    ``< 2E/3`` (middle), the rest (endgame); on 3x3 (``E = 24``) 0-7, 8-15 and 16-23.
+
+    Args:
+        edges: bool ``[N, E]``: the drawn edges of each position.
+    """
+    edges = np.asarray(edges, bool)
+    E = edges.shape[-1]
+    drawn = edges.sum(-1)
+    return {"opening": drawn < E // 3, "middle": (drawn >= E // 3) & (drawn < 2 * E // 3), "endgame": drawn >= 2 * E // 3}
+
+
 @dataclasses.dataclass(frozen=True)
 class EvalConfig:
     """Settings of the evaluation during training (`ProgressEvaluator`).
@@ -101,6 +118,7 @@ class ProgressEvaluator:
         self.env = DotsAndBoxes(R, C)
         self.positions = random_positions(R, C, jax.random.key(seed), eval_config.num_positions)
         self.edges = np.asarray(self.positions.board.edges)
+        self.stages = stages(self.edges)
 
     def _agent(self, params, name, *, search=True, gumbel_scale=0.0):
         return AlphaZeroAgent(
@@ -112,7 +130,8 @@ class ProgressEvaluator:
         """Metrics of ``state`` and whether its parameters become the new best.
 
         Returns:
-            ``(metrics, promote)``: floats ``optimal_rate_raw``, ``optimal_rate_search``,
+            ``(metrics, promote)``: floats ``optimal_rate_raw``, ``optimal_rate_search``, each also by
+            stage (`stages`: ``optimal_rate_raw_opening``, ``_middle``, ``_endgame``),
             ``score_vs_best``, ``elo_vs_best``, ``score_vs_{opponent}``, ``elo_vs_{opponent}``.
         """
         ec = self.eval_config
@@ -124,8 +143,11 @@ class ProgressEvaluator:
         for search in (False, True):
             agent = self._agent(state.params, "az", search=search)
             actions = agent.compiled(self.env)(batch, jax.random.split(jax.random.fold_in(key, int(search)), n), batch.current_player)
-            rate, _ = solver.optimal_move_rate(self.solution, self.edges, np.asarray(actions))
-            out["optimal_rate_search" if search else "optimal_rate_raw"] = rate
+            rate, ok = solver.optimal_move_rate(self.solution, self.edges, np.asarray(actions))
+            name = "optimal_rate_search" if search else "optimal_rate_raw"
+            out[name] = rate
+            for stage, where in self.stages.items():
+                out[f"{name}_{stage}"] = float(ok[where].mean()) if where.any() else float("nan")
         # Against the previous best both sides sample their root move (Gumbel noise, scale 1):
         # two deterministic searches would replay the same two games num_games / 2 times each.
         sampled = self._agent(state.params, "current", gumbel_scale=1.0)

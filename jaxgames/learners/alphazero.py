@@ -59,6 +59,7 @@ from flax import struct
 from jaxgames import checks, parallel
 from jaxgames.games.dots_and_boxes import rules, symmetry
 from jaxgames.games.dots_and_boxes.env import DotsAndBoxes
+from jaxgames.games.dots_and_boxes.positions import after_random_moves
 from jaxgames.games.dots_and_boxes.rules import Board
 from jaxgames.games.onitama import Onitama
 from jaxgames.learners.buffer import buffer_add, buffer_init, buffer_sample
@@ -113,6 +114,15 @@ class AlphaZeroConfig:
         policy_target: gumbel (the improved policy) or visits (the root visit distribution).
         value_target: margin (final box margin / num_boxes) or outcome (+1/-1/0) (none: margin for
             Dots-and-Boxes, outcome for Onitama).
+        td_lambda: the value target is the lambda-return of the self-play game over the searches' root
+            values (Sutton 1988, TD(lambda); with search values as in Schrittwieser et al. 2020, MuZero):
+            1 is the game's final result alone (AlphaZero), 0 the root value of the search one move later.
+        random_start_fraction: Dots-and-Boxes: a new self-play game starts after ``k`` uniformly random
+            moves (not searched, not stored), ``k`` uniform in ``[low, floor(f * (num_edges - 1))]``
+            (0: every game starts on the empty board).
+        curriculum_iterations: the start window opens from the end of the game to its beginning over
+            this many iterations: ``low = floor(high * max(0, 1 - iteration / curriculum_iterations))``
+            (an endgame-first curriculum, as in BoxesZero, Entropy 27(3):285, 2025; 0: ``low = 0`` from the start).
         buffer_capacity: positions kept per board (a ring buffer).
         batch_size: positions per board per update.
         updates_per_iteration: AdamW steps per iteration.
@@ -141,6 +151,9 @@ class AlphaZeroConfig:
     gumbel_scale: float = 1.0
     policy_target: str = "gumbel"
     value_target: str | None = None
+    td_lambda: float = 1.0
+    random_start_fraction: float = 0.0
+    curriculum_iterations: int = 0
     buffer_capacity: int = 1 << 16
     batch_size: int = 128
     updates_per_iteration: int = 8
@@ -188,6 +201,13 @@ class AlphaZeroConfig:
                               ("weight_decay", False), ("value_loss_weight", False)):
             checks.real(name, getattr(self, name), lo=0.0, lo_open=lo_open, dtype=np.float32)
         checks.choice("policy_target", self.policy_target, POLICY_TARGETS)
+        checks.probability("td_lambda", self.td_lambda)
+        checks.real("random_start_fraction", self.random_start_fraction, lo=0.0, hi=1.0, hi_open=True, dtype=np.float32)
+        checks.non_negative_int("curriculum_iterations", self.curriculum_iterations)
+        if self.random_start_fraction and self.game != "dots_and_boxes":
+            raise ValueError(f"random_start_fraction is for dots_and_boxes; got game={self.game!r}")
+        if self.curriculum_iterations and not self.random_start_fraction:
+            raise ValueError("curriculum_iterations needs random starts (random_start_fraction > 0)")
         adapter_cls.nets.check_value_target(self.value_target)
         if not isinstance(self.augment, bool):
             raise TypeError(f"augment must be a bool; got {self.augment!r}")
@@ -443,22 +463,31 @@ def make_selfplay(config: AlphaZeroConfig, size: tuple[int, int]) -> Callable:
     """The self-play of one board size (pure; jit it).
 
     Returns:
-        ``selfplay(params, env_states, buffer, key) -> (env_states, buffer, stats)``:
+        ``selfplay(params, env_states, buffer, key, iteration=0) -> (env_states, buffer, stats)``:
         plays `GameAdapter.selfplay_steps` moves (``num_edges`` for
         Dots-and-Boxes) in each of the ``num_envs`` games (one
-        ``lax.scan``, auto-reset), computes the targets, adds the positions
-        whose game ended to ``buffer``; ``stats`` is a dict of float32
+        ``lax.scan``, auto-reset; new games start as `start_window` says at
+        ``iteration``), computes the targets (the value: `lambda_returns`), adds
+        the positions whose game ended to ``buffer``; ``stats`` is a dict of float32
         scalars (``positions``, ``games``, ``root_value``, ``first_player_margin``:
-        seat 0's mean final reward).
+        seat 0's mean final reward, ``start_low``: the window's low end).
     """
     game = game_adapter(config)
     env = game.env(size)
     T, B = game.selfplay_steps(size), config.num_envs
     evaluate = game.nets.make_evaluate(config.network, config.value_target)
     scale = game.value_scale(size)
-    step_fn = jax.vmap(functools.partial(auto_reset_step, env))
 
-    def selfplay(params, states, buffer, key):
+    def selfplay(params, states, buffer, key, iteration=0):
+        low, high = start_window(config, env.num_actions, iteration)
+        if config.random_start_fraction:
+            def reset(k):
+                k_num, k_moves = jax.random.split(k)
+                return after_random_moves(env, k_moves, jax.random.randint(k_num, (), low, high + 1))
+        else:
+            reset = None
+        step_fn = jax.vmap(functools.partial(auto_reset_step, env, reset=reset))
+
         def one_move(states, k):
             search_key, step_key = jax.random.split(k)
             out = mcts.network_search(
@@ -476,17 +505,8 @@ def make_selfplay(config: AlphaZeroConfig, size: tuple[int, int]) -> Callable:
 
         states, (boards, targets, rewards, done, root_value) = jax.lax.scan(one_move, states, jax.random.split(key, T))
 
-        # Returns from every step to the end of its game, for both players (reverse scan).
-        def back(carry, x):
-            ret_next, ended_next = carry
-            r, d = x
-            ret = r + jnp.where(d[:, None], 0.0, ret_next)
-            ended = d | ended_next
-            return (ret, ended), (ret, ended)
-
-        init = (jnp.zeros((B, 2), jnp.float32), jnp.zeros((B,), bool))
-        _, (returns, ended) = jax.lax.scan(back, init, (rewards, done), reverse=True)
         mover = boards.player
+        returns, ended = lambda_returns(rewards, done, root_value, mover, config.td_lambda)
         value = jnp.take_along_axis(returns, mover[..., None], axis=-1)[..., 0] / scale
         samples = Sample(board=boards, policy=targets, value=value)
         flat = jax.tree.map(lambda x: x.reshape((T * B,) + x.shape[2:]), samples)
@@ -498,10 +518,64 @@ def make_selfplay(config: AlphaZeroConfig, size: tuple[int, int]) -> Callable:
             games=games.astype(jnp.float32),
             root_value=jnp.mean(root_value) / scale,
             first_player_margin=first,
+            start_low=jnp.asarray(low, jnp.float32),
         )
         return states, buffer, stats
 
     return selfplay
+
+
+def start_window(config: AlphaZeroConfig, num_edges: int, iteration) -> tuple[jax.Array, int]:
+    """``(low, high)``: new self-play games start after ``k ~ U[low, high]`` random moves at ``iteration``.
+
+    ``high = floor(random_start_fraction * (num_edges - 1))``; ``low = floor(high * max(0, 1 - iteration /
+    curriculum_iterations))`` (``low = 0`` without a curriculum). ``low`` is int32 ``[]`` (``iteration`` may be traced).
+    """
+    high = int(np.floor(config.random_start_fraction * (num_edges - 1)))
+    if not config.curriculum_iterations:
+        return jnp.int32(0), high
+    opened = jnp.clip(jnp.asarray(iteration, jnp.float32) / config.curriculum_iterations, 0.0, 1.0)
+    return jnp.floor(high * (1.0 - opened)).astype(jnp.int32), high
+
+
+def lambda_returns(rewards, done, root_value, mover, td_lambda: float) -> tuple[jax.Array, jax.Array]:
+    """The lambda-returns of a self-play record, for both players (two-player zero-sum games).
+
+    ``G_t = r_t + (1 - lambda) V_{t+1} + lambda G_{t+1}`` from each player's view, with nothing after a
+    step that ends the game (``done``); ``V_{t+1}`` is the search's root value at ``t + 1``, ``+`` for
+    its mover and ``-`` for the other player. ``lambda = 1`` is the plain return to the end of the game
+    (computed without the values, bit for bit the sum of rewards).
+
+    Args:
+        rewards: float32 ``[T, B, 2]``: each step's rewards.
+        done: bool ``[T, B]``: the step ended its game (the next state is a new game).
+        root_value: float32 ``[T, B]``: the root value of the search at each step, mover's view, reward units.
+        mover: int32 ``[T, B]``: the player to move at each step.
+        td_lambda: lambda in ``[0, 1]`` (a Python float).
+
+    Returns:
+        ``(returns, ended)``: float32 ``[T, B, 2]``; bool ``[T, B]``, whether the step's game ends
+        within the record (only those returns are complete).
+    """
+    B = done.shape[1]
+    seat = jnp.arange(2)
+    values = jnp.where(mover[..., None] == seat, root_value[..., None], -root_value[..., None])  # [T, B, 2]
+    next_values = jnp.concatenate([values[1:], jnp.zeros_like(values[:1])], axis=0)
+
+    def back(carry, x):
+        ret_next, ended_next = carry
+        r, d, v_next = x
+        if td_lambda == 1.0:
+            future = ret_next
+        else:
+            future = (1.0 - td_lambda) * v_next + td_lambda * ret_next
+        ret = r + jnp.where(d[:, None], 0.0, future)
+        ended = d | ended_next
+        return (ret, ended), (ret, ended)
+
+    init = (jnp.zeros((B, 2), jnp.float32), jnp.zeros((B,), bool))
+    _, (returns, ended) = jax.lax.scan(back, init, (rewards, done, next_values), reverse=True)
+    return returns, ended
 
 
 # ----------------------------------------------------------------------------- updates
@@ -638,7 +712,7 @@ def compiled(config: AlphaZeroConfig, mesh=None, donate: bool = False) -> Compil
         rep, bat = parallel.replicated(mesh), parallel.batch_sharding(mesh)
         return Compiled(  # donated inputs keep their sharding in the outputs (games split, buffer and opt state whole)
             selfplay=tuple(
-                jax.jit(make_selfplay(config, s), in_shardings=(rep, bat, rep, rep), out_shardings=(bat, rep, rep),
+                jax.jit(make_selfplay(config, s), in_shardings=(rep, bat, rep, rep, rep), out_shardings=(bat, rep, rep),
                         donate_argnums=play_donated)
                 for s in config.board_sizes
             ),
@@ -705,7 +779,8 @@ def train_iteration(config: AlphaZeroConfig, state: TrainState, *, mesh=None,
     buffers, env_states, metrics = list(state.buffers), list(state.env_states), {}
     start = time.perf_counter()
     for i, size in enumerate(config.board_sizes):
-        env_states[i], buffers[i], stats = fns.selfplay[i](state.params, env_states[i], buffers[i], play_keys[i])
+        env_states[i], buffers[i], stats = fns.selfplay[i](state.params, env_states[i], buffers[i], play_keys[i],
+                                                           state.iteration)
         tag = game_adapter(config).tag(size)
         for k, v in stats.items():
             metrics[f"{tag}/{k}"] = v

@@ -30,3 +30,25 @@ def random_positions(num_rows: int, num_cols: int, key: jax.Array, num_positions
         return s
 
     return jax.jit(jax.vmap(one))(orders, stops)
+
+
+def after_random_moves(env: DotsAndBoxes, key: jax.Array, num_moves: jax.Array) -> DotsAndBoxesState:
+    """One game after ``num_moves`` uniformly random moves from the empty board (one unbatched state; vmap it).
+
+    Args:
+        env: the game (its size; ``utility_margin`` sets the rewards of a game that the moves end).
+        key: PRNG key of the moves.
+        num_moves: int ``[]`` in ``[0, num_edges - 1]`` (may be traced); the moves are a uniformly random
+            order of the edges, cut after ``num_moves``, so the game is not over.
+
+    Returns:
+        The `DotsAndBoxesState` after the moves (scores and the player to move follow them).
+    """
+    order = jax.random.permutation(key, env.num_actions).astype(jnp.int32)
+
+    def body(s, t):
+        nxt = env.step(s, order[t])
+        return jax.tree.map(lambda a, b: jnp.where(t < num_moves, a, b), nxt, s), None
+
+    s, _ = jax.lax.scan(body, env.init(jax.random.key(0)), jnp.arange(env.num_actions))
+    return s

@@ -1,0 +1,130 @@
+"""AlphaZero's training-signal options: lambda-returns over search values, random starts, the curriculum.
+
+Every expected value is worked out by hand in the test.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from jaxgames.evaluation.alphazero import stages
+from jaxgames.games.dots_and_boxes import DotsAndBoxes
+from jaxgames.games.dots_and_boxes.positions import after_random_moves
+from jaxgames.learners import alphazero as az
+from jaxgames.networks.dots_and_boxes import NetworkConfig
+
+TINY_NET = NetworkConfig(channels=8, num_blocks=1, value_channels=4, value_hidden=8)
+
+
+def _record():
+    """Two game slots over T = 4 steps.
+
+    Slot 0: one game, movers 0, 1, 1, 0 (an extra turn at step 1), ends at step 3 with
+    player 0 two boxes ahead. Slot 1: a game ends at step 1 (player 1 one box ahead), then a
+    new game runs steps 2-3 without ending (its root values, 9, must not leak into the first).
+    """
+    rewards = np.zeros((4, 2, 2), np.float32)
+    rewards[3, 0] = [2.0, -2.0]
+    rewards[1, 1] = [-1.0, 1.0]
+    done = np.zeros((4, 2), bool)
+    done[3, 0] = done[1, 1] = True
+    root = np.array([[0.5, 0.2], [1.0, 0.4], [-1.5, 9.0], [3.0, 9.0]], np.float32)
+    mover = np.array([[0, 1], [1, 0], [1, 0], [0, 1]], np.int32)
+    return [jnp.asarray(x) for x in (rewards, done, root, mover)]
+
+
+def test_lambda_one_is_the_final_result():
+    returns, ended = az.lambda_returns(*_record(), 1.0)
+    np.testing.assert_array_equal(np.asarray(returns[:, 0]), [[2, -2]] * 4)
+    np.testing.assert_array_equal(np.asarray(returns[:2, 1]), [[-1, 1]] * 2)
+    np.testing.assert_array_equal(np.asarray(ended), [[True, True], [True, True], [True, False], [True, False]])
+
+
+def test_lambda_zero_is_the_next_search_value_signed_by_its_mover():
+    returns, _ = az.lambda_returns(*_record(), 0.0)
+    # slot 0: G3 = r3; G2 = V3 (mover 0, +3); G1 = V2 (mover 1, -1.5 -> +1.5 for player 0); G0 = V1 (mover 1, +1)
+    np.testing.assert_allclose(np.asarray(returns[:, 0]), [[-1, 1], [1.5, -1.5], [3, -3], [2, -2]])
+    # slot 1: G1 = r1 (the game ended); G0 = V1 (mover 0, 0.4), not the new game's values
+    np.testing.assert_allclose(np.asarray(returns[:2, 1]), [[0.4, -0.4], [-1, 1]])
+
+
+def test_lambda_half_mixes_by_hand():
+    returns, _ = az.lambda_returns(*_record(), 0.5)
+    # G2 = (3 + 2) / 2 = 2.5; G1 = (1.5 + 2.5) / 2 = 2; G0 = (-1 + 2) / 2 = 0.5 (player 0's view)
+    np.testing.assert_allclose(np.asarray(returns[:, 0, 0]), [0.5, 2.0, 2.5, 2.0])
+    np.testing.assert_allclose(np.asarray(returns[:, 0, 1]), [-0.5, -2.0, -2.5, -2.0])
+    np.testing.assert_allclose(np.asarray(returns[:2, 1, 0]), [(0.4 - 1) / 2, -1.0])
+
+
+def _config(**kw):
+    return az.AlphaZeroConfig(board_sizes=((2, 2),), network=TINY_NET, num_envs=3, num_simulations=4,
+                              max_num_considered_actions=4, buffer_capacity=256, batch_size=8, updates_per_iteration=1,
+                              **kw)
+
+
+def test_start_window_by_hand():
+    E = 24  # 3x3; high = floor(0.95 * 23) = 21
+    c = _config(random_start_fraction=0.95, curriculum_iterations=10)
+    assert [(int(az.start_window(c, E, i)[0]), az.start_window(c, E, i)[1]) for i in (0, 5, 10, 20)] == [
+        (21, 21), (10, 21), (0, 21), (0, 21)]
+    assert (int(az.start_window(_config(random_start_fraction=0.5), E, 0)[0]), az.start_window(
+        _config(random_start_fraction=0.5), E, 0)[1]) == (0, 11)
+    assert az.start_window(_config(), E, 7)[1] == 0  # no random starts: k = 0
+
+
+def test_after_random_moves_draws_a_prefix_of_a_random_order():
+    env = DotsAndBoxes(3, 3)
+    keys = jax.random.split(jax.random.key(4), 24)
+    states = jax.jit(jax.vmap(lambda k, n: after_random_moves(env, k, n)))(keys, jnp.arange(24))
+    edges = np.asarray(states.board.edges)
+    for k in range(24):
+        order = np.asarray(jax.random.permutation(keys[k], 24))
+        assert set(np.flatnonzero(edges[k])) == set(order[:k].tolist())
+    np.testing.assert_array_equal(np.asarray(states.board.num_drawn), np.arange(24))
+    assert not np.asarray(states.terminated).any()
+    # the scores add up to the boxes closed, and the player to move follows the extra-turn rule
+    owners = np.asarray(states.board.box_owner)
+    np.testing.assert_array_equal(np.asarray(states.board.scores).sum(1), (owners >= 0).sum(1))
+
+
+def test_selfplay_starts_new_games_inside_the_window():
+    """2x2 (12 edges), f = 0.95: high = floor(0.95 * 11) = 10, and at iteration 0 of a curriculum low = 10.
+
+    The first call plays the three games from the empty board (all end at the 12th move, and their
+    slots restart); in the second every game starts with 10 edges drawn, so every stored position has
+    10 or 11 edges drawn and each slot finishes 6 two-move games.
+    """
+    c = _config(random_start_fraction=0.95, curriculum_iterations=10)
+    state = az.init_state(c, jax.random.key(0))
+    play = jax.jit(az.make_selfplay(c, (2, 2)))
+    games, buf, stats = play(state.params, state.env_states[0], state.buffers[0], jax.random.key(1), jnp.int32(0))
+    assert int(buf.size) == 3 * 12 and float(stats["games"]) == 3 and float(stats["start_low"]) == 10
+    np.testing.assert_array_equal(np.asarray(games.board.num_drawn), [10, 10, 10])
+    size = int(buf.size)
+    games, buf, stats = play(state.params, games, buf, jax.random.key(2), jnp.int32(0))
+    drawn = np.asarray(buf.data.board.num_drawn[size:int(buf.size)])
+    assert float(stats["games"]) == 18 and len(drawn) == 36
+    assert sorted(set(drawn.tolist())) == [10, 11]
+
+
+def test_bad_training_signal_settings_are_refused():
+    with pytest.raises(ValueError, match="td_lambda"):
+        _config(td_lambda=1.5)
+    with pytest.raises(ValueError, match="random_start_fraction"):
+        _config(random_start_fraction=1.0)
+    with pytest.raises(ValueError, match="curriculum_iterations needs random starts"):
+        _config(curriculum_iterations=5)
+    with pytest.raises(ValueError, match="random_start_fraction is for dots_and_boxes"):
+        az.AlphaZeroConfig(game="onitama", random_start_fraction=0.5)
+
+
+def test_stages_are_thirds_of_the_edges():
+    drawn = [0, 7, 8, 15, 16, 23]
+    edges = np.array([[e < n for e in range(24)] for n in drawn])
+    s = stages(edges)
+    assert s["opening"].tolist() == [True, True, False, False, False, False]
+    assert s["middle"].tolist() == [False, False, True, True, False, False]
+    assert s["endgame"].tolist() == [False, False, False, False, True, True]
