@@ -30,6 +30,7 @@ BAD_VALUES = {
     "dots_and_boxes": "sizes=0",
     "equilibria": "random_sizes=0",
     "matrix_learners": "iterations=-5",
+    "networks": "repeats=0",
     "onitama": "alphabeta_depths=7",
     "q_snake": "seconds=nan",
     "run_all": "budget_minutes=0",

@@ -325,3 +325,28 @@ def test_release_deletes_the_lock_file_and_a_deleted_file_is_never_trusted(tmp_p
         DirectoryLock(tmp_path).acquire()
     second.release()
     assert not (tmp_path / ".lock").exists()
+
+
+@dataclasses.dataclass(frozen=True)
+class CliConfig:
+    """A command-line experiment's settings (for `main`)."""
+
+    rate: float = 0.1
+    out: str = "x"
+
+
+def test_main_prints_a_folder_of_another_configuration_without_a_traceback(tmp_path, capsys):
+    from jaxgames import experiment
+
+    def run(config, argv):
+        with ResultsDir(config.out, config):
+            return "ran"
+
+    out = str(tmp_path / "r")
+    assert experiment.main(CliConfig, run, [f"out={out}"], prog="exp.py") == "ran"
+    with pytest.raises(SystemExit) as err:
+        experiment.main(CliConfig, run, [f"out={out}", "rate=0.2"], prog="exp.py")
+    assert err.value.code == 2
+    text = capsys.readouterr().err
+    assert text.startswith("exp.py: error: ") and "Traceback" not in text
+    assert "rate: 0.1 in the folder, 0.2 in this run" in text

@@ -213,24 +213,56 @@ def test_every_entry_finds_its_figure_in_the_readmes(figure):
     assert stated is not None and math.isfinite(stated) and stated > 0
 
 
-@pytest.mark.parametrize("figure", [f for f in ra.FIGURES if f.optional], ids=lambda f: f.name)
-def test_optional_entries_parse_where_stated(figure):
-    # the networks' figures: "not stated" until benchmarks/README.md holds their table (the first row counts)
-    stated = ra.stated_figure(figure, ra.read_texts())
-    assert stated is None or (math.isfinite(stated) and stated > 0)
-
-
-def test_network_entries_read_the_table_networks_py_prints():
-    text = ("| network | batch | params | FLOPs/step | ms/step | GFLOP/s | % of matmul | compile s |\n"
-            "|---|---:|---:|---:|---:|---:|---:|---:|\n"
-            "| matmul n=1024 | 1,024 | 0 | 2.147 G | 9.93 | 216.4 | 100.0% | 0.2 |\n"
-            "| az_dab | 384 | 89,139 | 2.207 G | 45.97 | 48.0 | 22.2% | 56.3 |\n"
-            "| `ddpg` | 512 | 293,918 | 0.446 G | 49.34 | 9.0 | 4.2% | 99.3 |\n")
+def test_network_entries_read_the_new_layout_column_of_the_readme_table():
+    # benchmarks/README.md, "Networks near the machine": run_all runs the default settings (quick=true), so it
+    # compares the "new layout" column's share of matmul, in plain or bold cells, not the "before" column's
+    text = ("| network | batch | FLOPs/step | before: GFLOP/s (% of matmul) | new layout | + `malloc=retain` | "
+            "+ `ynn=false` | target | met by |\n"
+            "|---|---:|---:|---:|---:|---:|---:|---:|---|\n"
+            "| best matmul (same run) | | | 237.7 | 246.5 | 249.0 | 236.9 | | |\n"
+            "| Q-snake small (3 x 16, shipped) | 128 | 1.69 G | 31.1 (13.1%) | 31.6 (12.8%) | **49.7 (19.9%)** | "
+            "42.1 (17.8%) | 26.2% | not met (1.5x) |\n"
+            "| Q-snake paper (6 layers, 32-128) | 256 | 184.2 G | 49.7 (20.9%) | **94.9 (38.5%)** | 96.3 (38.7%) | "
+            "96.1 (40.6%) | 30% | new layout |\n"
+            "| DDPG (8 variants, default widths) | 512 | 0.45 G | 13.0 (5.5%) | 17.4 (7.1%) | 16.5 (6.6%) | "
+            "**19.6 (8.3%)** | 11.0% | not met (1.5x) |\n")
     figures = {f.name: f for f in ra.FIGURES}
     texts = {ra.BENCH_README: text}
-    assert ra.stated_figure(figures["network_az_dab"], texts) == pytest.approx(0.222)
-    assert ra.stated_figure(figures["network_ddpg"], texts) == pytest.approx(0.042)
-    assert ra.stated_figure(figures["network_q_snake_small"], texts) is None
+    assert ra.stated_figure(figures["network_q_snake_small"], texts) == pytest.approx(0.128)
+    assert ra.stated_figure(figures["network_q_snake_paper"], texts) == pytest.approx(0.385)
+    assert ra.stated_figure(figures["network_ddpg"], texts) == pytest.approx(0.071)
+    assert ra.stated_figure(figures["network_az_dab"], texts) is None  # no row of its own here
+    assert {f.name for f in ra.FIGURES if f.task == "networks"} == {f"network_{n}" for n in ra.NETWORKS}
+
+
+def test_network_task_emits_every_network_from_the_benchmark_rows(monkeypatch):
+    # measure_networks runs benchmarks/networks.py's `run` (default settings, quick) and emits each network's
+    # share of the same run's matmul; the benchmark itself is replaced here by two of its rows
+    calls = {}
+
+    class FakeNetworks:
+        class Config:
+            def __init__(self, **kw):
+                calls["config"] = kw
+                self.clock = "cpu"
+
+        @staticmethod
+        def run(cfg, show=print):
+            show("| az_dab | ... |")
+            return [{"kind": "matmul", "network": "matmul n=512", "gflops": 200.0, "matmul_gflops": 200.0,
+                     "fraction": 1.0},
+                    {"kind": "network", "network": "az_dab", "multiplier": 1, "batch": 384, "gflops": 50.0,
+                     "ms": 44.0, "matmul_gflops": 200.0, "fraction": 0.25}]
+
+    monkeypatch.setattr(ra, "_bench", lambda stem: FakeNetworks if stem == "networks" else None)
+    emitted = {}
+    ra.measure_networks(lambda name, **values: emitted.__setitem__(name, values))
+    assert calls["config"] == {"quick": True}
+    assert list(emitted) == ["network_az_dab"]
+    got = emitted["network_az_dab"]
+    assert got["ratio"] == 0.25 and got["ours"] == 50.0 and got["anchor"] == 200.0
+    row = ra.rows_for([f for f in ra.FIGURES if f.name == "network_az_dab"], emitted, ra.read_texts())[0]
+    assert row["compared"] == 0.25 and row["stated"] is not None
 
 
 def test_the_headline_figures_read_as_the_readme_states_them():

@@ -57,6 +57,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxgames.games.onitama.env import NUM_SEED_ACTIONS, SEED_OBSERVATION_SIZE, split_seed_observation
+from jaxgames.networks.conv import conv
 
 VARIANTS: tuple[str, ...] = (
     "val_after_actions",
@@ -106,6 +107,24 @@ def normalise(u: jax.Array) -> jax.Array:
     return u / jnp.maximum(total, jnp.finfo(u.dtype).tiny)
 
 
+def max_pool_2x2(x: jax.Array) -> jax.Array:
+    """``nn.max_pool(x, (2, 2), strides=(2, 2), padding="VALID")`` over ``[N, H, W, C]``, as three selects.
+
+    The same values, and the same gradient: each window's cotangent goes to its
+    first maximum in row-major order, as XLA's ``select_and_scatter`` (the
+    gradient of ``reduce_window``) gives it. On XLA's CPU backend the
+    ``reduce_window`` and its ``select_and_scatter`` gradient on these 5x5 and
+    2x2 maps cost about a seventh of a DDPG update (``benchmarks/networks.py``);
+    the selects fuse with their neighbours.
+    """
+    h, w = (x.shape[1] // 2) * 2, (x.shape[2] // 2) * 2
+    m = x[:, 0:h:2, 0:w:2]
+    for i, j in ((0, 1), (1, 0), (1, 1)):
+        y = x[:, i:h:2, j:w:2]
+        m = jnp.where(m >= y, m, y)
+    return m
+
+
 def check_widths(conv_features: Sequence[int], card_features: int, hidden: Sequence[int], norm: str) -> None:
     """Raises at the Python boundary for network settings that cannot build a network.
 
@@ -140,7 +159,8 @@ class Preprocess(nn.Module):
 
     The board planes (channels-last ``[5, 5, 10]``) go through 3x3 SAME
     convolutions, each followed by the norm, ReLU and a 2x2 stride-2 max-pool
-    (two layers reach ``1 x 1 x conv_features[-1]``), flattened; the card
+    (`max_pool_2x2`; two layers reach ``1 x 1 x conv_features[-1]``; on the
+    2x2 map the input gradient is `jaxgames.networks.conv`'s), flattened; the card
     vector through ``Dense(card_features)`` + ReLU; the critic's action vector
     through ``Dense(40)`` + ReLU; all concatenated, then ``Dense(hidden[i])``
     + ReLU layers. The report names no activation: ReLU here.
@@ -166,11 +186,11 @@ class Preprocess(nn.Module):
         board, card = split_seed_observation(obs)  # [N, 10, 5, 5], [N, 10]
         x = jnp.moveaxis(board, 1, -1)  # [N, 5, 5, 10] channels last
         for width in self.conv_features:
-            x = nn.Conv(width, (3, 3), padding="SAME", kernel_init=KERNEL_INIT)(x)
+            x = nn.Conv(width, (3, 3), padding="SAME", kernel_init=KERNEL_INIT, conv_general_dilated=conv)(x)
             if self.norm == "layer":
                 x = nn.LayerNorm()(x)
             x = nn.relu(x)
-            x = nn.max_pool(x, (2, 2), strides=(2, 2), padding="VALID")
+            x = max_pool_2x2(x)
         parts = [x.reshape((x.shape[0], -1)), nn.relu(nn.Dense(self.card_features, kernel_init=KERNEL_INIT)(card))]
         if action is not None:
             act = action.reshape((-1, NUM_ACTIONS)).astype(jnp.float32)
