@@ -128,3 +128,18 @@ def test_stages_are_thirds_of_the_edges():
     assert s["opening"].tolist() == [True, True, False, False, False, False]
     assert s["middle"].tolist() == [False, False, True, True, False, False]
     assert s["endgame"].tolist() == [False, False, False, False, True, True]
+
+
+def test_the_evaluation_knows_the_exact_final_margin_on_1x1():
+    """1x1: no box closes before the 4th edge, so turns alternate and the 4th edge (and the box) falls to
+    the second player: from the mover's side the final margin is +1 after an odd number of edges, -1 after an even."""
+    from jaxgames.evaluation.alphazero import EvalConfig, ProgressEvaluator
+
+    config = az.AlphaZeroConfig(board_sizes=((1, 1),), network=TINY_NET, value_target="margin")
+    ev = ProgressEvaluator(config, EvalConfig(board=(1, 1), num_positions=40, num_games=2, num_simulations=2))
+    drawn = np.asarray(ev.positions.board.num_drawn)
+    assert set(drawn.tolist()) == {0, 1, 2, 3}
+    np.testing.assert_array_equal(ev.exact_margin, np.where(drawn % 2 == 1, 1, -1))
+    metrics, _ = ev(az.init_state(config, jax.random.key(0)))
+    assert 0.0 <= metrics["value_rmse_boxes"] <= 2.0  # a tanh value in [-1, 1] box against +-1
+    assert {"value_rmse_boxes_opening", "optimal_rate_search_endgame"} <= set(metrics)

@@ -28,6 +28,7 @@ from jaxgames.games.dots_and_boxes.env import DotsAndBoxes
 from jaxgames.games.dots_and_boxes.positions import random_positions
 from jaxgames.games.dots_and_boxes.search import solver
 from jaxgames.learners.alphazero import AlphaZeroConfig, TrainState
+from jaxgames.networks import dots_and_boxes as nets
 
 
 def elo_difference(score: float, games: int) -> float:
@@ -119,6 +120,11 @@ class ProgressEvaluator:
         self.positions = random_positions(R, C, jax.random.key(seed), eval_config.num_positions)
         self.edges = np.asarray(self.positions.board.edges)
         self.stages = stages(self.edges)
+        # the exact final box margin from the mover's side: boxes already won plus the solver's value of the rest
+        scores = np.asarray(self.positions.board.scores)
+        mover = np.asarray(self.positions.current_player)
+        rest = np.asarray(self.solution.batch_action_values(jnp.asarray(self.edges))).max(axis=1)
+        self.exact_margin = scores[np.arange(len(mover)), mover] - scores[np.arange(len(mover)), 1 - mover] + rest
 
     def _agent(self, params, name, *, search=True, gumbel_scale=0.0):
         return AlphaZeroAgent(
@@ -131,7 +137,9 @@ class ProgressEvaluator:
 
         Returns:
             ``(metrics, promote)``: floats ``optimal_rate_raw``, ``optimal_rate_search``, each also by
-            stage (`stages`: ``optimal_rate_raw_opening``, ``_middle``, ``_endgame``),
+            stage (`stages`: ``optimal_rate_raw_opening``, ``_middle``, ``_endgame``), with the margin
+            value target ``value_rmse_boxes`` (and by stage): the root-mean-square error, in boxes, of the
+            network's value against the exact final margin,
             ``score_vs_best``, ``elo_vs_best``, ``score_vs_{opponent}``, ``elo_vs_{opponent}``.
         """
         ec = self.eval_config
@@ -148,6 +156,13 @@ class ProgressEvaluator:
             out[name] = rate
             for stage, where in self.stages.items():
                 out[f"{name}_{stage}"] = float(ok[where].mean()) if where.any() else float("nan")
+        if self.config.value_target == "margin":
+            evaluate = nets.make_evaluate(self.config.network, "margin")
+            _, value = jax.jit(evaluate)(state.params, batch)
+            err = (np.asarray(value, np.float64) - self.exact_margin) ** 2
+            out["value_rmse_boxes"] = float(np.sqrt(err.mean()))
+            for stage, where in self.stages.items():
+                out[f"value_rmse_boxes_{stage}"] = float(np.sqrt(err[where].mean())) if where.any() else float("nan")
         # Against the previous best both sides sample their root move (Gumbel noise, scale 1):
         # two deterministic searches would replay the same two games num_games / 2 times each.
         sampled = self._agent(state.params, "current", gumbel_scale=1.0)
