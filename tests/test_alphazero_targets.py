@@ -143,3 +143,24 @@ def test_the_evaluation_knows_the_exact_final_margin_on_1x1():
     metrics, _ = ev(az.init_state(config, jax.random.key(0)))
     assert 0.0 <= metrics["value_rmse_boxes"] <= 2.0  # a tanh value in [-1, 1] box against +-1
     assert {"value_rmse_boxes_opening", "optimal_rate_search_endgame"} <= set(metrics)
+
+
+def test_target_quality_by_hand_on_1x1():
+    """1x1: every legal move keeps the value (the box always falls to the second player), so a policy
+    target is optimal exactly when its top move is an undrawn edge; the exact final margin is +1 after an
+    odd number of edges and -1 after an even one (from the mover's side)."""
+    from jaxgames.evaluation.alphazero import target_quality
+    from jaxgames.games.dots_and_boxes.search import solver
+
+    env = DotsAndBoxes(1, 1)
+    keys = jax.random.split(jax.random.key(0), 4)
+    states = jax.vmap(lambda k, n: after_random_moves(env, k, n))(keys, jnp.arange(4))
+    edges = np.asarray(states.board.edges)
+    policy = np.where(edges, 0.0, 1.0)
+    policy[1] = np.where(edges[1], 1.0, 0.0)  # all mass on the one drawn edge: not optimal
+    policy /= policy.sum(1, keepdims=True)
+    value = np.array([-1.0, 1.0, 1.0, 1.0], np.float32)  # exact: -1, +1, -1, +1; the third is 2 boxes off
+    q = target_quality(solver.solve(1, 1), az.Sample(board=states.board, policy=jnp.asarray(policy, jnp.float32),
+                                                     value=jnp.asarray(value)), num_boxes=1)
+    assert q["target_policy_optimal"] == 0.75 and q["target_policy_mass"] == 0.75
+    assert q["target_value_rmse_boxes"] == pytest.approx(np.sqrt(4 / 4))

@@ -58,6 +58,41 @@ def stages(edges) -> dict:
     return {"opening": drawn < E // 3, "middle": (drawn >= E // 3) & (drawn < 2 * E // 3), "endgame": drawn >= 2 * E // 3}
 
 
+def target_quality(solution: solver.Solution, samples, num_boxes: int) -> dict:
+    """How good the training targets are: a replay buffer's self-play targets against the exact solver.
+
+    Args:
+        solution: the board's `solver.Solution`.
+        samples: `jaxgames.learners.alphazero.Sample` ``[N]`` with the margin value target (numpy or JAX).
+        num_boxes: boxes of the board (the value target's scale).
+
+    Returns:
+        floats, overall and by stage (`stages`, suffix ``_opening`` ...): ``target_value_rmse_boxes``, the
+        value targets' root-mean-square error against the exact final margin, in boxes;
+        ``target_policy_optimal``, the share of policy targets whose most likely move keeps the exact value;
+        ``target_policy_mass``, their mean probability on such moves.
+    """
+    edges = np.asarray(samples.board.edges, bool)
+    n = len(edges)
+    scores, mover = np.asarray(samples.board.scores), np.asarray(samples.board.player)
+    av = np.concatenate([np.asarray(solution.batch_action_values(jnp.asarray(edges[i:i + 4096])))
+                         for i in range(0, n, 4096)]) if n else np.zeros((0, edges.shape[-1]), np.int32)
+    best = np.where(av == solver.ILLEGAL, np.iinfo(np.int32).min, av).max(axis=1, initial=np.iinfo(np.int32).min)
+    exact = scores[np.arange(n), mover] - scores[np.arange(n), 1 - mover] + best
+    err = (np.asarray(samples.value, np.float64) * num_boxes - exact) ** 2
+    policy = np.asarray(samples.policy, np.float64)
+    on_optimal = av == best[:, None]
+    argmax_ok = on_optimal[np.arange(n), policy.argmax(axis=1)] if n else np.zeros(0, bool)
+    mass = (policy * on_optimal).sum(axis=1)
+    out = {}
+    for stage, where in {"": np.ones(n, bool), **{f"_{k}": v for k, v in stages(edges).items()}}.items():
+        nan = not where.any()
+        out[f"target_value_rmse_boxes{stage}"] = float("nan") if nan else float(np.sqrt(err[where].mean()))
+        out[f"target_policy_optimal{stage}"] = float("nan") if nan else float(argmax_ok[where].mean())
+        out[f"target_policy_mass{stage}"] = float("nan") if nan else float(mass[where].mean())
+    return out
+
+
 @dataclasses.dataclass(frozen=True)
 class EvalConfig:
     """Settings of the evaluation during training (`ProgressEvaluator`).
@@ -139,7 +174,8 @@ class ProgressEvaluator:
             ``(metrics, promote)``: floats ``optimal_rate_raw``, ``optimal_rate_search``, each also by
             stage (`stages`: ``optimal_rate_raw_opening``, ``_middle``, ``_endgame``), with the margin
             value target ``value_rmse_boxes`` (and by stage): the root-mean-square error, in boxes, of the
-            network's value against the exact final margin,
+            network's value against the exact final margin, and when the board is trained on, the quality
+            of the replay buffer's targets (`target_quality`),
             ``score_vs_best``, ``elo_vs_best``, ``score_vs_{opponent}``, ``elo_vs_{opponent}``.
         """
         ec = self.eval_config
@@ -163,6 +199,12 @@ class ProgressEvaluator:
             out["value_rmse_boxes"] = float(np.sqrt(err.mean()))
             for stage, where in self.stages.items():
                 out[f"value_rmse_boxes_{stage}"] = float(np.sqrt(err[where].mean())) if where.any() else float("nan")
+        if self.config.value_target == "margin" and ec.board in self.config.board_sizes:
+            buffer = state.buffers[self.config.board_sizes.index(ec.board)]
+            held = int(buffer.size)
+            if held:
+                samples = jax.tree.map(lambda x: np.asarray(x[:held]), buffer.data)
+                out.update(target_quality(self.solution, samples, ec.board[0] * ec.board[1]))
         # Against the previous best both sides sample their root move (Gumbel noise, scale 1):
         # two deterministic searches would replay the same two games num_games / 2 times each.
         sampled = self._agent(state.params, "current", gumbel_scale=1.0)
