@@ -164,3 +164,14 @@ def test_target_quality_by_hand_on_1x1():
                                                      value=jnp.asarray(value)), num_boxes=1)
     assert q["target_policy_optimal"] == 0.75 and q["target_policy_mass"] == 0.75
     assert q["target_value_rmse_boxes"] == pytest.approx(np.sqrt(4 / 4))
+
+
+def test_max_q_bootstrap_runs_and_is_checked():
+    c = _config(td_lambda=0.0, bootstrap="max_q")
+    state = az.init_state(c, jax.random.key(0))
+    _, buf, _ = jax.jit(az.make_selfplay(c, (2, 2)))(state.params, state.env_states[0], state.buffers[0],
+                                                      jax.random.key(1), jnp.int32(0))
+    value = np.asarray(buf.data.value[:int(buf.size)])
+    assert np.all(np.isfinite(value)) and np.all(np.abs(value) <= 1.0 + 1e-6)  # Q-values of a tanh network, /4 boxes
+    with pytest.raises(ValueError, match="bootstrap"):
+        _config(bootstrap="mean")

@@ -72,6 +72,9 @@ from jaxgames.wrappers import auto_reset_step
 POLICY_TARGETS = ("gumbel", "visits")
 """Policy targets: Gumbel MuZero's improved policy, or the root visit distribution."""
 
+BOOTSTRAPS = ("root", "max_q")
+"""The search values a lambda-return bootstraps from (`AlphaZeroConfig.bootstrap`)."""
+
 GAMES = ("dots_and_boxes", "onitama")
 """The games the learner has an adapter for (`GameAdapter`)."""
 
@@ -116,7 +119,10 @@ class AlphaZeroConfig:
             Dots-and-Boxes, outcome for Onitama).
         td_lambda: the value target is the lambda-return of the self-play game over the searches' root
             values (Sutton 1988, TD(lambda); with search values as in Schrittwieser et al. 2020, MuZero):
-            1 is the game's final result alone (AlphaZero), 0 the root value of the search one move later.
+            1 is the game's final result alone (AlphaZero), 0 the search's value one move later.
+        bootstrap: the search's value of a position in the lambda-return: root (mctx's root value, the
+            mean over its simulations) or max_q (the largest Q-value of a visited root action: a one-ply
+            Bellman backup through the network's values).
         random_start_fraction: Dots-and-Boxes: a new self-play game starts after ``k`` uniformly random
             moves (not searched, not stored), ``k`` uniform in ``[low, floor(f * (num_edges - 1))]``
             (0: every game starts on the empty board).
@@ -152,6 +158,7 @@ class AlphaZeroConfig:
     policy_target: str = "gumbel"
     value_target: str | None = None
     td_lambda: float = 1.0
+    bootstrap: str = "root"
     random_start_fraction: float = 0.0
     curriculum_iterations: int = 0
     buffer_capacity: int = 1 << 16
@@ -202,6 +209,7 @@ class AlphaZeroConfig:
             checks.real(name, getattr(self, name), lo=0.0, lo_open=lo_open, dtype=np.float32)
         checks.choice("policy_target", self.policy_target, POLICY_TARGETS)
         checks.probability("td_lambda", self.td_lambda)
+        checks.choice("bootstrap", self.bootstrap, BOOTSTRAPS)
         checks.real("random_start_fraction", self.random_start_fraction, lo=0.0, hi=1.0, hi_open=True, dtype=np.float32)
         checks.non_negative_int("curriculum_iterations", self.curriculum_iterations)
         if self.random_start_fraction and self.game != "dots_and_boxes":
@@ -501,12 +509,18 @@ def make_selfplay(config: AlphaZeroConfig, size: tuple[int, int]) -> Callable:
             target = target / jnp.maximum(jnp.sum(target, axis=-1, keepdims=True), 1e-12)
             nxt, outcome = step_fn(states, out.action, jax.random.split(step_key, B))
             done = outcome.terminated | outcome.truncated
-            return nxt, (game.position(states), target, outcome.rewards, done, summary.value)
+            if config.bootstrap == "max_q":
+                searched = jnp.where(summary.visit_counts > 0, summary.qvalues, -jnp.inf)
+                boot = jnp.max(searched, axis=-1)
+            else:
+                boot = summary.value
+            return nxt, (game.position(states), target, outcome.rewards, done, summary.value, boot)
 
-        states, (boards, targets, rewards, done, root_value) = jax.lax.scan(one_move, states, jax.random.split(key, T))
+        states, (boards, targets, rewards, done, root_value, boot) = jax.lax.scan(
+            one_move, states, jax.random.split(key, T))
 
         mover = boards.player
-        returns, ended = lambda_returns(rewards, done, root_value, mover, config.td_lambda)
+        returns, ended = lambda_returns(rewards, done, boot, mover, config.td_lambda)
         value = jnp.take_along_axis(returns, mover[..., None], axis=-1)[..., 0] / scale
         samples = Sample(board=boards, policy=targets, value=value)
         flat = jax.tree.map(lambda x: x.reshape((T * B,) + x.shape[2:]), samples)
