@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import pathlib
 import re
@@ -64,3 +65,13 @@ def assert_resume_rules(experiment, folder: pathlib.Path, argv, neutral_argv, ot
     open_close(neutral_argv)
     with pytest.raises(ConfigMismatch, match=rf"\n  {re.escape(key)}: "):
         open_close(other_argv)
+
+
+@contextlib.contextmanager
+def refused_on_the_command_line(capsys, pattern: str):
+    """The experiment's ``main`` inside exits 2 with a message matching ``pattern`` (regex) on stderr, no traceback."""
+    with pytest.raises(SystemExit) as exit_info:
+        yield
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 2, exit_info.value.code
+    assert re.search(pattern, err) and "Traceback" not in err, err

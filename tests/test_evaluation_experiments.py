@@ -23,6 +23,7 @@ import sys
 import pytest
 
 from jaxgames import experiment
+from tests.experiment_helpers import refused_on_the_command_line
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
@@ -158,14 +159,14 @@ def _config_json(m, args: list[str]) -> str:
 
 
 @pytest.mark.parametrize("name", sorted(TINY))
-def test_another_configuration_or_a_running_one_is_refused_untouched(name, tmp_path):
+def test_another_configuration_or_a_running_one_is_refused_untouched(name, tmp_path, capsys):
     m = load(name)
     args, other = TINY[name]
     # The folder holds the results of another configuration of the same experiment.
     (tmp_path / "config.json").write_text(_config_json(m, args + other + [f"out={tmp_path}"]))
     (tmp_path / "result.csv").write_text("theirs\n")
     before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
-    with pytest.raises(RuntimeError, match="(?s)holds results of another configuration.*overwrite=true"):
+    with refused_on_the_command_line(capsys, "(?s)holds results of another configuration.*overwrite=true"):
         m.main(args + [f"out={tmp_path}"])
     assert {p.name: p.read_bytes() for p in tmp_path.iterdir() if p.name != ".lock"} == before
 
@@ -174,6 +175,6 @@ def test_another_configuration_or_a_running_one_is_refused_untouched(name, tmp_p
     before = {p.name: p.read_bytes() for p in tmp_path.iterdir() if p.name != ".lock"}
     with open(tmp_path / ".lock", "a+") as holder:
         fcntl.flock(holder, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        with pytest.raises(RuntimeError, match=f"{tmp_path} is in use by another run"):
+        with refused_on_the_command_line(capsys, f"{tmp_path} is in use by another run"):
             m.main(args + [f"out={tmp_path}"])
     assert {p.name: p.read_bytes() for p in tmp_path.iterdir() if p.name != ".lock"} == before

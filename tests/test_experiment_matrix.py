@@ -19,6 +19,8 @@ import pytest
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "experiments"))
 import matrix_dynamics  # noqa: E402
 
+from tests.experiment_helpers import refused_on_the_command_line  # noqa: E402
+
 TINY = ["num_iterations=400", "record_every=100", "start_grid=2", "seeds=1", "progress=false",
         "empirical_grid=2", "empirical_runs=4", "empirical_horizon=20"]
 
@@ -130,12 +132,12 @@ def _snapshot(folder: pathlib.Path) -> dict:
     return {p.name: p.read_bytes() for p in sorted(folder.iterdir()) if p.name != ".lock"}
 
 
-def test_one_configuration_per_folder_and_one_run_at_a_time(tmp_path):
+def test_one_configuration_per_folder_and_one_run_at_a_time(tmp_path, capsys):
     """Issue 10: a run with other settings, or a second concurrent run, is refused before it writes anything."""
     args = TINY + [f"out={tmp_path}", "learners=boltzmann", "empirical_grid=0"]
     matrix_dynamics.main(args + ["games=stag_hunt,prisoners_dilemma"])
     before = _snapshot(tmp_path)
-    with pytest.raises(RuntimeError, match=r"(?s)holds results of another configuration.*games.*out=.*overwrite=true"):
+    with refused_on_the_command_line(capsys, r"(?s)holds results of another configuration.*games.*out=.*overwrite=true"):
         matrix_dynamics.main(args + ["games=stag_hunt"])  # used to exit 0 and leave the other run's pieces
     assert _snapshot(tmp_path) == before  # nothing written, config.json untouched
 
@@ -145,7 +147,7 @@ def test_one_configuration_per_folder_and_one_run_at_a_time(tmp_path):
         holder.truncate(0)
         holder.write("4242\n")
         holder.flush()
-        with pytest.raises(RuntimeError, match=rf"{tmp_path} is in use by another run \(pid 4242\)"):
+        with refused_on_the_command_line(capsys, rf"{tmp_path} is in use by another run \(pid 4242\)"):
             matrix_dynamics.main(args + ["games=stag_hunt,prisoners_dilemma", "learning_rate=0.01"])
     assert _snapshot(tmp_path) == before  # its config.json did not replace the running one's
 

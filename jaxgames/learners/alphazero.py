@@ -117,8 +117,8 @@ class AlphaZeroConfig:
         policy_target: gumbel (the improved policy) or visits (the root visit distribution).
         value_target: margin (final box margin / num_boxes) or outcome (+1/-1/0) (none: margin for
             Dots-and-Boxes, outcome for Onitama).
-        td_lambda: the value target is the lambda-return of the self-play game over the searches' root
-            values (Sutton 1988, TD(lambda); with search values as in Schrittwieser et al. 2020, MuZero):
+        td_lambda: the value target is the lambda-return of the self-play game over the searches' values
+            (``bootstrap``; Sutton 1988, TD(lambda); search values as in Schrittwieser et al. 2020, MuZero):
             1 is the game's final result alone (AlphaZero), 0 the search's value one move later.
         bootstrap: the search's value of a position in the lambda-return: root (mctx's root value, the
             mean over its simulations) or max_q (the largest Q-value of a visited root action: a one-ply
@@ -556,14 +556,15 @@ def lambda_returns(rewards, done, root_value, mover, td_lambda: float) -> tuple[
     """The lambda-returns of a self-play record, for both players (two-player zero-sum games).
 
     ``G_t = r_t + (1 - lambda) V_{t+1} + lambda G_{t+1}`` from each player's view, with nothing after a
-    step that ends the game (``done``); ``V_{t+1}`` is the search's root value at ``t + 1``, ``+`` for
+    step that ends the game (``done``); ``V_{t+1}`` is the search's value at ``t + 1``, ``+`` for
     its mover and ``-`` for the other player. ``lambda = 1`` is the plain return to the end of the game
     (computed without the values, bit for bit the sum of rewards).
 
     Args:
         rewards: float32 ``[T, B, 2]``: each step's rewards.
         done: bool ``[T, B]``: the step ended its game (the next state is a new game).
-        root_value: float32 ``[T, B]``: the root value of the search at each step, mover's view, reward units.
+        root_value: float32 ``[T, B]``: the search's value at each step (`AlphaZeroConfig.bootstrap`), mover's
+            view, reward units.
         mover: int32 ``[T, B]``: the player to move at each step.
         td_lambda: lambda in ``[0, 1]`` (a Python float).
 
