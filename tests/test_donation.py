@@ -118,7 +118,9 @@ def test_q_snake_donates_the_trained_networks_and_keeps_the_given_state():
 
 
 def test_q_snake_spine_with_promotion_and_resume(tmp_path):
-    _spine(lambda donate: qs.QSnakeLearner(QS, donate=donate), 2, tmp_path)
+    kept, given = _spine(lambda donate: qs.QSnakeLearner(QS, donate=donate), 2, tmp_path)
+    # the gate promoted after both generations, one before the stop and one after the resume
+    assert [e["promoted"] for e in given.evaluations] == [True, True] and len(given.history) == 2
 
 
 # ----------------------------------------------------------------------------- DDPG
