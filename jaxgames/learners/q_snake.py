@@ -112,37 +112,30 @@ DEATH_CAUSES = {
 class QSnakeConfig:
     """Every setting of the learner (static: a config value compiles its own functions once).
 
+    Sections named below are those of the module docstring.
+
     Attributes:
         board_size: board width = height (the views are ``2 board_size - 1`` wide).
-        num_snakes: snakes per game, ``S`` (even, >= 2: the team pit gives
-            each side half the seats).
-        head_multiplier, body_multiplier: the scale of the view's heads
-            (eq. 1) and bodies (eq. 2), > 0 (module docstring, "View scale").
+        num_snakes: snakes per game, ``S`` (even, >= 2: the team pit gives each side half the seats).
+        head_multiplier, body_multiplier: the scale of the view's heads (eq. 1) and bodies (eq. 2), > 0
+            ("View scale").
         max_turns: a self-play game's turn limit (a longer game is truncated).
-        num_turns: turns of self-play per generation, ``T`` (every slot
-            restarts its game when it ends; chains still running at the
-            end are not trained on).
-        features: filters of the conv stack (`jaxgames.networks.q_snake`);
-            the report's ``(32, 32, 64, 64, 128, 128)`` by default.
+        num_turns: turns of self-play per generation, ``T`` (slots restart ended games; chains still
+            running at the end are not trained on).
+        features: filters of the conv stack (`jaxgames.networks.q_snake`; default the report's).
         num_games: self-play game slots, ``B`` (games played in parallel).
         power: n of the power-softmax pi_n(v) = v^n / sum_j v_j^n (eq. 4), > 0.
-        walk_generations: generations played with ``walk_health_loss`` (the
-            "learn to walk" curriculum), then health loss 1.
+        walk_generations: generations played with ``walk_health_loss`` ("learn to walk"), then health loss 1.
         walk_health_loss: 3, 9 (the report's), 11, 33 or 99 (a factor of 99).
         sampler: ``"exponential"`` (the report's gaps) or ``"all"`` positions.
         gap_growth: ratio of successive gaps of the exponential sampler, > 1.
-        targets: ``"taken"`` (default) or ``"vector"`` (module docstring).
-        bootstrap: whose Q-values the recursion of eqs. 5-7 refines:
-            ``"recorded"`` (the report's reading, default: the data-generating
-            best network's, as recorded in self-play) or ``"candidate"``
-            (the trained network's current ones on the recorded positions;
-            module docstring, "Bootstrap").
-        recursion: the refinement along a chain (`chain_targets`; module
-            docstring, "Recursion"): ``"eq7"`` (the report's, default),
-            ``"unbiased"`` (eq. 7 with the Psi weight 1) or ``"peng"``
-            (Peng's Q(lambda)).
+        targets: ``"taken"`` (default) or ``"vector"``.
+        bootstrap: whose Q-values eqs. 5-7 refine: ``"recorded"`` (default, the best network's in
+            self-play) or ``"candidate"`` (the trained network's, on the recorded positions) ("Bootstrap").
+        recursion: the refinement along a chain (`chain_targets`, "Recursion"): ``"eq7"`` (the report's),
+            ``"unbiased"`` (eq. 7 with the Psi weight 1) or ``"peng"`` (Peng's Q(lambda)).
         trace_lambda: lambda of ``recursion="peng"``, in [0, 1].
-        loss: ``"bce"`` (default) or ``"mse"`` (module docstring).
+        loss: ``"bce"`` (default) or ``"mse"``.
         optimizer: ``"adam"`` (default) or ``"sgd"`` (Optax).
         learning_rate: the optimiser's step size.
         batch_size: training minibatch (positions).
@@ -151,34 +144,21 @@ class QSnakeConfig:
         pit_team_games: candidate-versus-best games with half the seats each (2v2).
         pit_solo_games: games of one candidate against ``S - 1`` best (1v3).
         pit_max_turns: turn limit of pit and evaluation games.
-        pit_policy: ``"sample"`` (pi_n, as self-play) or ``"greedy"`` (argmax
-            Q) in pit and evaluation games (module docstring).
+        pit_policy: ``"sample"`` (pi_n, as self-play) or ``"greedy"`` (argmax Q) in pit and evaluation games.
         pit_alpha: the chance a network equal to the best passes the pit, in (0, 1).
-        pit_gate: True (the report's): the candidate replaces the best only when
-            it passes the pit; False: after every generation (the pit is
-            still played and recorded, as a measurement; module docstring, "Gate").
-        death_targets: False (the report's): only the taken entry of a training
-            position is trained (with ``targets="taken"``). True: the entries of
-            the moves that die whatever the others move
-            (`jaxgames.games.battlesnake.rules.certain_deaths`: a wall, a body
-            that stays, starvation) are trained towards 0 as well (module
-            docstring, "Certain deaths").
-        opponent_games: how many of the ``num_games`` self-play slots seat
-            one network snake against ``S - 1`` heuristic snakes
-            (`jaxgames.agents.battlesnake.HeuristicAgent`, the baseline), in
-            0..``num_games``; 0 (the report's pure self-play, default). Only the
-            network's snakes are trained on and counted in the self-play
-            figures (module docstring, "Heuristic opponents").
-        ema_decay: in [0, 1): 0 (default) pits and promotes the candidate's
-            own weights; otherwise an exponential moving average of them,
-            updated after every training step with this decay (module
-            docstring, "Weight averaging").
-        eval_every: every this many generations the best network plays
-            ``eval_games`` games of each format against the reference network
-            (0: never).
+        pit_gate: True (the report's): the candidate replaces the best only when it passes the pit;
+            False: after every generation, the pit still played and recorded ("Gate").
+        death_targets: False (the report's); True also trains towards 0 the moves that die whatever the
+            others move (`jaxgames.games.battlesnake.rules.certain_deaths`; "Certain deaths").
+        opponent_games: self-play slots, in 0..``num_games``, that seat one network snake against ``S - 1``
+            `jaxgames.agents.battlesnake.HeuristicAgent` snakes (0: the report's pure self-play; only the
+            network's snakes are trained on and counted; "Heuristic opponents").
+        ema_decay: in [0, 1): 0 pits and promotes the candidate's own weights; otherwise an exponential
+            moving average of them with this decay, updated every step ("Weight averaging").
+        eval_every: every this many generations the best network plays ``eval_games`` games of each
+            format against the reference network (0: never).
         eval_games: games per format of that evaluation.
-        reference_generation: the fixed earlier generation evaluated against
-            (0: the initial network).
+        reference_generation: the fixed earlier generation evaluated against (0: the initial network).
     """
 
     board_size: int = 11
