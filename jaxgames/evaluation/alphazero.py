@@ -160,6 +160,7 @@ class ProgressEvaluator:
         mover = np.asarray(self.positions.current_player)
         rest = np.asarray(self.solution.batch_action_values(jnp.asarray(self.edges))).max(axis=1)
         self.exact_margin = scores[np.arange(len(mover)), mover] - scores[np.arange(len(mover)), 1 - mover] + rest
+        self._evaluate = jax.jit(nets.make_evaluate(config.network, "margin")) if config.value_target == "margin" else None
 
     def _agent(self, params, name, *, search=True, gumbel_scale=0.0):
         return AlphaZeroAgent(
@@ -193,8 +194,7 @@ class ProgressEvaluator:
             for stage, where in self.stages.items():
                 out[f"{name}_{stage}"] = float(ok[where].mean()) if where.any() else float("nan")
         if self.config.value_target == "margin":
-            evaluate = nets.make_evaluate(self.config.network, "margin")
-            _, value = jax.jit(evaluate)(state.params, batch)
+            _, value = self._evaluate(state.params, batch)
             err = (np.asarray(value, np.float64) - self.exact_margin) ** 2
             out["value_rmse_boxes"] = float(np.sqrt(err.mean()))
             for stage, where in self.stages.items():
