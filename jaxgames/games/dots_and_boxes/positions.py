@@ -16,20 +16,10 @@ def random_positions(num_rows: int, num_cols: int, key: jax.Array, num_positions
     equally represented); scores and the player to move follow the moves.
     """
     env = DotsAndBoxes(num_rows, num_cols)
-    E = env.num_actions
     k_order, k_stop = jax.random.split(key)
-    orders = jax.vmap(lambda k: jax.random.permutation(k, E))(jax.random.split(k_order, num_positions)).astype(jnp.int32)
-    stops = jax.random.randint(k_stop, (num_positions,), 0, E)
-
-    def one(order, stop):
-        def body(s, t):
-            nxt = env.step(s, order[t])
-            return jax.tree.map(lambda a, b: jnp.where(t < stop, a, b), nxt, s), None
-
-        s, _ = jax.lax.scan(body, env.init(jax.random.key(0)), jnp.arange(E))
-        return s
-
-    return jax.jit(jax.vmap(one))(orders, stops)
+    stops = jax.random.randint(k_stop, (num_positions,), 0, env.num_actions)
+    keys = jax.random.split(k_order, num_positions)
+    return jax.jit(jax.vmap(lambda k, n: after_random_moves(env, k, n)))(keys, stops)
 
 
 def after_random_moves(env: DotsAndBoxes, key: jax.Array, num_moves: jax.Array) -> DotsAndBoxesState:
