@@ -115,6 +115,8 @@ def test_budget_stops_before_overrunning(tmp_path):
             time.sleep(0.3)
             return super().update(state)
 
+    warm = Toy(ToyConfig())  # the eager ops' one-time compiles (0.4 s on a GPU) would count in the first update
+    jax.block_until_ready(warm.update(warm.init(jax.random.key(0))))
     res = loop.train(Slow(ToyConfig()), num_iterations=100, key=jax.random.key(0), budget_minutes=1.0 / 60,
                      checkpoint_dir=tmp_path, checkpoint_every=50)
     # 1 s budget, 0.3 s per update: the 4th would end past it, so 3 run (and are checkpointed at the stop)
