@@ -218,7 +218,8 @@ def test_search_matches_reference(size, num_snakes, turns, games):
                                       err_msg=f"{rounds=}")
         np.testing.assert_array_equal(np.asarray(got.food_distance), np.asarray(ref.food_distance),
                                       err_msg=f"{rounds=}")
-        assert got.owned_count.dtype == jnp.int32 and got.food_distance.dtype == jnp.int32
+        np.testing.assert_array_equal(np.asarray(got.space), np.asarray(ref.solo_seen).sum(-1), err_msg=f"{rounds=}")
+        assert got.owned_count.dtype == jnp.int32 and got.food_distance.dtype == jnp.int32 and got.space.dtype == jnp.int32
         # ... ties, found and unfound food.
         assert (np.asarray(ref.claimed) & ~owned.any(1)).any()
         fd = np.asarray(ref.food_distance)
@@ -250,6 +251,7 @@ def test_search_matches_reference_on_random_25x25_grids():
         np.testing.assert_array_equal(np.asarray(got.owned_count), np.asarray(ref.owned).sum(-1))
         np.testing.assert_array_equal(np.asarray(bitboard.unpack(got.claimed, cells)), np.asarray(ref.claimed))
         np.testing.assert_array_equal(np.asarray(got.food_distance), np.asarray(ref.food_distance))
+        np.testing.assert_array_equal(np.asarray(got.space), np.asarray(ref.solo_seen).sum(-1))
     assert np.asarray(refs[0].owned).sum() > 10 * count  # the heads got somewhere
 
 
@@ -262,6 +264,7 @@ def test_search_single_board_jit_and_eager():
             np.testing.assert_array_equal(np.asarray(bitboard.unpack(got.owned, 121)), np.asarray(ref.owned))
             np.testing.assert_array_equal(np.asarray(bitboard.unpack(got.claimed, 121)), np.asarray(ref.claimed))
             np.testing.assert_array_equal(np.asarray(got.food_distance), np.asarray(ref.food_distance))
+            np.testing.assert_array_equal(np.asarray(got.space), np.asarray(ref.solo_seen).sum(-1))
 
 
 def test_free_from_and_unreachable_match_evaluation():

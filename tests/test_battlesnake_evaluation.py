@@ -364,3 +364,50 @@ def test_leaf_value_bad_input():
         evaluation.leaf_value(env, starvation_weight=float("nan"))
     with pytest.raises(ValueError, match="rounds"):
         evaluation.leaf_value(env, rounds=50)
+
+
+def _timed(size: int, snakes: list[dict]) -> Board:
+    """A board given cell by cell: each snake ``{"head": (x, y), "length": L, "cells": {(x, y): v}}``, ``v`` the
+    moves until the cell is free (the timed rule; the head's cell included). Cells need not form a path."""
+    n, cells = len(snakes), size * size
+    body = np.zeros((n, cells), np.int8)
+    for s, snake in enumerate(snakes):
+        for (x, y), v in snake["cells"].items():
+            body[s, x * size + y] = v
+    return jax.device_put(Board(
+        head=np.asarray([s["head"] for s in snakes], np.int32), length=np.asarray([s["length"] for s in snakes], np.int32),
+        health=np.full(n, 100, np.int32), body=body, food=np.zeros(cells, bool), hazards=np.zeros(cells, np.int8),
+        eliminated_cause=np.zeros(n, np.int32), eliminated_on_turn=np.zeros(n, np.int32),
+        eliminated_by=np.full(n, -1, np.int32), turn=np.int32(0)))
+
+
+def _walled(wall_end: int) -> Board:
+    # 5x5. A (length 3): head (2,0), neck (1,0) free from round 2, tail (0,0) from round 1. Above row y=0, B's
+    # body is a wall (0,1) .. (4,1) freeing from the right: (4,1) from round ``wall_end``, then 6, 7, 8, 9.
+    wall = {(4, 1): wall_end, (3, 1): 6, (2, 1): 7, (1, 1): 8, (0, 1): 9}
+    return _timed(5, [{"head": (2, 0), "length": 3, "cells": {(2, 0): 3, (1, 0): 2, (0, 0): 1}},
+                      {"head": (2, 4), "length": 6, "cells": {(2, 4): 10, **wall}}])
+
+
+def test_space_counts_the_own_timed_flood_fill_and_trapped_compares_it_with_the_length():
+    # wall_end 5: A's own BFS takes (3,0) in round 1 and (4,0) in round 2; in round 3 (4,1) is still B's
+    # (free from 5), (3,1) and (2,1) later still, and A's neck (1,0) is behind its head: 2 cells < length 3.
+    f = FEATURES(_walled(5))
+    assert f.space[0] == 2 and bool(f.trapped[0])
+    # B reaches the free rows y = 2..4 alone, 14 cells besides its head (and more as the wall opens): >= 6.
+    assert f.space[1] >= 14 and not bool(f.trapped[1])
+    # wall_end 3: (4,1) is free in round 3, when A's frontier is at (4,0): the way up opens, A is not trapped.
+    f = FEATURES(_walled(3))
+    assert f.space[0] > 3 and not bool(f.trapped[0])
+
+
+def test_space_weight_scores_a_trapped_snake_minus_live_bound():
+    alone = dict(territory_weight=0.0, longest_weight=0.0, nearest_weight=0.0, starvation_weight=0.0,
+                 head_to_head_weight=0.0, food_weight=0.0, space_weight=1.0)
+    v = jax.jit(functools.partial(evaluation.evaluate, **alone))(_walled(5))
+    np.testing.assert_allclose(np.asarray(v), [-evaluation.LIVE_BOUND, 0.0])  # the space term alone: -1, 0
+    # the default weight 0 leaves the evaluation as it was without the term
+    zero = jax.jit(functools.partial(evaluation.evaluate, space_weight=0.0))
+    np.testing.assert_array_equal(np.asarray(EVALUATE(_walled(5))), np.asarray(zero(_walled(5))))
+    with pytest.raises(ValueError, match="space_weight"):
+        evaluation.evaluate(_walled(5), space_weight=-1.0)

@@ -120,12 +120,15 @@ class Search(NamedTuple):
         claimed: uint32 ``[W]``: cells owned by someone or tied.
         food_distance: int32 ``[S]``: the first round the snake's own BFS
             reaches food, `UNREACHABLE` if never (within ``rounds``).
+        space: int32 ``[S]``: the cells the snake's own BFS reaches (its
+            head included; 0 for an eliminated snake).
     """
 
     owned: jax.Array
     owned_count: jax.Array
     claimed: jax.Array
     food_distance: jax.Array
+    space: jax.Array
 
 
 class _Loop(NamedTuple):
@@ -138,7 +141,7 @@ class _Loop(NamedTuple):
 
 
 def search(board: Board, rounds: int | None = None) -> Search:
-    """The shared Voronoi partition and each snake's food distance, on packed boards.
+    """The shared Voronoi partition and each snake's food distance and space, on packed boards.
 
     The rules of `jaxgames.games.battlesnake.evaluation`: round ``t`` passes cells with
     ``free_from(board) <= t``; a cell reached in one round by two or more
@@ -206,4 +209,5 @@ def search(board: Board, rounds: int | None = None) -> Search:
         )
 
     s = jax.lax.while_loop(cond, body, init)
-    return Search(owned=s.owned, owned_count=count(s.owned), claimed=s.claimed, food_distance=s.food_distance)
+    return Search(owned=s.owned, owned_count=count(s.owned), claimed=s.claimed, food_distance=s.food_distance,
+                  space=count(s.solo_seen))

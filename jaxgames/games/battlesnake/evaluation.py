@@ -98,6 +98,11 @@ class Features(NamedTuple):
             free next turn (no body there but plain tails).
         head_to_head_risk: int32 ``[S]``, those cells that the head of a
             living snake at least as long can also move to next turn.
+        space: int32 ``[S]``, the cells the snake's own timed breadth-first
+            search reaches (others ignored but for their bodies; the head
+            not counted): a flood fill in which its own tail recedes.
+        trapped: bool ``[S]``, ``space < length``: too little room to
+            hold the snake.
     """
 
     territory: jax.Array
@@ -108,6 +113,8 @@ class Features(NamedTuple):
     starving: jax.Array
     safe_moves: jax.Array
     head_to_head_risk: jax.Array
+    space: jax.Array
+    trapped: jax.Array
 
 
 def _rounds(board: Board, rounds: int | None) -> int:
@@ -200,6 +207,8 @@ def features(board: Board, *, rounds: int | None = None) -> Features:
 
     food_distance = jnp.where(alive, s.food_distance, UNREACHABLE).astype(jnp.int32)
     starving = alive & (board.health < food_distance)
+    space = jnp.where(alive, s.space - 1, 0).astype(jnp.int32)
+    trapped = alive & (space < length)
 
     # Head-to-head: the four cells next to each head, free next turn, and next to a head at least as long.
     target = board.head[:, None, :] + jnp.asarray(rules.DELTAS)[None]  # [S, 4, 2]
@@ -219,6 +228,8 @@ def features(board: Board, *, rounds: int | None = None) -> Features:
         starving=starving,
         safe_moves=jnp.sum(safe, axis=1).astype(jnp.int32),
         head_to_head_risk=jnp.sum(risky, axis=1).astype(jnp.int32),
+        space=space,
+        trapped=trapped,
     )
 
 
@@ -229,12 +240,13 @@ class _Weights(NamedTuple):
     starvation: float
     head_to_head: float
     food: float
+    space: float
     length_scale: float
     hunger_health: int
 
 
 def _weights(territory_weight, longest_weight, nearest_weight, starvation_weight, head_to_head_weight,
-             food_weight, length_scale, hunger_health) -> _Weights:
+             food_weight, space_weight, length_scale, hunger_health) -> _Weights:
     """Checks the weights at the Python boundary (finite, >= 0, not all 0; ``length_scale`` > 0)."""
     w = _Weights(
         checks.real("territory_weight", territory_weight, lo=0.0, dtype="float32"),
@@ -243,10 +255,11 @@ def _weights(territory_weight, longest_weight, nearest_weight, starvation_weight
         checks.real("starvation_weight", starvation_weight, lo=0.0, dtype="float32"),
         checks.real("head_to_head_weight", head_to_head_weight, lo=0.0, dtype="float32"),
         checks.real("food_weight", food_weight, lo=0.0, dtype="float32"),
+        checks.real("space_weight", space_weight, lo=0.0, dtype="float32"),
         checks.real("length_scale", length_scale, lo=0.0, lo_open=True, dtype="float32"),
         checks.integer("hunger_health", hunger_health, 1, rules.SNAKE_MAX_HEALTH),
     )
-    if sum(w[:6]) <= 0.0:
+    if sum(w[:7]) <= 0.0:
         raise ValueError("the evaluation weights must not all be 0")
     return w
 
@@ -260,6 +273,7 @@ def evaluate(
     starvation_weight: float = 0.15,
     head_to_head_weight: float = 0.1,
     food_weight: float = 0.2,
+    space_weight: float = 0.0,
     length_scale: float = 3.0,
     hunger_health: int = 50,
     rounds: int | None = None,
@@ -280,7 +294,9 @@ def evaluate(
       the health left on reaching the nearest food: +1 from
       ``hunger_health`` up, -1 when starving. Eating restores health to
       100, so it pays at once; a shallow search sees food only a few moves
-      away, and this term carries the way to it.
+      away, and this term carries the way to it;
+    * space: -1 when ``trapped`` (its own flood fill holds fewer cells
+      than its length), else 0.
 
     An eliminated snake is worth -1 and the sole survivor of a game of two
     or more snakes +1 (the Env's loss and win rewards). The defaults are
@@ -290,7 +306,7 @@ def evaluate(
     Args:
         board: one board (vmap for a batch).
         territory_weight, longest_weight, nearest_weight, starvation_weight,
-            head_to_head_weight, food_weight: the weights, finite, >= 0, not all 0.
+            head_to_head_weight, food_weight, space_weight: the weights, finite, >= 0, not all 0.
         length_scale: length difference (segments) at which a length term
             reaches ``tanh(1) = 0.76``; > 0.
         hunger_health: health margin (1..100) from which the food term is +1.
@@ -303,7 +319,7 @@ def evaluate(
         TypeError, ValueError: a bad board, weight or ``rounds``, naming it.
     """
     w = _weights(territory_weight, longest_weight, nearest_weight, starvation_weight, head_to_head_weight,
-                 food_weight, length_scale, hunger_health)
+                 food_weight, space_weight, length_scale, hunger_health)
     f = features(board, rounds=rounds)
     alive = board.alive
     n_alive = jnp.sum(alive)
@@ -315,9 +331,10 @@ def evaluate(
         jnp.where(f.safe_moves > 0, -f.head_to_head_risk / jnp.maximum(f.safe_moves, 1), -1.0),
         jnp.clip((board.health - jnp.minimum(f.food_distance, 2 * rules.SNAKE_MAX_HEALTH)) / w.hunger_health,
                  0.0, 1.0) * 2.0 - 1.0,
+        -f.trapped.astype(jnp.float32),
     )
-    total = sum(w[:6])
-    live = LIVE_BOUND * sum((wi / total) * term for wi, term in zip(w[:6], terms))
+    total = sum(w[:7])
+    live = LIVE_BOUND * sum((wi / total) * term for wi, term in zip(w[:7], terms))
     sole = alive & (n_alive == 1) & (board.num_snakes > 1)
     return jnp.where(alive, jnp.where(sole, 1.0, live), -1.0).astype(jnp.float32)
 
