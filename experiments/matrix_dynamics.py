@@ -65,7 +65,7 @@ import numpy as np
 import jaxgames
 from jaxgames.analysis import equilibria
 from jaxgames.dynamics import empirical, fields
-from jaxgames import experiment
+from jaxgames import checks, experiment, parallel
 from jaxgames.experiment import NEUTRAL_FIELDS, ResultsDir, check_names, check_positive, config_key
 from jaxgames.games import matrix
 from jaxgames.learners import tabular
@@ -104,8 +104,8 @@ DEMO_STARTS_2X2 = ((0.2, 0.3), (0.35, 0.85), (0.75, 0.15), (0.6, 0.65))
 NOT_CONVERGED = "not_converged"
 SOURCE = 'El Kaddouri, Rys & Gao, "Multi Agent Reinforcement Learning With Dots And Boxes" (course report, undated)'
 GAMES = matrix.SEED_GAMES + ("matching_pennies", "rock_paper_scissors", "stag_hunt")
-# Settings that do not change results: a resume may change them (chunk_size only splits the vmapped runs).
-NEUTRAL = NEUTRAL_FIELDS + ("chunk_size",)
+# Settings that do not change results: a resume may change them (chunk_size and devices only split the runs).
+NEUTRAL = NEUTRAL_FIELDS + ("chunk_size", "devices")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -139,6 +139,9 @@ class Config:
         cycling_range: swing of the policy over the final window above which a run counts as cycling.
         record_every: iterations between recorded policies (the trajectory figures).
         chunk_size: runs per compiled call (memory only; does not change results).
+        devices: devices each sweep's chunks of runs are spread over (`tabular.run_sweep`; 0: every device
+            JAX sees: on the command line one CPU device per core, on a GPU machine the GPUs). Does not
+            change results: each device runs the one-device program, so they equal one device's bit for bit.
         empirical_grid: grid points per axis of the measured flow (0: no empirical fields).
         empirical_runs: short runs per grid point of the measured flow.
         empirical_horizon: iterations of each such run.
@@ -168,6 +171,7 @@ class Config:
     cycling_range: float = 0.1
     record_every: int = 1000
     chunk_size: int = 4096
+    devices: int = 0
     empirical_grid: int = 7
     empirical_runs: int = 64
     empirical_horizon: int = 2000
@@ -196,6 +200,8 @@ class Config:
         if self.start_grid < 1 or self.seeds < 1:
             raise ValueError("start_grid and seeds must be >= 1")
         check_positive(num_iterations=self.num_iterations, record_every=self.record_every, chunk_size=self.chunk_size)
+        checks.non_negative_int("devices", self.devices)
+        sweep_devices(self.devices)  # more devices than JAX sees: refused here, before anything is written
         if not 0 < self.tolerance < 1:
             raise ValueError(f"tolerance must be in (0, 1); got {self.tolerance}")
         if not 0 < self.verdict_share <= 1:
@@ -305,6 +311,20 @@ def seed_claim(game_name: str, kind: str, profile: equilibria.Profile, learner: 
     return "-"
 
 
+def sweep_devices(devices: int):
+    """The devices the sweeps' chunks are spread over: the first ``devices`` of JAX's (0: all); None for one.
+
+    Raises:
+        ValueError: more devices than JAX sees (naming the XLA flag that gives CPU devices).
+    """
+    available = jax.devices()
+    n = devices or len(available)
+    if n > len(available):
+        raise ValueError(f"devices={n} but JAX sees {len(available)} ({available[0].platform}); on CPU, "
+                         f"XLA_FLAGS={parallel.HOST_DEVICE_FLAG}=N set before JAX starts gives N devices")
+    return available[:n] if n > 1 else None
+
+
 def run_game_learner(cfg: Config, game: matrix.MatrixGame, learner: str, rd: ResultsDir, key) -> dict:
     """All runs of one (game, learner) pair; cached in ``runs_<game>_<learner>_<hash>.npz``.
 
@@ -348,7 +368,7 @@ def run_game_learner(cfg: Config, game: matrix.MatrixGame, learner: str, rd: Res
     keys = jax.random.split(key, len(params))
     sweep_runs, demo_runs = len(settings) * cfg.seeds * len(starts), len(settings) * len(demos)
     res = tabular.run_sweep(game, lcfg, keys, stacked, initial_q, chunk_size=cfg.chunk_size,
-                            progress=cfg.progress,
+                            progress=cfg.progress, devices=sweep_devices(cfg.devices),
                             description=f"{game.name}/{learner} ({sweep_runs} sweep + {demo_runs} demo runs)",
                             on_non_finite="raise")  # a NaN run would be counted as "not converged": stop instead
     is_demo = np.asarray(is_demo)
@@ -1199,7 +1219,8 @@ def write_report(cfg: Config, rows: list[dict], figures: dict, rd: ResultsDir, t
         f"Made by `python experiments/matrix_dynamics.py` with `config.json` ({'full' if cfg.full else 'small default'} "
         f"sweep). Compute time of these results: {timing['runs']:.0f} s of learner runs (each piece's own time, "
         f"stored with it) plus {timing['wall'] - timing['this_call_runs']:.0f} s of tables, figures and measured "
-        f"fields (this call: {timing['wall']:.0f} s wall{resumed}). Each setting runs {starts} starts x "
+        f"fields (this call: {timing['wall']:.0f} s wall{resumed}; the sweeps on {timing['devices']} device(s)). "
+        f"Each setting runs {starts} starts x "
         f"{cfg.seeds} random seeds = {starts * cfg.seeds} sweep runs, counted in the tables, plus 4 demo runs (the "
         f"trajectories drawn in the dynamics figures, not counted): the progress bars count both "
         f"({starts * cfg.seeds + 4} per setting). Read in this order:",
@@ -1307,7 +1328,7 @@ def run(cfg: Config, argv=()) -> pathlib.Path:
         key = jax.random.key(0)
         results, classes, rows = {}, {}, []
         t0 = time.time()
-        timing = dict(runs=0.0, reused=0, reused_runs=0, pieces=0)
+        timing = dict(runs=0.0, reused=0, reused_runs=0, pieces=0, devices=len(sweep_devices(cfg.devices) or [0]))
         from tqdm.auto import tqdm
 
         pairs = [(g, lr) for g in cfg.games for lr in cfg.learners]
@@ -1349,4 +1370,5 @@ def main(argv=None) -> pathlib.Path:
 
 
 if __name__ == "__main__":
+    parallel.one_host_device_per_core()  # before JAX starts: the sweeps then use every core (`devices`)
     main()

@@ -310,6 +310,50 @@ def map_batched(
     return jax.tree.map(lambda *xs: np.concatenate(xs), *outputs)
 
 
+HOST_DEVICE_FLAG = "--xla_force_host_platform_device_count"
+
+
+def one_host_device_per_core(environ=None) -> int:
+    """Asks XLA for one CPU device per usable core, so a mesh can spread a batch over the cores.
+
+    Appends ``--xla_force_host_platform_device_count=N`` (``N``: the cores
+    this process may run on) to ``XLA_FLAGS`` unless it already sets a
+    count. XLA reads the flag when JAX starts its first backend, so call this
+    first (a script's ``if __name__ == "__main__":`` block). It adds CPU
+    devices only: on a GPU, ``jax.devices()`` still lists the GPUs.
+
+    Args:
+        environ: the environment to change (default ``os.environ``).
+
+    Returns:
+        The CPU device count asked for (the one already set, if any).
+
+    Raises:
+        RuntimeError: a JAX backend has already started (the flag would be ignored).
+        ValueError: ``XLA_FLAGS`` already sets a count that is not a positive integer.
+    """
+    from jax._src import xla_bridge
+
+    environ = os.environ if environ is None else environ
+    flags = environ.get("XLA_FLAGS", "")
+    for flag in flags.split():
+        if flag.startswith(HOST_DEVICE_FLAG + "="):
+            value = flag.split("=", 1)[1]
+            if not value.isdigit() or int(value) < 1:
+                raise ValueError(f"XLA_FLAGS sets {flag!r}: not a positive device count")
+            return int(value)
+    started = getattr(xla_bridge, "backends_are_initialized", lambda: False)  # private: absent in some versions
+    if environ is os.environ and started():
+        raise RuntimeError("one_host_device_per_core must run before JAX starts a backend (before the first "
+                           "array is made); the CPU device count is fixed from then on")
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        cores = os.cpu_count() or 1
+    environ["XLA_FLAGS"] = f"{flags} {HOST_DEVICE_FLAG}={cores}".strip()
+    return cores
+
+
 def initialize_distributed(**kwargs) -> None:
     """``jax.distributed.initialize`` for multi-host runs (call first, on every process).
 

@@ -215,7 +215,8 @@ def test_a_kill_mid_write_or_a_truncated_piece_resumes_to_the_clean_result(tmp_p
      ("learners=sarsa", "unknown learner"), ("games=", "games needs at least 1"),
      ("games=stag_hunt,stag_hunt", "games repeats 'stag_hunt'"), ("learners=", "learners needs at least 1"),
      ("epsilons=", "epsilons needs"), ("leniencies=5,5", "leniencies repeats"), ("chunk_size=0", "chunk_size"),
-     ("record_every=0", "record_every"), ("num_iterations=-5", "num_iterations")],
+     ("record_every=0", "record_every"), ("num_iterations=-5", "num_iterations"), ("devices=-1", "devices"),
+     ("devices=99", "devices=99 but JAX sees 1 .*xla_force_host_platform_device_count")],
 )
 def test_bad_command_line_exits_2_with_one_line(arg, match, tmp_path, capsys):
     with pytest.raises(SystemExit) as exit_:

@@ -79,6 +79,37 @@ def test_make_mesh_bad_input():
         parallel.batch_sharding("cpu")
 
 
+def test_one_host_device_per_core_sets_the_flag_once(monkeypatch):
+    cores = len(os.sched_getaffinity(0))
+    env = {"XLA_FLAGS": "--xla_dump_to=/tmp/x"}
+    assert parallel.one_host_device_per_core(env) == cores
+    assert env["XLA_FLAGS"] == f"--xla_dump_to=/tmp/x --xla_force_host_platform_device_count={cores}"
+    env = {"XLA_FLAGS": "--xla_force_host_platform_device_count=3"}  # a count already set is kept
+    assert parallel.one_host_device_per_core(env) == 3 and env["XLA_FLAGS"].endswith("=3")
+    with pytest.raises(ValueError, match="positive device count"):
+        parallel.one_host_device_per_core({"XLA_FLAGS": "--xla_force_host_platform_device_count=0"})
+    empty = {}
+    assert parallel.one_host_device_per_core(empty) == cores and "XLA_FLAGS" in empty
+    # this process's backend has started: asking now would be ignored, so it is refused
+    jax.devices()
+    monkeypatch.setenv("XLA_FLAGS", "")
+    with pytest.raises(RuntimeError, match="before JAX starts"):
+        parallel.one_host_device_per_core()
+
+
+def test_run_sweep_refuses_bad_devices():
+    from jaxgames.games import matrix
+    from jaxgames.learners import tabular as tl
+
+    cfg = tl.LearnerConfig(num_iterations=5)
+    params, keys = tl.stack_params([tl.learner_params()] * 2), jax.random.split(jax.random.key(0), 2)
+    with pytest.raises(ValueError, match="devices must be a non-empty"):
+        tl.run_sweep(matrix.stag_hunt(), cfg, keys, params, progress=False, devices=[])
+    with pytest.raises(ValueError, match="not given with mesh"):
+        tl.run_sweep(matrix.stag_hunt(), cfg, keys, params, progress=False, devices=jax.devices(),
+                     mesh=parallel.make_mesh(1))
+
+
 def test_initialize_distributed_passes_the_coordinator_settings_on(monkeypatch):
     """The environment's coordinator address, process count and id, and the bind address (a private
     interface instead of JAX's default of every interface) reach ``jax.distributed.initialize``."""
@@ -211,6 +242,16 @@ def check_sweep():
         out = tl.run_sweep(matrix.stag_hunt(), cfg, keys, params, progress=False,
                            mesh=parallel.make_mesh(devices), chunk_size=chunk)
         _assert_trees_equal(one, out)
+    # chunks spread over devices, each running the one-device program: 13 runs on 8 devices (chunks of 2, the
+    # last padded) and on 3 with chunks of 4; and a 3-action game with Boltzmann learners
+    for devices, chunk in ((8, 4096), (3, 4)):
+        out = tl.run_sweep(matrix.stag_hunt(), cfg, keys, params, progress=False, devices=jax.devices()[:devices],
+                           chunk_size=chunk)
+        _assert_trees_equal(one, out)
+    game, cfg = matrix.biased_rock_paper_scissors(), tl.LearnerConfig(exploration="boltzmann", num_iterations=500)
+    params = tl.stack_params([tl.learner_params(learning_rate=0.01 * (1 + i)) for i in range(R)])
+    one = tl.run_sweep(game, cfg, keys, params, progress=False)
+    _assert_trees_equal(one, tl.run_sweep(game, cfg, keys, params, progress=False, devices=jax.devices()))
 
 
 def check_arena():
