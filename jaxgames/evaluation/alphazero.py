@@ -58,6 +58,24 @@ def stages(edges) -> dict:
     return {"opening": drawn < E // 3, "middle": (drawn >= E // 3) & (drawn < 2 * E // 3), "endgame": drawn >= 2 * E // 3}
 
 
+def exact_margins(solution: solver.Solution, edges, scores, mover) -> np.ndarray:
+    """The exact final box margin of positions, from the mover's side: boxes already won plus the solver's value.
+
+    Args:
+        solution: the board's `solver.Solution`.
+        edges: bool ``[N, E]``: drawn edges of positions not yet over.
+        scores: int ``[N, 2]``: boxes each player has won.
+        mover: int ``[N]``: the player to move.
+
+    Returns:
+        int32 ``[N]``, in boxes.
+    """
+    edges, scores, mover = np.asarray(edges, bool), np.asarray(scores), np.asarray(mover)
+    rest = np.asarray(solution.batch_action_values(jnp.asarray(edges))).max(axis=1)  # ILLEGAL is below every value
+    n = np.arange(len(mover))
+    return scores[n, mover] - scores[n, 1 - mover] + rest
+
+
 def target_quality(solution: solver.Solution, samples, num_boxes: int) -> dict:
     """How good the training targets are: a replay buffer's self-play targets against the exact solver.
 
@@ -74,15 +92,12 @@ def target_quality(solution: solver.Solution, samples, num_boxes: int) -> dict:
     """
     edges = np.asarray(samples.board.edges, bool)
     n = len(edges)
-    scores, mover = np.asarray(samples.board.scores), np.asarray(samples.board.player)
-    av = np.concatenate([np.asarray(solution.batch_action_values(jnp.asarray(edges[i:i + 4096])))
-                         for i in range(0, n, 4096)]) if n else np.zeros((0, edges.shape[-1]), np.int32)
-    best = np.where(av == solver.ILLEGAL, np.iinfo(np.int32).min, av).max(axis=1, initial=np.iinfo(np.int32).min)
-    exact = scores[np.arange(n), mover] - scores[np.arange(n), 1 - mover] + best
+    av = np.asarray(solution.batch_action_values(jnp.asarray(edges)))
+    exact = exact_margins(solution, edges, samples.board.scores, samples.board.player)
     err = (np.asarray(samples.value, np.float64) * num_boxes - exact) ** 2
     policy = np.asarray(samples.policy, np.float64)
-    on_optimal = av == best[:, None]
-    argmax_ok = on_optimal[np.arange(n), policy.argmax(axis=1)] if n else np.zeros(0, bool)
+    on_optimal = av == av.max(axis=1, keepdims=True)  # ILLEGAL (-128) is below every value
+    argmax_ok = on_optimal[np.arange(n), policy.argmax(axis=1)]
     mass = (policy * on_optimal).sum(axis=1)
     out = {}
     for stage, where in {"": np.ones(n, bool), **{f"_{k}": v for k, v in stages(edges).items()}}.items():
@@ -155,11 +170,8 @@ class ProgressEvaluator:
         self.positions = random_positions(R, C, jax.random.key(seed), eval_config.num_positions)
         self.edges = np.asarray(self.positions.board.edges)
         self.stages = stages(self.edges)
-        # the exact final box margin from the mover's side: boxes already won plus the solver's value of the rest
-        scores = np.asarray(self.positions.board.scores)
-        mover = np.asarray(self.positions.current_player)
-        rest = np.asarray(self.solution.batch_action_values(jnp.asarray(self.edges))).max(axis=1)
-        self.exact_margin = scores[np.arange(len(mover)), mover] - scores[np.arange(len(mover)), 1 - mover] + rest
+        self.exact_margin = exact_margins(self.solution, self.edges, self.positions.board.scores,
+                                          self.positions.current_player)
         self._evaluate = jax.jit(nets.make_evaluate(config.network, "margin")) if config.value_target == "margin" else None
 
     def _agent(self, params, name, *, search=True, gumbel_scale=0.0):
