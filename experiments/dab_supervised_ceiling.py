@@ -66,6 +66,7 @@ from matplotlib.figure import Figure
 
 from jaxgames import checks, experiment
 from jaxgames.agents.alphazero import AlphaZeroAgent
+from jaxgames.evaluation.alphazero import stages
 from jaxgames.experiment import NEUTRAL_FIELDS, ResultsDir, command_line
 from jaxgames.games.dots_and_boxes import DotsAndBoxes, rules, symmetry
 from jaxgames.games.dots_and_boxes.positions import random_positions
@@ -80,7 +81,7 @@ SIZE = (3, 3)
 """The board: the largest the exact solver's table covers cheaply (2**24 edge sets, 16.8 MB)."""
 
 STAGES = (("opening", 0, 7), ("middle", 8, 15), ("endgame", 16, 23))
-"""Stages of the held-out positions by drawn edges (inclusive ranges)."""
+"""Labels of `jaxgames.evaluation.alphazero.stages` on 3x3 (drawn edges, inclusive ranges), for tables and plots."""
 
 CHUNK = 1 << 18
 """Positions per generation call (`make_dataset`)."""
@@ -395,8 +396,7 @@ class CeilingEvaluator:
         self.env = DotsAndBoxes(*SIZE)
         self.positions = random_positions(*SIZE, jax.random.key(seed), checks.positive_int("num_positions", num_positions))
         self.edges = np.asarray(self.positions.board.edges)
-        drawn = self.edges.sum(axis=1)
-        self.stages = {name: (drawn >= lo) & (drawn <= hi) for name, lo, hi in STAGES}
+        self.stages = stages(self.edges)
 
     def optimal(self, params, iteration: int) -> np.ndarray:
         """bool ``[num_positions]``: whether the raw network's move keeps the exact value."""

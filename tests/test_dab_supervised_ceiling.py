@@ -195,3 +195,13 @@ def test_bad_settings_are_refused_before_anything_is_written(tmp_path, capsys):
     ], tmp_path / "out")
     assert_help_and_one_line_errors(exp, ["batch_size=0", f"out={tmp_path / 'out'}"], "batch_size", capsys)
     assert not (tmp_path / "out").exists()
+
+
+def test_stage_labels_match_the_evaluations_stages():
+    from jaxgames.evaluation.alphazero import stages
+
+    drawn = np.arange(24)
+    edges = np.arange(24)[None, :] < drawn[:, None]  # a position with k edges drawn, k = 0..23
+    got = stages(edges)
+    for name, lo, hi in exp.STAGES:
+        assert got[name].tolist() == [lo <= k <= hi for k in drawn], name
