@@ -10,12 +10,15 @@ M_TRIM_THRESHOLD = -1
 M_MMAP_MAX = -4
 """glibc's ``mallopt`` parameter: how many blocks may be served by ``mmap`` at once (0: none, all from the heap)."""
 
+M_ARENA_MAX = -8
+"""glibc's ``mallopt`` parameter: how many allocation arenas the threads may share (1: the main heap only)."""
+
 TRIM_THRESHOLD_BYTES = 1 << 30
 """The trim threshold `retain_freed_memory` sets: 1 GiB."""
 
 
 def retain_freed_memory() -> bool:
-    """Makes glibc's ``malloc`` serve every block from the heap and keep freed memory; True if both settings took.
+    """Makes glibc's ``malloc`` serve every block from the heap and keep freed memory; True if every setting took.
 
     XLA:CPU allocates a compiled step's temporaries afresh on every call; glibc
     hands blocks above its mmap threshold (at most 32 MB) to ``mmap`` and unmaps
@@ -23,6 +26,10 @@ def retain_freed_memory() -> bool:
     ``benchmarks/README.md``, "Networks near the machine"). This sets ``mallopt(M_MMAP_MAX, 0)`` and
     ``mallopt(M_TRIM_THRESHOLD, 1 GiB)``: the process keeps up to 1 GiB of freed
     memory for its next allocations instead of returning it to the system.
+    ``mallopt(M_ARENA_MAX, 1)`` keeps every thread on that one heap: a thread's
+    own arena holds at most 64 MiB, so a step run on a pool thread could
+    still get its temporaries mapped and unmapped afresh (the same step then
+    ran at either of two speeds, 1.6x apart, from one process to the next).
     It is process-wide and not undone here; call it before the first step. It
     returns False, and changes nothing, where the C library is not glibc (musl,
     macOS, Windows), and False where glibc refuses a setting.
@@ -35,4 +42,5 @@ def retain_freed_memory() -> bool:
         return False
     libc.mallopt.argtypes = (ctypes.c_int, ctypes.c_int)
     libc.mallopt.restype = ctypes.c_int
-    return bool(libc.mallopt(M_MMAP_MAX, 0)) and bool(libc.mallopt(M_TRIM_THRESHOLD, TRIM_THRESHOLD_BYTES))
+    return (bool(libc.mallopt(M_ARENA_MAX, 1)) and bool(libc.mallopt(M_MMAP_MAX, 0))
+            and bool(libc.mallopt(M_TRIM_THRESHOLD, TRIM_THRESHOLD_BYTES)))
