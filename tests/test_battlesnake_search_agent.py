@@ -12,7 +12,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxgames.agents.battlesnake_search import SearchAgent, default_moves, nearest_snakes
+from jaxgames.agents.battlesnake_search import SearchAgent, candidate_moves, default_moves, nearest_snakes
 from jaxgames.games.battlesnake import Battlesnake, rules
 from jaxgames.games.battlesnake.render import from_ascii
 from jaxgames.games.matrix import MatrixGame
@@ -87,6 +87,52 @@ def test_a_trap_visible_only_at_depth_two():
             assert v[LEFT] == -1.0 and v[DOWN] == 0.0, v  # A's death is the loss reward; B is left alone
         else:
             assert v[LEFT] == v[DOWN] == 0.0, v
+
+
+def test_candidate_moves_and_the_searches_over_them():
+    # The first drawing: A's left is the wall, right its neck, up B's doubled tail (B, inside the board
+    # with full health, certainly survives): only down is left. B's neck is left; up, right and down are free.
+    env, state = _state("""
+        . . . . . . .
+        . . . . . . .
+        b b b B . . .
+        A a a . . . .
+        . . . . . . .
+        . . . . . . .
+        . . . . . . .
+    """, 2, stack={1: 1})
+    np.testing.assert_array_equal(np.asarray(candidate_moves(state.board)),
+                                  [[False, False, True, False], [True, True, True, False]])
+    for depth in (1, 2):
+        assert _move(SearchAgent(depth=depth, opponents=1, branching=3), env, state) == DOWN
+    # A snake with only certain deaths keeps its legal moves; an eliminated snake keeps move 0.
+    dead = state.board.replace(eliminated_cause=state.board.eliminated_cause.at[1].set(1))  # any cause
+    np.testing.assert_array_equal(np.asarray(candidate_moves(dead))[1], [True, False, False, False])
+    trapped = from_ascii("""
+        . . . . . . .
+        . . . . . . .
+        . . . . . . .
+        . . . . . . .
+        . . . . . . .
+        b B . . . . .
+        A a . . . . .
+    """, stack={1: 2})  # A at (0,0): down and left are walls, up is B's tail doubled twice, right its neck
+    np.testing.assert_array_equal(np.asarray(candidate_moves(trapped))[0], np.asarray(rules.legal_moves(trapped))[0])
+    # The depth-2 trap of the drawing above, with branching 3: still seen (left is the loss reward).
+    env, state = _state("""
+        . A a a a . .
+        b . . . . . .
+        b . . . . . .
+        b . . . . . .
+        B . . . . . .
+        . . . . . . .
+        . . . . . . .
+    """, 2, stack={1: 2})
+    flat = lambda s, k: jnp.zeros(2, jnp.float32)  # noqa: E731
+    out = sim.maximin(env, state, jax.random.key(0), player=0, depth=2, evaluate=flat, branching=3,
+                      candidates=lambda s: candidate_moves(s.board))
+    v = np.asarray(out.action_values)
+    assert v[LEFT] == -1.0 and v[DOWN] == 0.0, v
 
 
 def test_maximin_over_a_subset_is_the_best_reply_to_the_default_policy():

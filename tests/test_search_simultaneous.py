@@ -186,3 +186,35 @@ def test_node_table_lookup_equals_dense_child_table(monkeypatch):
     np.testing.assert_array_equal(np.asarray(table.tree.parent), np.asarray(dense.tree.parent))
     np.testing.assert_array_equal(np.asarray(table.tree.visits), np.asarray(dense.tree.visits))
     np.testing.assert_allclose(np.asarray(table.policy), np.asarray(dense.policy), rtol=1e-6)
+
+
+def test_maximin_branching_enumerates_only_the_candidates():
+    # Zero-sum 3x3, row payoffs [[1, -2, 4], [3, 0, -1], [2, 5, -3]]: row minima -2, -1, -3 -> action 1, value -1.
+    # Candidates drop the column player's action 2: row minima over columns 0-1 are -2, 0, 2 -> action 2, value 2.
+    # branching=2 keeps the row player's first two actions: over columns 0-1 the minima are -2, 0 -> action 1.
+    a = np.array([[1, -2, 4], [3, 0, -1], [2, 5, -3]])
+    env = MatrixGame(a, -a)
+    state, key = env.init(jax.random.key(0)), jax.random.key(0)
+    fmin = np.finfo(np.float32).min
+    plain = sim.maximin(env, state, key, player=0, depth=1)
+    assert int(plain.action) == 1 and float(plain.value) == -1.0
+    full = sim.maximin(env, state, key, player=0, depth=1, branching=3)  # every action: the same values
+    np.testing.assert_array_equal(np.asarray(full.action_values), np.asarray(plain.action_values))
+    no_col2 = lambda s: jnp.array([[True, True, True], [True, True, False]])  # noqa: E731
+    out = jax.jit(lambda s, k: sim.maximin(env, s, k, player=0, depth=1, candidates=no_col2))(state, key)
+    np.testing.assert_array_equal(np.asarray(out.action_values), [-2.0, 0.0, 2.0])
+    assert int(out.action) == 2 and float(out.value) == 2.0
+    two = sim.maximin(env, state, key, player=0, depth=1, branching=2, candidates=no_col2)
+    np.testing.assert_array_equal(np.asarray(two.action_values), [-2.0, 0.0, fmin])
+    # A player with no candidate falls back to its legal actions: all three columns, the plain values.
+    none_for_col = lambda s: jnp.array([[True, True, True], [False, False, False]])  # noqa: E731
+    back = sim.maximin(env, state, key, player=0, depth=1, candidates=none_for_col)
+    np.testing.assert_array_equal(np.asarray(back.action_values), np.asarray(plain.action_values))
+    # The count of stepped states follows branching: (2 ** 2) + (2 ** 2) ** 2 = 20 at depth 2.
+    assert sim.check_maximin_settings(env, player=0, depth=2, branching=2) == 20
+    with pytest.raises(ValueError, match="branching must be at most num_actions=3; got 4"):
+        sim.maximin(env, state, key, player=0, depth=1, branching=4)
+    with pytest.raises(ValueError, match="branching must be >= 1; got 0"):
+        sim.maximin(env, state, key, player=0, depth=1, branching=0)
+    with pytest.raises(TypeError, match="candidates must be callable"):
+        sim.maximin(env, state, key, player=0, depth=1, candidates=np.ones((2, 3), bool))

@@ -68,6 +68,19 @@ def default_moves(board: rules.Board, key: jax.Array) -> jax.Array:
     return jax.vmap(one)(jnp.arange(n))
 
 
+def candidate_moves(board: rules.Board) -> jax.Array:
+    """bool ``[S, 4]``: the moves a search enumerates: legal and not a certain death (`rules.certain_deaths`).
+
+    A living snake whose every legal move is a certain death keeps its legal
+    moves; an eliminated snake (or every snake of a finished game) keeps move 0 only.
+    """
+    legal = rules.legal_moves(board)
+    keep = legal & ~rules.certain_deaths(board)
+    keep = jnp.where(jnp.any(keep, axis=1, keepdims=True), keep, legal)
+    active = board.alive & ~rules.is_game_over(board)
+    return jnp.where(active[:, None], keep, jnp.arange(4)[None, :] == 0)
+
+
 def nearest_snakes(board: rules.Board, player: jax.Array, count: int) -> jax.Array:
     """int32 ``[count + 1]``: ``player`` then the ``count`` other snakes nearest to its head.
 
@@ -89,6 +102,9 @@ class SearchAgent(JaxAgent):
         opponents: snakes enumerated besides the player (>= 0; clipped to
             ``S - 1`` of the game); the others play `default_moves`.
         max_states: the search's bound on stepped states (`maximin`).
+        branching: at most this many moves enumerated per searched snake and
+            node (1-4), taken from `candidate_moves` (legal, not certain
+            death; one for an eliminated snake). None: every legal move.
         time_budget: seconds per move for `act_in_time` (the HTTP server
             then deepens up to ``depth`` within it); None: always ``depth``.
         **weights: keyword arguments of `evaluation.evaluate` (weights,
@@ -102,8 +118,9 @@ class SearchAgent(JaxAgent):
     """
 
     def __init__(self, *, depth: int = 2, opponents: int = 1, max_states: int = simultaneous.DEFAULT_MAX_STATES,
-                 time_budget: float | None = None, name: str = "search", **weights):
+                 branching: int | None = None, time_budget: float | None = None, name: str = "search", **weights):
         self.depth = checks.positive_int("depth", depth)
+        self.branching = None if branching is None else checks.integer("branching", branching, 1, 4)
         self.time_budget = None if time_budget is None else checks.positive_float("time_budget", time_budget)
         self.opponents = checks.integer("opponents", opponents, 0, 7)
         self.max_states = checks.positive_int("max_states", max_states)
@@ -114,7 +131,8 @@ class SearchAgent(JaxAgent):
 
     def settings(self) -> dict:
         """The agent's settings (what its compiled policy depends on)."""
-        return {"depth": self.depth, "opponents": self.opponents, "max_states": self.max_states, **self.weights}
+        return {"depth": self.depth, "opponents": self.opponents, "max_states": self.max_states,
+                "branching": self.branching, **self.weights}
 
     def _searched(self, env) -> int:
         return min(self.opponents, int(env.num_players) - 1)
@@ -126,7 +144,7 @@ class SearchAgent(JaxAgent):
         m = self._searched(env) + 1
         simultaneous.check_maximin_settings(
             env, player=0, depth=self.depth if depth is None else depth, max_states=self.max_states,
-            searched=np.arange(m), default_policy=default_moves)
+            searched=np.arange(m), default_policy=default_moves, branching=self.branching)
 
     def search(self, env, state, key: jax.Array, player: jax.Array, depth: int | None = None):
         """The `maximin` output for snake ``player`` in one state (pure, jittable; ``depth`` static)."""
@@ -141,7 +159,8 @@ class SearchAgent(JaxAgent):
         lean = env.without_observation()
         return simultaneous.maximin(
             lean, env.strip_observation(state), key, player=player, depth=depth, evaluate=leaf, max_states=self.max_states,
-            searched=searched, default_policy=default_policy)
+            searched=searched, default_policy=default_policy, branching=self.branching,
+            candidates=None if self.branching is None else (lambda s: candidate_moves(s.board)))
 
     def policy(self, env, state, key: jax.Array, player: jax.Array, depth: int | None = None) -> jax.Array:
         """int32 ``[]``: the maximin move of snake ``player``, ties broken uniformly with ``key``."""

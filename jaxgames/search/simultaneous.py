@@ -23,7 +23,9 @@ Both searches are written for ONE root, pure JAX; `sm_mcts_batch` and
   2002): one player maximises, each ply, the minimum over the others' joint
   actions; ``(num_actions ** num_players) ** depth`` states are enumerated,
   refused up front above ``max_states``. One key per ply (chance events are
-  one outcome per ply).
+  one outcome per ply). ``branching=K`` enumerates at most ``K`` candidate
+  actions per player and node (``candidates``: e.g. the moves that are not
+  certain deaths), ``(K ** num_players) ** depth`` states.
 
 Errors (before tracing): ``TypeError``/``ValueError`` naming the value for a
 sequential env, a batched root given to a one-root function, a root not
@@ -143,13 +145,14 @@ def check_sm_mcts_settings(
 
 def check_maximin_settings(
     env, *, player, depth, max_states=DEFAULT_MAX_STATES, rollout_steps=DEFAULT_ROLLOUT_STEPS, searched=None,
-    default_policy=None,
+    default_policy=None, branching=None, candidates=None,
 ) -> int:
     """Raises for bad `maximin` settings; returns the number of states it would step.
 
     Returns:
-        ``sum_{k=1..depth} (num_actions ** M) ** k``, ``M`` the number of
-        searched players (all ``num_players`` unless ``searched`` is given).
+        ``sum_{k=1..depth} (K ** M) ** k``, ``M`` the number of searched
+        players (all ``num_players`` unless ``searched`` is given), ``K`` the
+        ``branching`` (``num_actions`` unless given).
 
     Raises:
         ValueError: a sequential env; a concrete ``player`` outside
@@ -158,8 +161,9 @@ def check_maximin_settings(
             ``searched`` that is not 1-D of 1 to ``num_players`` entries, or
             (concrete) repeats a player, is out of range or lacks ``player``;
             fewer searched players than ``num_players`` without a
-            ``default_policy``.
-        TypeError: a non-int player, depth or bound.
+            ``default_policy``; a ``branching`` outside ``[1, num_actions]``.
+        TypeError: a non-int player, depth, bound or branching; a ``candidates``
+            that is not callable.
     """
     _check_env(env)
     n = int(env.num_players)
@@ -191,12 +195,20 @@ def check_maximin_settings(
                 raise ValueError(f"searched must include the player {int(player)}; got {values.tolist()}")
     if m < n and default_policy is None:
         raise ValueError(f"searching {m} of {n} players needs a default_policy for the others")
-    joint = int(env.num_actions) ** m
+    k_actions = int(env.num_actions)
+    if branching is not None:
+        branching = _positive_int("branching", branching)
+        if branching > k_actions:
+            raise ValueError(f"branching must be at most num_actions={k_actions}; got {branching}")
+        k_actions = branching
+    if candidates is not None and not callable(candidates):
+        raise TypeError(f"candidates must be callable (state -> bool [num_players, num_actions]); got {candidates!r}")
+    joint = k_actions**m
     count = sum(joint**k for k in range(1, depth + 1))
     if count > max_states:
         raise ValueError(
             f"maximin over {env!r} at depth {depth} would step {count:,} states "
-            f"(({env.num_actions} ** {m}) ** k summed over k = 1..{depth}); "
+            f"(({k_actions} ** {m}) ** k summed over k = 1..{depth}); "
             f"more than max_states={max_states:,}: lower depth, search fewer players or raise max_states"
         )
     return count
@@ -551,6 +563,8 @@ def maximin(
     max_states: int = DEFAULT_MAX_STATES,
     searched: jax.Array | None = None,
     default_policy: Callable[[Any, jax.Array], jax.Array] | None = None,
+    branching: int | None = None,
+    candidates: Callable[[Any], jax.Array] | None = None,
 ) -> MaximinOutput:
     """Paranoid / maximin depth-limited search from one root, for one player (module docstring).
 
@@ -582,6 +596,14 @@ def maximin(
             ``player`` among them (may be traced; ``M`` is static). None: all.
         default_policy: ``fn(state, key) -> int32 [N]``, legal actions of the
             players not searched, called at every node; needed when ``M < N``.
+        branching: at most this many actions per searched player and node
+            (static, ``1..A``): the lowest-indexed ``branching`` of its
+            ``candidates``. None: every legal action.
+        candidates: ``fn(state) -> bool [N, A]``, the actions worth
+            enumerating (e.g. legal moves that are not certain deaths); a
+            player with none falls back to its legal actions. None: the legal
+            actions. Actions left out are worth ``finfo(float32).min`` to the
+            player and are never the others' answer.
 
     Returns:
         `MaximinOutput`: ``action`` int32 ``[]``, ``value`` float32 ``[]``,
@@ -592,10 +614,11 @@ def maximin(
             wrong shape or whose concrete ``current_player`` is not ``SIMULTANEOUS``.
     """
     check_maximin_settings(env, player=player, depth=depth, max_states=max_states, rollout_steps=rollout_steps,
-                           searched=searched, default_policy=default_policy)
+                           searched=searched, default_policy=default_policy, branching=branching,
+                           candidates=candidates)
     _check_state(env, state, batched=False)
     return _maximin(env, state, key, jnp.asarray(player, jnp.int32), int(depth), evaluate, int(rollout_steps), params,
-                    searched, default_policy)
+                    searched, default_policy, None if branching is None else int(branching), candidates)
 
 
 def maximin_batch(env, states, keys: jax.Array, **settings) -> MaximinOutput:
@@ -622,27 +645,44 @@ def maximin_batch(env, states, keys: jax.Array, **settings) -> MaximinOutput:
         rollout_steps=settings.get("rollout_steps", DEFAULT_ROLLOUT_STEPS),
         searched=settings.get("searched"),
         default_policy=settings.get("default_policy"),
+        branching=settings.get("branching"),
+        candidates=settings.get("candidates"),
     )
     _check_state(env, states, batched=True)
     return jax.vmap(lambda s, k: maximin(env, s, k, **settings))(states, keys)
 
 
 def _maximin(env, state, key, player, depth, evaluate, rollout_steps, params, searched=None,
-             default_policy=None) -> MaximinOutput:
+             default_policy=None, branching=None, candidates=None) -> MaximinOutput:
     n, a = int(env.num_players), int(env.num_actions)
     searched = jnp.arange(n, dtype=jnp.int32) if searched is None else jnp.asarray(searched, jnp.int32)
     m = int(searched.shape[0])
-    c = a**m
+    b = a if branching is None else branching
+    c = b**m
     if evaluate is None:
         evaluate = random_rollout(env, num_steps=rollout_steps, params=params)
-    # combos[c] = the searched players' actions of code c (first searched player most significant).
-    combos = jnp.asarray(np.stack(np.unravel_index(np.arange(c), (a,) * m), axis=-1), jnp.int32)  # [C, M]
-    own = combos[:, jnp.argmax(searched == player)]  # [C]: the player's action in each code
+    # combos[c] = the searched players' slots of code c (first searched player most significant); a slot is an
+    # action index, or (branching / candidates) a place in the node's list of candidate actions.
+    combos = jnp.asarray(np.stack(np.unravel_index(np.arange(c), (b,) * m), axis=-1), jnp.int32)  # [C, M]
+    own_slot = jnp.argmax(searched == player)
     ply_keys = jax.random.split(key, depth + 1)
+    compact = branching is not None or candidates is not None
+
+    def slots(s):
+        """``(actions int32 [M, b], valid bool [M, b])``: each searched player's enumerated actions at ``s``."""
+        legal = s.legal_action_mask[searched]  # [M, A]
+        if not compact:
+            return jnp.broadcast_to(jnp.arange(a, dtype=jnp.int32), (m, a)), legal
+        want = legal if candidates is None else jnp.asarray(candidates(s), bool)[searched] & legal
+        want = jnp.where(jnp.any(want, axis=-1, keepdims=True), want, legal)
+        order = jnp.argsort(~want, axis=-1, stable=True)[:, :b].astype(jnp.int32)  # candidates first, lowest index first
+        return order, jnp.take_along_axis(want, order, axis=-1)
 
     def joint_actions(s, k):
         base = jnp.zeros(n, jnp.int32) if default_policy is None else jnp.asarray(default_policy(s, k), jnp.int32)
-        return jnp.broadcast_to(base, (c, n)).at[:, searched].set(combos)  # [C, N]
+        acts, _ = slots(s)
+        chosen = acts[jnp.arange(m)[None, :], combos]  # [C, M]
+        return jnp.broadcast_to(base, (c, n)).at[:, searched].set(chosen)  # [C, N]
 
     levels, rewards = [jax.tree.map(lambda x: x[None], state)], []
     for k in range(depth):
@@ -662,17 +702,17 @@ def _maximin(env, state, key, player, depth, evaluate, rollout_steps, params, se
     value = jax.vmap(lambda s, k: _leaf_value(evaluate, s, k, n)[player])(leaves, leaf_keys)
 
     action_values = None
-    groups = own[None, :] == jnp.arange(a)[:, None]  # [A, C]
     for k in reversed(range(depth)):
-        mask = levels[k].legal_action_mask  # [K, N, A]
+        acts, valid = jax.vmap(slots)(levels[k])  # [K, M, b]
         q = (rewards[k] + value).reshape(-1, c)  # [K, C]
-        # legal[K, C, M]: each searched player's action of each code is legal in the parent.
-        rows = mask[:, searched, :]  # [K, M, A]
-        legal = jnp.take_along_axis(rows, jnp.broadcast_to(combos.T[None], (mask.shape[0], m, c)), axis=2)
-        others_legal = jnp.all(jnp.where((searched == player)[None, :, None], True, legal), axis=1)  # [K, C]
-        q = jnp.where(others_legal, q, _FMAX)
-        worst = jnp.min(jnp.where(groups[None], q[:, None, :], _FMAX), axis=2)  # [K, A]
-        action_values = jnp.where(mask[:, player], worst, _FMIN)
+        index = jnp.broadcast_to(combos.T[None], (acts.shape[0], m, c))
+        code_valid = jnp.take_along_axis(valid, index, axis=2)  # [K, M, C]: each searched player's slot is enumerated
+        own_act = jnp.take_along_axis(acts, index, axis=2)[:, own_slot]  # [K, C]
+        others_valid = jnp.all(jnp.where((searched == player)[None, :, None], True, code_valid), axis=1)  # [K, C]
+        q = jnp.where(others_valid, q, _FMAX)
+        groups = (own_act[:, None, :] == jnp.arange(a)[None, :, None]) & code_valid[:, own_slot][:, None, :]  # [K, A, C]
+        worst = jnp.min(jnp.where(groups, q[:, None, :], _FMAX), axis=2)  # [K, A]
+        action_values = jnp.where(jnp.any(groups, axis=2), worst, _FMIN)
         value = action_values.max(axis=1)
     action_values = action_values[0].astype(jnp.float32)
     return MaximinOutput(
