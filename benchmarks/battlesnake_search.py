@@ -63,6 +63,8 @@ class Config:
         opponents: kinds from `OPPONENTS`, comma separated.
         depth: the search's plies.
         search_opponents: the snakes the search enumerates besides its own.
+        branching: moves enumerated per searched snake and node, from
+            `candidate_moves` (1-4; 0: every legal move, certain deaths included).
         max_turns: turn limit (the game is truncated there).
         think_positions: boards timed one at a time.
         speed_batch: roots per call in the batched speed measurement.
@@ -75,6 +77,7 @@ class Config:
     opponents: tuple[str, ...] = ("heuristic", "public", "random_safe")
     depth: int = 2
     search_opponents: int = 1
+    branching: int = 3
     max_turns: int = 1000
     think_positions: int = 300
     speed_batch: int = 256
@@ -85,11 +88,12 @@ class Config:
         for name in ("games", "chunk", "depth", "max_turns", "think_positions", "speed_batch"):
             checks.positive_int(name, getattr(self, name))
         checks.non_negative_int("search_opponents", self.search_opponents)
+        checks.integer("branching", self.branching, 0, 4)
         checks.non_negative_int("seed", self.seed)
         experiment.check_names("opponents", self.opponents, tuple(OPPONENTS))
 
     def agent(self) -> SearchAgent:
-        return SearchAgent(depth=self.depth, opponents=self.search_opponents)
+        return SearchAgent(depth=self.depth, opponents=self.search_opponents, branching=self.branching or None)
 
 
 def _env(cfg: Config) -> Battlesnake:
@@ -102,7 +106,7 @@ def play_games(cfg: Config, kind: str, key: jax.Array) -> dict:
     path = os.path.join(cfg.out_dir, f"games_{kind}.npz")
     chunks = -(-cfg.games // cfg.chunk)
     settings = json.dumps({k: v for k, v in dataclasses.asdict(cfg).items()
-                           if k in ("chunk", "depth", "search_opponents", "max_turns", "seed")}, sort_keys=True)
+                           if k in ("chunk", "depth", "search_opponents", "branching", "max_turns", "seed")}, sort_keys=True)
     done = dict(np.load(path)) if os.path.exists(path) else {}
     if done and str(done.get("settings")) != settings:
         raise ValueError(f"{path} holds games of other settings ({done.get('settings')}); "
@@ -203,7 +207,8 @@ def search_speed(cfg: Config, key: jax.Array) -> dict:
     """Kernel steps per second inside the search (B = 1 and ``speed_batch``) and of the bare kernel."""
     env, agent = _env(cfg), cfg.agent()
     m = min(cfg.search_opponents, 3) + 1
-    per_search = sum((4**m) ** k for k in range(1, cfg.depth + 1))
+    joint = (cfg.branching or 4) ** m
+    per_search = sum(joint**k for k in range(1, cfg.depth + 1))
     states = positions(cfg, cfg.speed_batch, key)
     b = int(states.rewards.shape[0])
     keys = jax.random.split(key, b)
@@ -217,7 +222,7 @@ def search_speed(cfg: Config, key: jax.Array) -> dict:
     tk = _median_seconds(step, states, acts, keys)
     return {
         "states_stepped_per_search": per_search,
-        "leaves_evaluated_per_search": (4**m) ** cfg.depth,
+        "leaves_evaluated_per_search": joint**cfg.depth,
         "search_b1": {"seconds_per_search": t1, "kernel_steps_per_s": per_search / t1},
         f"search_b{b}": {"seconds_per_search": tb / b, "kernel_steps_per_s": per_search * b / tb},
         f"bare_kernel_b{b}": {"kernel_steps_per_s": b / tk},
@@ -225,7 +230,8 @@ def search_speed(cfg: Config, key: jax.Array) -> dict:
 
 
 def _readme(cfg: Config, results: dict) -> str:
-    lines = [f"# The search snake (`SearchAgent(depth={cfg.depth}, opponents={cfg.search_opponents})`)", "",
+    lines = [f"# The search snake (`SearchAgent(depth={cfg.depth}, opponents={cfg.search_opponents}, "
+             f"branching={cfg.branching or None})`)", "",
              "Command: `python benchmarks/battlesnake_search.py " + " ".join(
                  f"{k}={','.join(v) if isinstance(v, tuple) else v}" for k, v in dataclasses.asdict(cfg).items()) + "`",
              f"Device: {jax.devices()[0].device_kind} ({os.cpu_count()} cores).", "",

@@ -221,11 +221,12 @@ def test_server_serves_the_search_agent_and_refuses_its_settings_for_others():
     from jaxgames.serve.battlesnake import server_from_args, warmup_request
 
     srv, line = server_from_args(["--agent", "search", "--depth", "1", "--time-budget-ms", "300", "--port", "0",
-                                  "--warmup-sizes", "7"])
+                                  "--warmup-sizes", "7", "--branching", "2"])
     assert "search" in line
-    assert srv.agent.depth == 1 and srv.agent.time_budget == 0.3
+    assert srv.agent.depth == 1 and srv.agent.time_budget == 0.3 and srv.agent.branching == 2
     assert srv.move(warmup_request(7))["move"] in ("up", "down", "left", "right")
     with pytest.raises(SystemExit):
         server_from_args(["--agent", "heuristic", "--depth", "2", "--port", "0", "--warmup-sizes", ""])
-    with pytest.raises(SystemExit):
-        server_from_args(["--agent", "search", "--depth", "0", "--port", "0", "--warmup-sizes", ""])
+    for bad in (["--depth", "0"], ["--branching", "5"]):
+        with pytest.raises(SystemExit):
+            server_from_args(["--agent", "search", *bad, "--port", "0", "--warmup-sizes", ""])

@@ -67,7 +67,8 @@ DEFAULT_TIMEOUT_MS = 500
 AGENTS = {"random": RandomAgent, "random_safe": RandomSafeAgent, "heuristic": HeuristicAgent, "q_snake": QSnakeAgent,
           "search": SearchAgent}
 """Agents built without arguments, by name (the command line's ``--agent``). ``q_snake`` loads its
-shipped weights only when built; ``search`` takes ``--depth``, ``--opponents`` and ``--time-budget-ms``."""
+shipped weights only when built; ``search`` takes ``--depth``, ``--opponents``, ``--branching`` and
+``--time-budget-ms``."""
 
 _INT32_MAX = 2**31 - 1
 _FALLBACK_ORDER = (("up", 0, 1), ("right", 1, 0), ("down", 0, -1), ("left", -1, 0))
@@ -801,7 +802,7 @@ def server_from_args(argv=None) -> tuple[BattlesnakeServer, str]:
     accepts outside connections), ``--port`` (8000; 0 picks a free port),
     ``--agent`` (a name of `AGENTS`, default
     ``random_safe``), ``--seed``, the search agent's ``--depth``,
-    ``--opponents`` and ``--time-budget-ms``, ``--warmup-sizes`` (comma-separated board
+    ``--opponents``, ``--branching`` and ``--time-budget-ms``, ``--warmup-sizes`` (comma-separated board
     sizes compiled at start-up, default ``7,11,19``), ``--workers`` (threads
     running the agent, default 2), ``--limit-concurrency`` (128), ``--http``
     (uvicorn's protocol, `HTTP_PROTOCOLS`, default ``auto``).
@@ -817,6 +818,8 @@ def server_from_args(argv=None) -> tuple[BattlesnakeServer, str]:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--depth", type=int, default=None, help="search: plies (default: the agent's)")
     p.add_argument("--opponents", type=int, default=None, help="search: nearest snakes enumerated (default: the agent's)")
+    p.add_argument("--branching", type=int, default=None,
+                   help="search: moves enumerated per searched snake and node, 1-4 (default: the agent's)")
     p.add_argument("--time-budget-ms", type=float, default=None,
                    help="search: think time per move by iterative deepening (default: fixed depth)")
     p.add_argument("--warmup-sizes", default="7,11,19", help="board sizes compiled at start-up, comma-separated")
@@ -828,11 +831,12 @@ def server_from_args(argv=None) -> tuple[BattlesnakeServer, str]:
         sizes = tuple(int(v) for v in a.warmup_sizes.split(",") if v.strip())
     except ValueError:
         p.error(f"--warmup-sizes must be comma-separated integers; got {a.warmup_sizes!r}")
-    options = {k: v for k, v in (("depth", a.depth), ("opponents", a.opponents)) if v is not None}
+    options = {k: v for k, v in (("depth", a.depth), ("opponents", a.opponents), ("branching", a.branching))
+               if v is not None}
     if a.time_budget_ms is not None:
         options["time_budget"] = a.time_budget_ms / 1000
     if options and a.agent != "search":
-        p.error(f"--depth, --opponents and --time-budget-ms are settings of --agent search, not {a.agent}")
+        p.error(f"--depth, --opponents, --branching and --time-budget-ms are settings of --agent search, not {a.agent}")
     try:
         agent = AGENTS[a.agent](**options)
     except (TypeError, ValueError) as e:
