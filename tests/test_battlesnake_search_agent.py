@@ -230,3 +230,36 @@ def test_server_serves_the_search_agent_and_refuses_its_settings_for_others():
     for bad in (["--depth", "0"], ["--branching", "5"]):
         with pytest.raises(SystemExit):
             server_from_args(["--agent", "search", *bad, "--port", "0", "--warmup-sizes", ""])
+
+
+def test_learned_leaf_value_is_the_networks_best_win_rate():
+    # A network whose dense layer is zero outputs sigmoid(bias) for every action whatever the view:
+    # with learned_weight=1 a living snake's leaf is LIVE_BOUND * (2 sigmoid(b) - 1), and on the first
+    # drawing (every move of A but down dies; B lives on whatever it does) down is worth exactly that.
+    from jaxgames.agents.q_snake import QSnakeAgent
+    from jaxgames.games.battlesnake import evaluation
+    from jaxgames.networks.q_snake import QSnakeNet, init_variables
+
+    env, state = _state("""
+        . . . . . . .
+        . . . . . . .
+        b b b B . . .
+        A a a . . . .
+        . . . . . . .
+        . . . . . . .
+        . . . . . . .
+    """, 2, stack={1: 1})
+    variables = init_variables(QSnakeNet(features=(4,)), jax.random.key(0), (13, 13, 3))
+    dense = variables["params"]["Dense_0"]
+    bias = np.array([0.3, 1.2, -0.5], np.float32)  # the best win rate: sigmoid(1.2)
+    variables["params"]["Dense_0"] = {"kernel": jnp.zeros_like(dense["kernel"]), "bias": jnp.asarray(bias)}
+    learned = QSnakeAgent(variables, features=(4,), board_size=7)
+    agent = SearchAgent(depth=1, opponents=1, branching=3, learned_weight=1.0, learned=learned)
+    out = jax.jit(lambda s, k: agent.search(env, s, k, jnp.int32(0)))(state, jax.random.key(0))
+    expected = evaluation.LIVE_BOUND * (2.0 / (1.0 + np.exp(-1.2)) - 1.0)
+    np.testing.assert_allclose(float(out.action_values[DOWN]), expected, rtol=1e-6)
+    assert int(out.action) == DOWN
+    with pytest.raises(ValueError, match="learned_weight"):
+        SearchAgent(learned_weight=1.5, learned=learned)
+    with pytest.raises(TypeError, match="learned must be a QSnakeAgent"):
+        SearchAgent(learned_weight=0.5, learned=object())

@@ -28,6 +28,7 @@ import numpy as np
 from jaxgames import checks
 from jaxgames.agents.base import JaxAgent
 from jaxgames.agents.battlesnake import move_targets, safe_moves, vacated_after
+from jaxgames.agents.q_snake import QSnakeAgent
 from jaxgames.games.battlesnake import evaluation, rules
 from jaxgames.games.battlesnake.env import Battlesnake
 from jaxgames.search import simultaneous
@@ -105,6 +106,13 @@ class SearchAgent(JaxAgent):
         branching: at most this many moves enumerated per searched snake and
             node (1-4), taken from `candidate_moves` (legal, not certain
             death; one for an eliminated snake). None: every legal move.
+        learned_weight: weight ``w`` in ``[0, 1]`` of the learned leaf value:
+            a living snake's leaf is worth ``(1 - w) * evaluate + w *
+            LIVE_BOUND * (2 max_a Q(a) - 1)``, ``Q`` the win rates of
+            ``learned``'s network on the snake's view (eliminated -1, sole
+            survivor +1, as `evaluate`). 0: the hand-written evaluation only.
+        learned: the `QSnakeAgent` whose network values the leaves (default,
+            when ``learned_weight > 0``: the shipped weights).
         time_budget: seconds per move for `act_in_time` (the HTTP server
             then deepens up to ``depth`` within it); None: always ``depth``.
         **weights: keyword arguments of `evaluation.evaluate` (weights,
@@ -118,13 +126,18 @@ class SearchAgent(JaxAgent):
     """
 
     def __init__(self, *, depth: int = 2, opponents: int = 1, max_states: int = simultaneous.DEFAULT_MAX_STATES,
-                 branching: int | None = None, time_budget: float | None = None, name: str = "search", **weights):
+                 branching: int | None = None, learned_weight: float = 0.0, learned=None,
+                 time_budget: float | None = None, name: str = "search", **weights):
         self.depth = checks.positive_int("depth", depth)
         self.branching = None if branching is None else checks.integer("branching", branching, 1, 4)
         self.time_budget = None if time_budget is None else checks.positive_float("time_budget", time_budget)
         self.opponents = checks.integer("opponents", opponents, 0, 7)
         self.max_states = checks.positive_int("max_states", max_states)
         self.weights = {**DEFAULT_WEIGHTS, **weights}
+        self.learned_weight = checks.real("learned_weight", learned_weight, 0.0, 1.0, dtype=np.float32)
+        if learned is not None and not isinstance(learned, QSnakeAgent):
+            raise TypeError(f"learned must be a QSnakeAgent; got {type(learned).__name__}")
+        self.learned = (learned or QSnakeAgent()) if self.learned_weight > 0 else None
         self.name = name
         probe = Battlesnake(num_snakes=2)
         self._leaf = evaluation.leaf_value(probe, **self.weights)  # checks the weights now
@@ -132,7 +145,7 @@ class SearchAgent(JaxAgent):
     def settings(self) -> dict:
         """The agent's settings (what its compiled policy depends on)."""
         return {"depth": self.depth, "opponents": self.opponents, "max_states": self.max_states,
-                "branching": self.branching, **self.weights}
+                "branching": self.branching, "learned_weight": self.learned_weight, **self.weights}
 
     def _searched(self, env) -> int:
         return min(self.opponents, int(env.num_players) - 1)
@@ -151,7 +164,7 @@ class SearchAgent(JaxAgent):
         depth = self.depth if depth is None else depth
         board = state.board
         searched = nearest_snakes(board, player, self._searched(env))
-        leaf = self._leaf
+        leaf = self._leaf if self.learned is None else self._mixed_leaf(player)
 
         def default_policy(s, k):
             return default_moves(s.board, k)
@@ -161,6 +174,23 @@ class SearchAgent(JaxAgent):
             lean, env.strip_observation(state), key, player=player, depth=depth, evaluate=leaf, max_states=self.max_states,
             searched=searched, default_policy=default_policy, branching=self.branching,
             candidates=None if self.branching is None else (lambda s: candidate_moves(s.board)))
+
+    def _mixed_leaf(self, player: jax.Array):
+        """The leaf evaluation with the learned value (``learned_weight``); only ``player``'s entry is computed."""
+        w, learned = self.learned_weight, self.learned
+
+        def fn(state, key):
+            board = state.board
+            q = learned.q_values(learned.view(board, player))
+            value = evaluation.LIVE_BOUND * (2.0 * jnp.max(q) - 1.0)
+            if w < 1.0:
+                value = (1.0 - w) * self._leaf(state, key)[player] + w * value
+            alive = board.alive
+            sole = alive[player] & (jnp.sum(alive) == 1) & (board.num_snakes > 1)
+            value = jnp.where(alive[player], jnp.where(sole, 1.0, value), -1.0)
+            return jnp.zeros(board.num_snakes, jnp.float32).at[player].set(value.astype(jnp.float32))
+
+        return fn
 
     def policy(self, env, state, key: jax.Array, player: jax.Array, depth: int | None = None) -> jax.Array:
         """int32 ``[]``: the maximin move of snake ``player``, ties broken uniformly with ``key``."""
