@@ -105,7 +105,8 @@ class SearchAgent(JaxAgent):
         max_states: the search's bound on stepped states (`maximin`).
         branching: at most this many moves enumerated per searched snake and
             node (1-4), taken from `candidate_moves` (legal, not certain
-            death; one for an eliminated snake). None: every legal move.
+            death; one for an eliminated snake; default 3). None: every legal
+            move, certain deaths included.
         learned_weight: weight ``w`` in ``[0, 1]`` of the learned leaf value:
             a living snake's leaf is worth ``(1 - w) * evaluate + w *
             LIVE_BOUND * (2 max_a Q(a) - 1)``, ``Q`` the win rates of
@@ -126,7 +127,7 @@ class SearchAgent(JaxAgent):
     """
 
     def __init__(self, *, depth: int = 2, opponents: int = 1, max_states: int = simultaneous.DEFAULT_MAX_STATES,
-                 branching: int | None = None, learned_weight: float = 0.0, learned=None,
+                 branching: int | None = 3, learned_weight: float = 0.0, learned=None,
                  time_budget: float | None = None, name: str = "search", **weights):
         self.depth = checks.positive_int("depth", depth)
         self.branching = None if branching is None else checks.integer("branching", branching, 1, 4)
