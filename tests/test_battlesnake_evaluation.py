@@ -411,3 +411,38 @@ def test_space_weight_scores_a_trapped_snake_minus_live_bound():
     np.testing.assert_array_equal(np.asarray(EVALUATE(_walled(5))), np.asarray(zero(_walled(5))))
     with pytest.raises(ValueError, match="space_weight"):
         evaluation.evaluate(_walled(5), space_weight=-1.0)
+
+
+CONTESTED_FOOD = """
+    * . . . . . .
+    . . . . . . .
+    . . . . . . .
+    a A . . * B .
+    . . . . . b .
+    . . . . . . .
+    . . . . . . .
+"""
+
+
+def test_won_food_distance_counts_only_food_reached_first():
+    # A's nearest food (4,3) is 3 moves away but B's head is next to it: B owns it (round 1). The food
+    # A reaches first is (0,6): up three, left one, 4 moves (B needs 8).
+    f = FEATURES(from_ascii(CONTESTED_FOOD))
+    assert f.food_distance.tolist() == [3, 1]
+    assert f.won_food_distance.tolist() == [4, 1]
+    # Without food no snake wins any.
+    f = FEATURES(from_ascii(CONTESTED_FOOD.replace("*", ".")))
+    assert f.won_food_distance.tolist() == [UNREACHABLE, UNREACHABLE]
+
+
+def test_won_food_term_is_the_health_left_at_the_won_food_always_hungry():
+    # 2 clip((health - won_food_distance) / 100, 0, 1) - 1: A (4 moves) 0.92, B (1 move) 0.98, health 100.
+    alone = dict(territory_weight=0.0, longest_weight=0.0, nearest_weight=0.0, starvation_weight=0.0,
+                 head_to_head_weight=0.0, food_weight=0.0, won_food_weight=1.0)
+    v = jax.jit(functools.partial(evaluation.evaluate, **alone))(from_ascii(CONTESTED_FOOD))
+    np.testing.assert_allclose(np.asarray(v), evaluation.LIVE_BOUND * np.array([0.92, 0.98]), rtol=1e-6)
+    zero = jax.jit(functools.partial(evaluation.evaluate, won_food_weight=0.0))  # the default: as before
+    np.testing.assert_array_equal(np.asarray(EVALUATE(from_ascii(CONTESTED_FOOD))),
+                                  np.asarray(zero(from_ascii(CONTESTED_FOOD))))
+    with pytest.raises(ValueError, match="won_food_weight"):
+        evaluation.evaluate(from_ascii(CONTESTED_FOOD), won_food_weight=float("nan"))

@@ -122,6 +122,9 @@ class Search(NamedTuple):
             reaches food, `UNREACHABLE` if never (within ``rounds``).
         space: int32 ``[S]``: the cells the snake's own BFS reaches (its
             head included; 0 for an eliminated snake).
+        won_food_distance: int32 ``[S]``: the first round the snake's shared
+            frontier owns a food cell (food it reaches strictly first),
+            `UNREACHABLE` if never.
     """
 
     owned: jax.Array
@@ -129,6 +132,7 @@ class Search(NamedTuple):
     claimed: jax.Array
     food_distance: jax.Array
     space: jax.Array
+    won_food_distance: jax.Array
 
 
 class _Loop(NamedTuple):
@@ -138,6 +142,7 @@ class _Loop(NamedTuple):
     claimed: jax.Array  # uint32 [W]
     solo_seen: jax.Array  # uint32 [S, W]
     food_distance: jax.Array  # int32 [S]
+    won_food_distance: jax.Array  # int32 [S]
 
 
 def search(board: Board, rounds: int | None = None) -> Search:
@@ -180,6 +185,7 @@ def search(board: Board, rounds: int | None = None) -> Search:
         claimed=jnp.bitwise_or.reduce(heads, axis=0),
         solo_seen=heads,
         food_distance=jnp.full((n,), UNREACHABLE, jnp.int32),
+        won_food_distance=jnp.full((n,), UNREACHABLE, jnp.int32),
     )
 
     def cond(s: _Loop) -> jax.Array:
@@ -199,6 +205,8 @@ def search(board: Board, rounds: int | None = None) -> Search:
         new = shared & ~twice[None, :]
         ate = jnp.any((solo & food[None, :]) != 0, axis=1)
         food_distance = jnp.where(ate & (s.food_distance == UNREACHABLE), t, s.food_distance)
+        won = jnp.any((new & food[None, :]) != 0, axis=1)
+        won_food_distance = jnp.where(won & (s.won_food_distance == UNREACHABLE), t, s.won_food_distance)
         return _Loop(
             t=t,
             frontier=jnp.concatenate([new, solo], axis=0),
@@ -206,8 +214,9 @@ def search(board: Board, rounds: int | None = None) -> Search:
             claimed=s.claimed | once,
             solo_seen=s.solo_seen | solo,
             food_distance=food_distance,
+            won_food_distance=won_food_distance,
         )
 
     s = jax.lax.while_loop(cond, body, init)
     return Search(owned=s.owned, owned_count=count(s.owned), claimed=s.claimed, food_distance=s.food_distance,
-                  space=count(s.solo_seen))
+                  space=count(s.solo_seen), won_food_distance=s.won_food_distance)

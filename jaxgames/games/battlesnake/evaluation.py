@@ -103,6 +103,9 @@ class Features(NamedTuple):
             not counted): a flood fill in which its own tail recedes.
         trapped: bool ``[S]``, ``space < length``: too little room to
             hold the snake.
+        won_food_distance: int32 ``[S]``, moves to the nearest food the
+            snake reaches strictly first (the food of its `territory`;
+            `UNREACHABLE` if none).
     """
 
     territory: jax.Array
@@ -115,6 +118,7 @@ class Features(NamedTuple):
     head_to_head_risk: jax.Array
     space: jax.Array
     trapped: jax.Array
+    won_food_distance: jax.Array
 
 
 def _rounds(board: Board, rounds: int | None) -> int:
@@ -230,6 +234,7 @@ def features(board: Board, *, rounds: int | None = None) -> Features:
         head_to_head_risk=jnp.sum(risky, axis=1).astype(jnp.int32),
         space=space,
         trapped=trapped,
+        won_food_distance=jnp.where(alive, s.won_food_distance, UNREACHABLE).astype(jnp.int32),
     )
 
 
@@ -241,12 +246,13 @@ class _Weights(NamedTuple):
     head_to_head: float
     food: float
     space: float
+    won_food: float
     length_scale: float
     hunger_health: int
 
 
 def _weights(territory_weight, longest_weight, nearest_weight, starvation_weight, head_to_head_weight,
-             food_weight, space_weight, length_scale, hunger_health) -> _Weights:
+             food_weight, space_weight, won_food_weight, length_scale, hunger_health) -> _Weights:
     """Checks the weights at the Python boundary (finite, >= 0, not all 0; ``length_scale`` > 0)."""
     w = _Weights(
         checks.real("territory_weight", territory_weight, lo=0.0, dtype="float32"),
@@ -256,10 +262,11 @@ def _weights(territory_weight, longest_weight, nearest_weight, starvation_weight
         checks.real("head_to_head_weight", head_to_head_weight, lo=0.0, dtype="float32"),
         checks.real("food_weight", food_weight, lo=0.0, dtype="float32"),
         checks.real("space_weight", space_weight, lo=0.0, dtype="float32"),
+        checks.real("won_food_weight", won_food_weight, lo=0.0, dtype="float32"),
         checks.real("length_scale", length_scale, lo=0.0, lo_open=True, dtype="float32"),
         checks.integer("hunger_health", hunger_health, 1, rules.SNAKE_MAX_HEALTH),
     )
-    if sum(w[:7]) <= 0.0:
+    if sum(w[:8]) <= 0.0:
         raise ValueError("the evaluation weights must not all be 0")
     return w
 
@@ -274,6 +281,7 @@ def evaluate(
     head_to_head_weight: float = 0.1,
     food_weight: float = 0.2,
     space_weight: float = 0.0,
+    won_food_weight: float = 0.0,
     length_scale: float = 3.0,
     hunger_health: int = 50,
     rounds: int | None = None,
@@ -296,7 +304,10 @@ def evaluate(
       100, so it pays at once; a shallow search sees food only a few moves
       away, and this term carries the way to it;
     * space: -1 when ``trapped`` (its own flood fill holds fewer cells
-      than its length), else 0.
+      than its length), else 0;
+    * won food: ``2 clip((health - won_food_distance) / 100, 0, 1) - 1``,
+      the food term over the food the snake reaches strictly first, always
+      hungry: it draws the snake to food no other snake can take first.
 
     An eliminated snake is worth -1 and the sole survivor of a game of two
     or more snakes +1 (the Env's loss and win rewards). The defaults are
@@ -306,7 +317,8 @@ def evaluate(
     Args:
         board: one board (vmap for a batch).
         territory_weight, longest_weight, nearest_weight, starvation_weight,
-            head_to_head_weight, food_weight, space_weight: the weights, finite, >= 0, not all 0.
+            head_to_head_weight, food_weight, space_weight, won_food_weight: the weights, finite, >= 0,
+            not all 0.
         length_scale: length difference (segments) at which a length term
             reaches ``tanh(1) = 0.76``; > 0.
         hunger_health: health margin (1..100) from which the food term is +1.
@@ -319,7 +331,7 @@ def evaluate(
         TypeError, ValueError: a bad board, weight or ``rounds``, naming it.
     """
     w = _weights(territory_weight, longest_weight, nearest_weight, starvation_weight, head_to_head_weight,
-                 food_weight, space_weight, length_scale, hunger_health)
+                 food_weight, space_weight, won_food_weight, length_scale, hunger_health)
     f = features(board, rounds=rounds)
     alive = board.alive
     n_alive = jnp.sum(alive)
@@ -332,9 +344,11 @@ def evaluate(
         jnp.clip((board.health - jnp.minimum(f.food_distance, 2 * rules.SNAKE_MAX_HEALTH)) / w.hunger_health,
                  0.0, 1.0) * 2.0 - 1.0,
         -f.trapped.astype(jnp.float32),
+        jnp.clip((board.health - jnp.minimum(f.won_food_distance, 2 * rules.SNAKE_MAX_HEALTH))
+                 / rules.SNAKE_MAX_HEALTH, 0.0, 1.0) * 2.0 - 1.0,
     )
-    total = sum(w[:7])
-    live = LIVE_BOUND * sum((wi / total) * term for wi, term in zip(w[:7], terms))
+    total = sum(w[:8])
+    live = LIVE_BOUND * sum((wi / total) * term for wi, term in zip(w[:8], terms))
     sole = alive & (n_alive == 1) & (board.num_snakes > 1)
     return jnp.where(alive, jnp.where(sole, 1.0, live), -1.0).astype(jnp.float32)
 
