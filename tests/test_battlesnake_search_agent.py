@@ -105,6 +105,7 @@ def test_candidate_moves_and_the_searches_over_them():
                                   [[False, False, True, False], [True, True, True, False]])
     for depth in (1, 2):
         assert _move(SearchAgent(depth=depth, opponents=1, branching=3), env, state) == DOWN
+        assert _move(SearchAgent(depth=depth, opponents=1, best_reply=True), env, state) == DOWN
     # A snake with only certain deaths keeps its legal moves; an eliminated snake keeps move 0.
     dead = state.board.replace(eliminated_cause=state.board.eliminated_cause.at[1].set(1))  # any cause
     np.testing.assert_array_equal(np.asarray(candidate_moves(dead))[1], [True, False, False, False])
@@ -163,7 +164,7 @@ def test_bad_subset_settings_raise_up_front():
     with pytest.raises(ValueError, match=r"would step 4,368 states"):  # 16 + 16**2 + 16**3
         sim.check_maximin_settings(env, player=0, depth=3, searched=np.array([0, 1]), default_policy=fixed,
                                    max_states=4000)
-    for bad in ({"depth": 0}, {"opponents": -1}, {"time_budget": 0.0}, {"food_weight": -1.0}):
+    for bad in ({"depth": 0}, {"opponents": -1}, {"time_budget": 0.0}, {"food_weight": -1.0}, {"best_reply": 1}):
         with pytest.raises((TypeError, ValueError), match=next(iter(bad))):
             SearchAgent(**bad)
     with pytest.raises(TypeError, match="plays Battlesnake"):

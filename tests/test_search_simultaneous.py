@@ -218,3 +218,21 @@ def test_maximin_branching_enumerates_only_the_candidates():
         sim.maximin(env, state, key, player=0, depth=1, branching=0)
     with pytest.raises(TypeError, match="candidates must be callable"):
         sim.maximin(env, state, key, player=0, depth=1, candidates=np.ones((2, 3), bool))
+
+
+def test_best_reply_with_two_players_is_paranoid_and_counts_its_states():
+    # Two players: the one opponent either keeps its default action or answers with any of its
+    # actions, so the minimum over replies is the paranoid minimum (row minima -2, -1, -3 -> action 1).
+    a = np.array([[1, -2, 4], [3, 0, -1], [2, 5, -3]])
+    env = MatrixGame(a, -a)
+    state, key = env.init(jax.random.key(0)), jax.random.key(0)
+    default = lambda s, k: jnp.array([0, 2], jnp.int32)  # noqa: E731
+    out = jax.jit(lambda s, k: sim.maximin(env, s, k, player=0, depth=1, best_reply=True,
+                                           default_policy=default))(state, key)
+    np.testing.assert_array_equal(np.asarray(out.action_values), [-2.0, -1.0, -3.0])
+    col = sim.maximin(env, state, key, player=1, depth=1, best_reply=True, default_policy=default)
+    np.testing.assert_array_equal(np.asarray(col.action_values), -a.max(axis=0).astype(np.float32))
+    # K * M * K joint actions a node: 3 * 2 * 3 = 18; 18 + 18 ** 2 = 342 states at depth 2.
+    assert sim.check_maximin_settings(env, player=0, depth=2, best_reply=True, default_policy=default) == 342
+    with pytest.raises(ValueError, match="best_reply needs a default_policy"):
+        sim.maximin(env, state, key, player=0, depth=1, best_reply=True)

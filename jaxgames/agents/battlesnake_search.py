@@ -107,6 +107,9 @@ class SearchAgent(JaxAgent):
             node (1-4), taken from `candidate_moves` (legal, not certain
             death; one for an eliminated snake; default 3). None: every legal
             move, certain deaths included.
+        best_reply: best-reply search over the searched snakes (one of them
+            answers at a time, the others on `default_moves`; `maximin`'s
+            ``best_reply``) instead of paranoid search over their joint moves.
         learned_weight: weight ``w`` in ``[0, 1]`` of the learned leaf value:
             a living snake's leaf is worth ``(1 - w) * evaluate + w *
             LIVE_BOUND * (2 max_a Q(a) - 1)``, ``Q`` the win rates of
@@ -127,10 +130,14 @@ class SearchAgent(JaxAgent):
     """
 
     def __init__(self, *, depth: int = 2, opponents: int = 1, max_states: int = simultaneous.DEFAULT_MAX_STATES,
-                 branching: int | None = 3, learned_weight: float = 0.0, learned=None,
+                 branching: int | None = 3, best_reply: bool = False, learned_weight: float = 0.0,
+                 learned=None,
                  time_budget: float | None = None, name: str = "search", **weights):
         self.depth = checks.positive_int("depth", depth)
         self.branching = None if branching is None else checks.integer("branching", branching, 1, 4)
+        if not isinstance(best_reply, bool):
+            raise TypeError(f"best_reply must be a bool; got {best_reply!r}")
+        self.best_reply = best_reply
         self.time_budget = None if time_budget is None else checks.positive_float("time_budget", time_budget)
         self.opponents = checks.integer("opponents", opponents, 0, 7)
         self.max_states = checks.positive_int("max_states", max_states)
@@ -146,7 +153,8 @@ class SearchAgent(JaxAgent):
     def settings(self) -> dict:
         """The agent's settings (what its compiled policy depends on)."""
         return {"depth": self.depth, "opponents": self.opponents, "max_states": self.max_states,
-                "branching": self.branching, "learned_weight": self.learned_weight, **self.weights}
+                "branching": self.branching, "best_reply": self.best_reply, "learned_weight": self.learned_weight,
+                **self.weights}
 
     def _searched(self, env) -> int:
         return min(self.opponents, int(env.num_players) - 1)
@@ -158,7 +166,8 @@ class SearchAgent(JaxAgent):
         m = self._searched(env) + 1
         simultaneous.check_maximin_settings(
             env, player=0, depth=self.depth if depth is None else depth, max_states=self.max_states,
-            searched=np.arange(m), default_policy=default_moves, branching=self.branching)
+            searched=np.arange(m), default_policy=default_moves, branching=self.branching,
+            best_reply=self.best_reply)
 
     def search(self, env, state, key: jax.Array, player: jax.Array, depth: int | None = None):
         """The `maximin` output for snake ``player`` in one state (pure, jittable; ``depth`` static)."""
@@ -174,7 +183,8 @@ class SearchAgent(JaxAgent):
         return simultaneous.maximin(
             lean, env.strip_observation(state), key, player=player, depth=depth, evaluate=leaf, max_states=self.max_states,
             searched=searched, default_policy=default_policy, branching=self.branching,
-            candidates=None if self.branching is None else (lambda s: candidate_moves(s.board)))
+            candidates=None if self.branching is None else (lambda s: candidate_moves(s.board)),
+            best_reply=self.best_reply)
 
     def _mixed_leaf(self, player: jax.Array):
         """The leaf evaluation with the learned value (``learned_weight``); only ``player``'s entry is computed."""

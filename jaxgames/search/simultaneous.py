@@ -25,7 +25,9 @@ Both searches are written for ONE root, pure JAX; `sm_mcts_batch` and
   refused up front above ``max_states``. One key per ply (chance events are
   one outcome per ply). ``branching=K`` enumerates at most ``K`` candidate
   actions per player and node (``candidates``: e.g. the moves that are not
-  certain deaths), ``(K ** num_players) ** depth`` states.
+  certain deaths), ``(K ** num_players) ** depth`` states. ``best_reply``
+  lets one opponent at a time answer (Schadd & Winands 2011), the others on
+  a default policy: ``K * num_players * K`` joint actions a node.
 
 Errors (before tracing): ``TypeError``/``ValueError`` naming the value for a
 sequential env, a batched root given to a one-root function, a root not
@@ -145,14 +147,15 @@ def check_sm_mcts_settings(
 
 def check_maximin_settings(
     env, *, player, depth, max_states=DEFAULT_MAX_STATES, rollout_steps=DEFAULT_ROLLOUT_STEPS, searched=None,
-    default_policy=None, branching=None, candidates=None,
+    default_policy=None, branching=None, candidates=None, best_reply=False,
 ) -> int:
     """Raises for bad `maximin` settings; returns the number of states it would step.
 
     Returns:
         ``sum_{k=1..depth} (K ** M) ** k``, ``M`` the number of searched
         players (all ``num_players`` unless ``searched`` is given), ``K`` the
-        ``branching`` (``num_actions`` unless given).
+        ``branching`` (``num_actions`` unless given); with ``best_reply``,
+        ``K * M * K`` joint actions a node instead of ``K ** M``.
 
     Raises:
         ValueError: a sequential env; a concrete ``player`` outside
@@ -161,7 +164,8 @@ def check_maximin_settings(
             ``searched`` that is not 1-D of 1 to ``num_players`` entries, or
             (concrete) repeats a player, is out of range or lacks ``player``;
             fewer searched players than ``num_players`` without a
-            ``default_policy``; a ``branching`` outside ``[1, num_actions]``.
+            ``default_policy``; a ``branching`` outside ``[1, num_actions]``;
+            ``best_reply`` without a ``default_policy``.
         TypeError: a non-int player, depth, bound or branching; a ``candidates``
             that is not callable.
     """
@@ -203,12 +207,16 @@ def check_maximin_settings(
         k_actions = branching
     if candidates is not None and not callable(candidates):
         raise TypeError(f"candidates must be callable (state -> bool [num_players, num_actions]); got {candidates!r}")
-    joint = k_actions**m
+    if not isinstance(best_reply, bool):
+        raise TypeError(f"best_reply must be a bool; got {best_reply!r}")
+    if best_reply and default_policy is None:
+        raise ValueError("best_reply needs a default_policy (the move of the opponents that do not deviate)")
+    joint = k_actions * m * k_actions if best_reply else k_actions**m
     count = sum(joint**k for k in range(1, depth + 1))
     if count > max_states:
         raise ValueError(
             f"maximin over {env!r} at depth {depth} would step {count:,} states "
-            f"(({k_actions} ** {m}) ** k summed over k = 1..{depth}); "
+            f"({joint} joint actions a node, to the power k, summed over k = 1..{depth}); "
             f"more than max_states={max_states:,}: lower depth, search fewer players or raise max_states"
         )
     return count
@@ -565,6 +573,7 @@ def maximin(
     default_policy: Callable[[Any, jax.Array], jax.Array] | None = None,
     branching: int | None = None,
     candidates: Callable[[Any], jax.Array] | None = None,
+    best_reply: bool = False,
 ) -> MaximinOutput:
     """Paranoid / maximin depth-limited search from one root, for one player (module docstring).
 
@@ -604,6 +613,12 @@ def maximin(
             player with none falls back to its legal actions. None: the legal
             actions. Actions left out are worth ``finfo(float32).min`` to the
             player and are never the others' answer.
+        best_reply: best-reply search (Schadd & Winands 2011, "Best Reply
+            Search for Multiplayer Games"): at each node only one searched
+            opponent answers the player's move (each in turn, each of its
+            candidates), the others play ``default_policy``; the player
+            takes the minimum over these replies (and over nobody
+            deviating). ``K * M * K`` joint actions a node instead of ``K ** M``.
 
     Returns:
         `MaximinOutput`: ``action`` int32 ``[]``, ``value`` float32 ``[]``,
@@ -615,10 +630,10 @@ def maximin(
     """
     check_maximin_settings(env, player=player, depth=depth, max_states=max_states, rollout_steps=rollout_steps,
                            searched=searched, default_policy=default_policy, branching=branching,
-                           candidates=candidates)
+                           candidates=candidates, best_reply=best_reply)
     _check_state(env, state, batched=False)
     return _maximin(env, state, key, jnp.asarray(player, jnp.int32), int(depth), evaluate, int(rollout_steps), params,
-                    searched, default_policy, None if branching is None else int(branching), candidates)
+                    searched, default_policy, None if branching is None else int(branching), candidates, best_reply)
 
 
 def maximin_batch(env, states, keys: jax.Array, **settings) -> MaximinOutput:
@@ -647,24 +662,38 @@ def maximin_batch(env, states, keys: jax.Array, **settings) -> MaximinOutput:
         default_policy=settings.get("default_policy"),
         branching=settings.get("branching"),
         candidates=settings.get("candidates"),
+        best_reply=settings.get("best_reply", False),
     )
     _check_state(env, states, batched=True)
     return jax.vmap(lambda s, k: maximin(env, s, k, **settings))(states, keys)
 
 
 def _maximin(env, state, key, player, depth, evaluate, rollout_steps, params, searched=None,
-             default_policy=None, branching=None, candidates=None) -> MaximinOutput:
+             default_policy=None, branching=None, candidates=None, best_reply=False) -> MaximinOutput:
     n, a = int(env.num_players), int(env.num_actions)
     searched = jnp.arange(n, dtype=jnp.int32) if searched is None else jnp.asarray(searched, jnp.int32)
     m = int(searched.shape[0])
     b = a if branching is None else branching
-    c = b**m
     if evaluate is None:
         evaluate = random_rollout(env, num_steps=rollout_steps, params=params)
-    # combos[c] = the searched players' slots of code c (first searched player most significant); a slot is an
-    # action index, or (branching / candidates) a place in the node's list of candidate actions.
-    combos = jnp.asarray(np.stack(np.unravel_index(np.arange(c), (b,) * m), axis=-1), jnp.int32)  # [C, M]
     own_slot = jnp.argmax(searched == player)
+    position = jnp.arange(m)[None, :]
+    if best_reply:
+        # Code (o, d, k): the player takes its slot o; searched player d (the deviator) takes its slot k; the
+        # other searched players play the default policy. d = the player means nobody deviates (k > 0: a
+        # duplicate, never counted).
+        o, d, kk = (jnp.asarray(x, jnp.int32) for x in np.unravel_index(np.arange(b * m * b), (b, m, b)))
+        c = b * m * b
+        enumerated = (position == own_slot) | (position == d[:, None])  # [C, M]
+        combos = jnp.where(position == own_slot, o[:, None], kk[:, None])  # [C, M]
+        duplicate = (d == own_slot) & (kk > 0)  # [C]
+    else:
+        # combos[c] = the searched players' slots of code c (first searched player most significant); a slot is
+        # an action index, or (branching / candidates) a place in the node's list of candidate actions.
+        c = b**m
+        combos = jnp.asarray(np.stack(np.unravel_index(np.arange(c), (b,) * m), axis=-1), jnp.int32)  # [C, M]
+        enumerated = jnp.ones((c, m), bool)
+        duplicate = jnp.zeros(c, bool)
     ply_keys = jax.random.split(key, depth + 1)
     compact = branching is not None or candidates is not None
 
@@ -675,13 +704,14 @@ def _maximin(env, state, key, player, depth, evaluate, rollout_steps, params, se
             return jnp.broadcast_to(jnp.arange(a, dtype=jnp.int32), (m, a)), legal
         want = legal if candidates is None else jnp.asarray(candidates(s), bool)[searched] & legal
         want = jnp.where(jnp.any(want, axis=-1, keepdims=True), want, legal)
-        order = jnp.argsort(~want, axis=-1, stable=True)[:, :b].astype(jnp.int32)  # candidates first, lowest index first
+        # candidates first, lowest index first
+        order = jnp.argsort(~want, axis=-1, stable=True)[:, :b].astype(jnp.int32)
         return order, jnp.take_along_axis(want, order, axis=-1)
 
     def joint_actions(s, k):
         base = jnp.zeros(n, jnp.int32) if default_policy is None else jnp.asarray(default_policy(s, k), jnp.int32)
         acts, _ = slots(s)
-        chosen = acts[jnp.arange(m)[None, :], combos]  # [C, M]
+        chosen = jnp.where(enumerated, acts[position, combos], base[searched][None, :])  # [C, M]
         return jnp.broadcast_to(base, (c, n)).at[:, searched].set(chosen)  # [C, N]
 
     levels, rewards = [jax.tree.map(lambda x: x[None], state)], []
@@ -706,11 +736,13 @@ def _maximin(env, state, key, player, depth, evaluate, rollout_steps, params, se
         acts, valid = jax.vmap(slots)(levels[k])  # [K, M, b]
         q = (rewards[k] + value).reshape(-1, c)  # [K, C]
         index = jnp.broadcast_to(combos.T[None], (acts.shape[0], m, c))
-        code_valid = jnp.take_along_axis(valid, index, axis=2)  # [K, M, C]: each searched player's slot is enumerated
+        code_valid = jnp.take_along_axis(valid, index, axis=2) | ~enumerated.T[None]  # [K, M, C]: each slot enumerated
         own_act = jnp.take_along_axis(acts, index, axis=2)[:, own_slot]  # [K, C]
         others_valid = jnp.all(jnp.where((searched == player)[None, :, None], True, code_valid), axis=1)  # [K, C]
+        others_valid = others_valid & ~duplicate[None, :]
         q = jnp.where(others_valid, q, _FMAX)
-        groups = (own_act[:, None, :] == jnp.arange(a)[None, :, None]) & code_valid[:, own_slot][:, None, :]  # [K, A, C]
+        own_valid = code_valid[:, own_slot][:, None, :]
+        groups = (own_act[:, None, :] == jnp.arange(a)[None, :, None]) & own_valid  # [K, A, C]
         worst = jnp.min(jnp.where(groups, q[:, None, :], _FMAX), axis=2)  # [K, A]
         action_values = jnp.where(jnp.any(groups, axis=2), worst, _FMIN)
         value = action_values.max(axis=1)
