@@ -65,6 +65,7 @@ class Config:
         search_opponents: the snakes the search enumerates besides its own.
         branching: moves enumerated per searched snake and node, from
             `candidate_moves` (1-4; 0: every legal move, certain deaths included).
+        best_reply: best-reply search over the searched snakes instead of paranoid.
         max_turns: turn limit (the game is truncated there).
         think_positions: boards timed one at a time.
         speed_batch: roots per call in the batched speed measurement.
@@ -78,6 +79,7 @@ class Config:
     depth: int = 2
     search_opponents: int = 1
     branching: int = 3
+    best_reply: bool = False
     max_turns: int = 1000
     think_positions: int = 300
     speed_batch: int = 256
@@ -89,11 +91,14 @@ class Config:
             checks.positive_int(name, getattr(self, name))
         checks.non_negative_int("search_opponents", self.search_opponents)
         checks.integer("branching", self.branching, 0, 4)
+        if not isinstance(self.best_reply, bool):
+            raise TypeError(f"best_reply must be a bool; got {self.best_reply!r}")
         checks.non_negative_int("seed", self.seed)
         experiment.check_names("opponents", self.opponents, tuple(OPPONENTS))
 
     def agent(self) -> SearchAgent:
-        return SearchAgent(depth=self.depth, opponents=self.search_opponents, branching=self.branching or None)
+        return SearchAgent(depth=self.depth, opponents=self.search_opponents, branching=self.branching or None,
+                           best_reply=self.best_reply)
 
 
 def _env(cfg: Config) -> Battlesnake:
@@ -106,7 +111,8 @@ def play_games(cfg: Config, kind: str, key: jax.Array) -> dict:
     path = os.path.join(cfg.out_dir, f"games_{kind}.npz")
     chunks = -(-cfg.games // cfg.chunk)
     settings = json.dumps({k: v for k, v in dataclasses.asdict(cfg).items()
-                           if k in ("chunk", "depth", "search_opponents", "branching", "max_turns", "seed")}, sort_keys=True)
+                           if k in ("chunk", "depth", "search_opponents", "branching", "best_reply", "max_turns",
+                                     "seed")}, sort_keys=True)
     done = dict(np.load(path)) if os.path.exists(path) else {}
     if done and str(done.get("settings")) != settings:
         raise ValueError(f"{path} holds games of other settings ({done.get('settings')}); "
@@ -207,7 +213,8 @@ def search_speed(cfg: Config, key: jax.Array) -> dict:
     """Kernel steps per second inside the search (B = 1 and ``speed_batch``) and of the bare kernel."""
     env, agent = _env(cfg), cfg.agent()
     m = min(cfg.search_opponents, 3) + 1
-    joint = (cfg.branching or 4) ** m
+    k = cfg.branching or 4
+    joint = k * m * k if cfg.best_reply else k**m
     per_search = sum(joint**k for k in range(1, cfg.depth + 1))
     states = positions(cfg, cfg.speed_batch, key)
     b = int(states.rewards.shape[0])
@@ -231,7 +238,7 @@ def search_speed(cfg: Config, key: jax.Array) -> dict:
 
 def _readme(cfg: Config, results: dict) -> str:
     lines = [f"# The search snake (`SearchAgent(depth={cfg.depth}, opponents={cfg.search_opponents}, "
-             f"branching={cfg.branching or None})`)", "",
+             f"branching={cfg.branching or None}, best_reply={cfg.best_reply})`)", "",
              "Command: `python benchmarks/battlesnake_search.py " + " ".join(
                  f"{k}={','.join(v) if isinstance(v, tuple) else v}" for k, v in dataclasses.asdict(cfg).items()) + "`",
              f"Device: {jax.devices()[0].device_kind} ({os.cpu_count()} cores).", "",
