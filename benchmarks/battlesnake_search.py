@@ -213,8 +213,8 @@ def search_speed(cfg: Config, key: jax.Array) -> dict:
     """Kernel steps per second inside the search (B = 1 and ``speed_batch``) and of the bare kernel."""
     env, agent = _env(cfg), cfg.agent()
     m = min(cfg.search_opponents, 3) + 1
-    k = cfg.branching or 4
-    joint = k * m * k if cfg.best_reply else k**m
+    moves = cfg.branching or 4
+    joint = moves * m * moves if cfg.best_reply else moves**m
     per_search = sum(joint**k for k in range(1, cfg.depth + 1))
     states = positions(cfg, cfg.speed_batch, key)
     b = int(states.rewards.shape[0])
