@@ -159,6 +159,12 @@ class SearchAgent(JaxAgent):
     def _searched(self, env) -> int:
         return min(self.opponents, int(env.num_players) - 1)
 
+    def joint_actions(self, env) -> int:
+        """Joint moves enumerated per node: ``K ** M``, or ``K * M * K`` with ``best_reply`` (``M`` snakes searched)."""
+        m = self._searched(env) + 1
+        k = int(env.num_actions) if self.branching is None else self.branching
+        return k * m * k if self.best_reply else k**m
+
     def check(self, env, depth: int | None = None) -> None:
         """Raises ValueError when the search over ``env`` would pass ``max_states`` (or ``env`` is not Battlesnake)."""
         if not isinstance(env, Battlesnake):
@@ -284,6 +290,6 @@ class SearchAgent(JaxAgent):
             if last is not None:
                 growth = max(growth, took / max(last, 1e-6))
             else:
-                growth = float(int(env.num_actions) ** (self._searched(env) + 1))
+                growth = float(self.joint_actions(env))
             move, done, last = out, d, took
         return move, done
