@@ -77,9 +77,9 @@ class Config:
     chunk: int = 100
     opponents: tuple[str, ...] = ("heuristic", "public", "random_safe")
     depth: int = 2
-    search_opponents: int = 1
+    search_opponents: int = 2
     branching: int = 3
-    best_reply: bool = False
+    best_reply: bool = True
     max_turns: int = 1000
     think_positions: int = 300
     speed_batch: int = 256

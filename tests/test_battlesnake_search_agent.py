@@ -216,11 +216,14 @@ def test_act_in_time_deepens_within_the_budget():
     assert depth == 2 and move in range(4)
     move, depth = agent.act_in_time(env, state, jax.random.key(0), 0, 1e-9)
     assert depth == 1  # depth 1 always runs; depth 2 is not started past the budget
-    # The first growth estimate is the joint moves per node: 3 ** 2 (two snakes, 3 candidates each);
-    # 4 ** 2 with every legal move; with best reply over 4 snakes, 3 moves x 4 deviators (or none) x 3.
+    # The first growth estimate is the joint moves per node. Paranoid: 3 ** 2 (two snakes, 3 candidates
+    # each), 4 ** 2 with every legal move. Best reply: 3 moves x 2 deviators (the other or nobody) x 3;
+    # over 4 snakes, 3 x 4 x 3.
     four = Battlesnake(board_size=7, num_snakes=4)
-    assert agent.joint_actions(env) == 9 and SearchAgent(branching=None).joint_actions(env) == 16
-    assert SearchAgent(opponents=3, best_reply=True).joint_actions(four) == 36
+    assert SearchAgent(opponents=1, best_reply=False).joint_actions(env) == 9
+    assert SearchAgent(opponents=1, best_reply=False, branching=None).joint_actions(env) == 16
+    assert agent.joint_actions(env) == 18
+    assert SearchAgent(opponents=3).joint_actions(four) == 36
 
 
 def test_server_serves_the_search_agent_and_refuses_its_settings_for_others():

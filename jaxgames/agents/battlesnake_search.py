@@ -1,16 +1,19 @@
-"""A Battlesnake snake that searches: paranoid maximin over the nearest snakes, with a hand-written evaluation.
+"""A Battlesnake snake that searches: best-reply or paranoid search over the nearest snakes, with a hand-written evaluation.
 
 `SearchAgent.policy` runs `jaxgames.search.simultaneous.maximin` from one
-board for snake ``player`` (traced): its own move against the joint moves of
-the ``opponents`` living snakes whose heads are nearest (Manhattan), the
-other snakes following `default_moves`, ``depth`` plies deep, leaves valued by
-`jaxgames.games.battlesnake.evaluation.evaluate` (territory by a multi-source
-breadth-first partition, length against the longest and nearest snakes,
-starvation, head-to-head risk). Paranoid search: Sturtevant & Korf 2000, "On
-Pruning Techniques for Multi-Player Games"; Sturtevant 2002, "A Comparison of
-Algorithms for Multi-player Games". Cutting the enumeration to the nearby
-snakes is the common practice of strong Battlesnakes (the others cannot reach
-the searched snake's cells within a shallow horizon).
+board for snake ``player`` (traced): its own candidate moves (`candidate_moves`)
+against the ``opponents`` living snakes whose heads are nearest (Manhattan),
+the other snakes following `default_moves`, ``depth`` plies deep, leaves
+valued by `jaxgames.games.battlesnake.evaluation.evaluate` (territory by a
+multi-source breadth-first partition, length against the longest and nearest
+snakes, starvation, head-to-head risk). By default one nearby snake answers
+at a time (best-reply search: Schadd & Winands 2011, "Best Reply Search for
+Multiplayer Games"); ``best_reply=False`` takes their joint answers (paranoid
+search: Sturtevant & Korf 2000, "On Pruning Techniques for Multi-Player
+Games"; Sturtevant 2002, "A Comparison of Algorithms for Multi-player
+Games"). Cutting the enumeration to the nearby snakes is the common practice
+of strong Battlesnakes (the others cannot reach the searched snake's cells
+within a shallow horizon).
 
 The batched agent is one jitted call (`JaxAgent.compiled`); `act_in_time`
 adds the wall-clock budget for one board: iterative deepening, one depth at
@@ -96,7 +99,7 @@ def nearest_snakes(board: rules.Board, player: jax.Array, count: int) -> jax.Arr
 
 
 class SearchAgent(JaxAgent):
-    """Paranoid maximin search over the nearest snakes with `evaluation.evaluate` at the leaves.
+    """Best-reply (default) or paranoid search over the nearest snakes with `evaluation.evaluate` at the leaves.
 
     Args (keyword-only):
         depth: plies (>= 1).
@@ -109,7 +112,8 @@ class SearchAgent(JaxAgent):
             move, certain deaths included.
         best_reply: best-reply search over the searched snakes (one of them
             answers at a time, the others on `default_moves`; `maximin`'s
-            ``best_reply``) instead of paranoid search over their joint moves.
+            ``best_reply``; the default) instead of paranoid search over their
+            joint moves.
         learned_weight: weight ``w`` in ``[0, 1]`` of the learned leaf value:
             a living snake's leaf is worth ``(1 - w) * evaluate + w *
             LIVE_BOUND * (2 max_a Q(a) - 1)``, ``Q`` the win rates of
@@ -129,8 +133,8 @@ class SearchAgent(JaxAgent):
             naming it.
     """
 
-    def __init__(self, *, depth: int = 2, opponents: int = 1, max_states: int = simultaneous.DEFAULT_MAX_STATES,
-                 branching: int | None = 3, best_reply: bool = False, learned_weight: float = 0.0,
+    def __init__(self, *, depth: int = 2, opponents: int = 2, max_states: int = simultaneous.DEFAULT_MAX_STATES,
+                 branching: int | None = 3, best_reply: bool = True, learned_weight: float = 0.0,
                  learned=None,
                  time_budget: float | None = None, name: str = "search", **weights):
         self.depth = checks.positive_int("depth", depth)
