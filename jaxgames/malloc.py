@@ -28,8 +28,8 @@ def retain_freed_memory() -> bool:
     memory for its next allocations instead of returning it to the system.
     ``mallopt(M_ARENA_MAX, 1)`` keeps every thread on that one heap: a thread's
     own arena holds at most 64 MiB, so a step run on a pool thread could
-    still get its temporaries mapped and unmapped afresh (the same step then
-    ran at either of two speeds, 1.6x apart, from one process to the next).
+    still get its temporaries mapped and unmapped afresh (the step's speed
+    then varied from one process to the next; ``benchmarks/README.md``).
     It is process-wide and not undone here; call it before the first step. It
     returns False, and changes nothing, where the C library is not glibc (musl,
     macOS, Windows), and False where glibc refuses a setting.

@@ -22,6 +22,31 @@ from jaxgames.serve.battlesnake import state_of
 UP, RIGHT, DOWN, LEFT = rules.UP, rules.RIGHT, rules.DOWN, rules.LEFT
 
 
+# A at (0,3) on the left wall: up (0,4) is B's tail, doubled (it stays next turn), right (1,3) A's own
+# neck, left the wall: only down lives (with stack={1: 1}).
+ONLY_DOWN = """
+    . . . . . . .
+    . . . . . . .
+    b b b B . . .
+    A a a . . . .
+    . . . . . . .
+    . . . . . . .
+    . . . . . . .
+"""
+
+# Left leads A into the corner (0,6), whose other neighbour (0,5) is B's tail doubled twice (with
+# stack={1: 2}: it stays 3 moves): at the next ply every move dies; down leaves open space.
+TRAP_AT_DEPTH_2 = """
+    . A a a a . .
+    b . . . . . .
+    b . . . . . .
+    b . . . . . .
+    B . . . . . .
+    . . . . . . .
+    . . . . . . .
+"""
+
+
 def _state(text, num_snakes, **kw):
     board = from_ascii(text, **kw)
     env = Battlesnake(board_size=board.size, num_snakes=num_snakes, observation="none")
@@ -35,15 +60,7 @@ def _move(agent, env, state, player=0, seed=0):
 def test_every_move_but_one_dies():
     # A at (0,3) on the left wall: up (0,4) is B's tail, doubled (it stays next turn), right (1,3)
     # A's own neck, left the wall.
-    env, state = _state("""
-        . . . . . . .
-        . . . . . . .
-        b b b B . . .
-        A a a . . . .
-        . . . . . . .
-        . . . . . . .
-        . . . . . . .
-    """, 2, stack={1: 1})
+    env, state = _state(ONLY_DOWN, 2, stack={1: 1})
     for depth in (1, 2):
         assert _move(SearchAgent(depth=depth, opponents=1), env, state) == DOWN
 
@@ -70,15 +87,7 @@ def test_a_trap_visible_only_at_depth_two():
     # Left leads A into the corner (0,6), whose other neighbour (0,5) is B's tail doubled twice
     # (it stays 3 moves): at the next ply every move dies. Down leaves open space. With a
     # constant leaf value, depth 1 cannot tell the two apart; depth 2 can.
-    env, state = _state("""
-        . A a a a . .
-        b . . . . . .
-        b . . . . . .
-        b . . . . . .
-        B . . . . . .
-        . . . . . . .
-        . . . . . . .
-    """, 2, stack={1: 2})
+    env, state = _state(TRAP_AT_DEPTH_2, 2, stack={1: 2})
     flat = lambda s, k: jnp.zeros(2, jnp.float32)
     for depth, trap_seen in ((1, False), (2, True)):
         out = sim.maximin(env, state, jax.random.key(0), player=0, depth=depth, evaluate=flat)
@@ -92,15 +101,7 @@ def test_a_trap_visible_only_at_depth_two():
 def test_candidate_moves_and_the_searches_over_them():
     # The first drawing: A's left is the wall, right its neck, up B's doubled tail (B, inside the board
     # with full health, certainly survives): only down is left. B's neck is left; up, right and down are free.
-    env, state = _state("""
-        . . . . . . .
-        . . . . . . .
-        b b b B . . .
-        A a a . . . .
-        . . . . . . .
-        . . . . . . .
-        . . . . . . .
-    """, 2, stack={1: 1})
+    env, state = _state(ONLY_DOWN, 2, stack={1: 1})
     np.testing.assert_array_equal(np.asarray(candidate_moves(state.board)),
                                   [[False, False, True, False], [True, True, True, False]])
     for depth in (1, 2):
@@ -120,15 +121,7 @@ def test_candidate_moves_and_the_searches_over_them():
     """, stack={1: 2})  # A at (0,0): down and left are walls, up is B's tail doubled twice, right its neck
     np.testing.assert_array_equal(np.asarray(candidate_moves(trapped))[0], np.asarray(rules.legal_moves(trapped))[0])
     # The depth-2 trap of the drawing above, with branching 3: still seen (left is the loss reward).
-    env, state = _state("""
-        . A a a a . .
-        b . . . . . .
-        b . . . . . .
-        b . . . . . .
-        B . . . . . .
-        . . . . . . .
-        . . . . . . .
-    """, 2, stack={1: 2})
+    env, state = _state(TRAP_AT_DEPTH_2, 2, stack={1: 2})
     flat = lambda s, k: jnp.zeros(2, jnp.float32)  # noqa: E731
     out = sim.maximin(env, state, jax.random.key(0), player=0, depth=2, evaluate=flat, branching=3,
                       candidates=lambda s: candidate_moves(s.board))
@@ -249,15 +242,7 @@ def test_learned_leaf_value_is_the_networks_best_win_rate():
     from jaxgames.games.battlesnake import evaluation
     from jaxgames.networks.q_snake import QSnakeNet, init_variables
 
-    env, state = _state("""
-        . . . . . . .
-        . . . . . . .
-        b b b B . . .
-        A a a . . . .
-        . . . . . . .
-        . . . . . . .
-        . . . . . . .
-    """, 2, stack={1: 1})
+    env, state = _state(ONLY_DOWN, 2, stack={1: 1})
     variables = init_variables(QSnakeNet(features=(4,)), jax.random.key(0), (13, 13, 3))
     dense = variables["params"]["Dense_0"]
     bias = np.array([0.3, 1.2, -0.5], np.float32)  # the best win rate: sigmoid(1.2)
