@@ -708,21 +708,21 @@ def _maximin(env, state, key, player, depth, evaluate, rollout_steps, params, se
         order = jnp.argsort(~want, axis=-1, stable=True)[:, :b].astype(jnp.int32)
         return order, jnp.take_along_axis(want, order, axis=-1)
 
-    def joint_actions(s, k):
+    def joint_actions(s, acts, k):
         base = jnp.zeros(n, jnp.int32) if default_policy is None else jnp.asarray(default_policy(s, k), jnp.int32)
-        acts, _ = slots(s)
         chosen = jnp.where(enumerated, acts[position, combos], base[searched][None, :])  # [C, M]
         return jnp.broadcast_to(base, (c, n)).at[:, searched].set(chosen)  # [C, N]
 
-    levels, rewards = [jax.tree.map(lambda x: x[None], state)], []
+    levels, rewards, level_slots = [jax.tree.map(lambda x: x[None], state)], [], []
     for k in range(depth):
         parents = levels[-1]
         step_key, policy_key = ply_keys[k], jax.random.fold_in(ply_keys[k], 1)
+        level_slots.append(jax.vmap(slots)(parents))  # ([K, M, b], [K, M, b]), reused by the backup
 
-        def children_of(s, policy_key=policy_key, step_key=step_key):
-            return jax.vmap(lambda act: env.step(s, act, step_key, params))(joint_actions(s, policy_key))
+        def children_of(s, acts, policy_key=policy_key, step_key=step_key):
+            return jax.vmap(lambda act: env.step(s, act, step_key, params))(joint_actions(s, acts, policy_key))
 
-        children = jax.vmap(children_of)(parents)  # leaves [K, C, ...]
+        children = jax.vmap(children_of)(parents, level_slots[-1][0])  # leaves [K, C, ...]
         children = jax.tree.map(lambda x: x.reshape((x.shape[0] * x.shape[1],) + x.shape[2:]), children)  # [K * C, ...]
         levels.append(children)
         rewards.append(children.rewards[:, player])
@@ -733,7 +733,7 @@ def _maximin(env, state, key, player, depth, evaluate, rollout_steps, params, se
 
     action_values = None
     for k in reversed(range(depth)):
-        acts, valid = jax.vmap(slots)(levels[k])  # [K, M, b]
+        acts, valid = level_slots[k]  # [K, M, b]
         q = (rewards[k] + value).reshape(-1, c)  # [K, C]
         index = jnp.broadcast_to(combos.T[None], (acts.shape[0], m, c))
         code_valid = jnp.take_along_axis(valid, index, axis=2) | ~enumerated.T[None]  # [K, M, C]: each slot enumerated
