@@ -212,9 +212,7 @@ def _median_seconds(fn, *args, repeats=5):
 def search_speed(cfg: Config, key: jax.Array) -> dict:
     """Kernel steps per second inside the search (B = 1 and ``speed_batch``) and of the bare kernel."""
     env, agent = _env(cfg), cfg.agent()
-    m = min(cfg.search_opponents, 3) + 1
-    moves = cfg.branching or 4
-    joint = moves * m * moves if cfg.best_reply else moves**m
+    joint = agent.joint_actions(env)
     per_search = sum(joint**k for k in range(1, cfg.depth + 1))
     states = positions(cfg, cfg.speed_batch, key)
     b = int(states.rewards.shape[0])
