@@ -175,3 +175,38 @@ def test_max_q_bootstrap_runs_and_is_checked():
     assert np.all(np.isfinite(value)) and np.all(np.abs(value) <= 1.0 + 1e-6)  # Q-values of a tanh network, /4 boxes
     with pytest.raises(ValueError, match="bootstrap"):
         _config(bootstrap="mean")
+
+
+def test_exact_endgame_targets_and_moves_match_the_solver():
+    """2x2 (12 edges), ``exact_endgame_edges=8``: every stored position with at most 8 undrawn edges has
+    the judge's optimal moves as its (uniform) policy target and the judge's final margin as its value
+    target (/ 4 boxes); and since every move from the 4th on is optimal, each game's final margin is the
+    exact value of its position after 4 moves (seen through seat 0's mean final reward)."""
+    from jaxgames.games.dots_and_boxes.search import solver
+
+    c = _config(exact_endgame_edges=8)
+    state = az.init_state(c, jax.random.key(0))
+    _, buf, stats = jax.jit(az.make_selfplay(c, (2, 2)))(state.params, state.env_states[0], state.buffers[0],
+                                                          jax.random.key(1), jnp.int32(0))
+    n = int(buf.size)
+    assert n == 3 * 12
+    data = jax.tree.map(lambda x: np.asarray(x[:n]), buf.data)
+    table = solver.solve(2, 2)
+    av = np.asarray(table.batch_action_values(jnp.asarray(data.board.edges)))
+    best = av.max(-1)
+    rows = np.arange(n)
+    lead = data.board.scores[rows, data.board.player] - data.board.scores[rows, 1 - data.board.player]
+    late = data.board.num_drawn >= 4
+    optimal = (av == best[:, None]) & ~data.board.edges
+    np.testing.assert_allclose(data.policy[late], (optimal / optimal.sum(-1, keepdims=True))[late], atol=1e-6)
+    np.testing.assert_allclose(data.value[late], ((lead + best) / 4.0)[late], atol=1e-6)
+    at4 = data.board.num_drawn == 4
+    seat0 = np.where(data.board.player[at4] == 0, 1.0, -1.0) * (lead + best)[at4]  # seat 0's exact final margin
+    assert float(stats["first_player_margin"]) == pytest.approx(seat0.mean())
+
+
+def test_exact_endgame_edges_is_checked():
+    with pytest.raises(ValueError, match="exact_endgame_edges"):
+        _config(exact_endgame_edges=15)
+    with pytest.raises(ValueError, match="exact_endgame_edges is for dots_and_boxes"):
+        az.AlphaZeroConfig(game="onitama", exact_endgame_edges=4)

@@ -61,6 +61,7 @@ from jaxgames.games.dots_and_boxes import rules, symmetry
 from jaxgames.games.dots_and_boxes.env import DotsAndBoxes
 from jaxgames.games.dots_and_boxes.positions import after_random_moves
 from jaxgames.games.dots_and_boxes.rules import Board
+from jaxgames.games.dots_and_boxes.search import endgame
 from jaxgames.games.onitama import Onitama
 from jaxgames.learners.buffer import buffer_add, buffer_init, buffer_sample
 from jaxgames.networks import dots_and_boxes as nets
@@ -126,6 +127,11 @@ class AlphaZeroConfig:
         random_start_fraction: Dots-and-Boxes: a new self-play game starts after ``k`` uniformly random
             moves (not searched, not stored), ``k`` uniform in ``[low, floor(f * (num_edges - 1))]``
             (0: every game starts on the empty board).
+        exact_endgame_edges: Dots-and-Boxes: at positions with at most this many undrawn edges, a
+            full-width exact search over them (`jaxgames.games.dots_and_boxes.search.endgame`: the
+            rules only, not the solver's table) gives the policy target (uniform over its optimal moves),
+            the value target and the bootstrap value (its final margin), and the move played (uniform
+            over its optimal moves). 0: none; at most `endgame.MAX_FREE`.
         curriculum_iterations: the start window opens from the end of the game to its beginning over
             this many iterations: ``low = floor(high * max(0, 1 - iteration / curriculum_iterations))``
             (an endgame-first curriculum, as in BoxesZero, Entropy 27(3):285, 2025; 0: ``low = 0`` from the start).
@@ -160,6 +166,7 @@ class AlphaZeroConfig:
     td_lambda: float = 1.0
     bootstrap: str = "root"
     random_start_fraction: float = 0.0
+    exact_endgame_edges: int = 0
     curriculum_iterations: int = 0
     buffer_capacity: int = 1 << 16
     batch_size: int = 128
@@ -216,6 +223,12 @@ class AlphaZeroConfig:
             raise ValueError(f"random_start_fraction is for dots_and_boxes; got game={self.game!r}")
         if self.curriculum_iterations and not self.random_start_fraction:
             raise ValueError("curriculum_iterations needs random starts (random_start_fraction > 0)")
+        try:
+            endgame.check_max_free(self.exact_endgame_edges)
+        except (TypeError, ValueError) as e:
+            raise type(e)(f"exact_endgame_edges: {e}") from None
+        if self.exact_endgame_edges and self.game != "dots_and_boxes":
+            raise ValueError(f"exact_endgame_edges is for dots_and_boxes; got game={self.game!r}")
         adapter_cls.nets.check_value_target(self.value_target)
         if not isinstance(self.augment, bool):
             raise TypeError(f"augment must be a bool; got {self.augment!r}")
@@ -485,6 +498,17 @@ def make_selfplay(config: AlphaZeroConfig, size: tuple[int, int]) -> Callable:
     T, B = game.selfplay_steps(size), config.num_envs
     evaluate = game.nets.make_evaluate(config.network, config.value_target)
     scale = game.value_scale(size)
+    k_exact = config.exact_endgame_edges
+    if k_exact:
+        geom = rules.geometry(*size)
+        search_all = jax.vmap(lambda b: endgame.endgame_search(geom, b, k_exact))
+
+        def exact_search(boards):
+            """`endgame.EndgameResult` of every game ``[B]``, searched only when one of them is in reach."""
+            in_reach = jnp.any(jnp.sum(~boards.edges, axis=-1) <= k_exact)
+            none = endgame.EndgameResult(jnp.zeros(B, bool), jnp.zeros(B, jnp.float32),
+                                         jnp.zeros((B, env.num_actions), bool))
+            return jax.lax.cond(in_reach, search_all, lambda _: none, boards)
 
     def selfplay(params, states, buffer, key, iteration=0):
         low, high = start_window(config, env.num_actions, iteration)
@@ -497,7 +521,10 @@ def make_selfplay(config: AlphaZeroConfig, size: tuple[int, int]) -> Callable:
         step_fn = jax.vmap(functools.partial(auto_reset_step, env, reset=reset))
 
         def one_move(states, k):
-            search_key, step_key = jax.random.split(k)
+            if k_exact:
+                search_key, step_key, pick_key = jax.random.split(k, 3)
+            else:
+                search_key, step_key = jax.random.split(k)
             out = mcts.network_search(
                 env, states, search_key, evaluate=evaluate, params=params,
                 num_simulations=config.num_simulations, algorithm="gumbel",
@@ -507,21 +534,34 @@ def make_selfplay(config: AlphaZeroConfig, size: tuple[int, int]) -> Callable:
             target = out.action_weights if config.policy_target == "gumbel" else summary.visit_probs
             target = jnp.where(states.legal_action_mask, target, 0.0)
             target = target / jnp.maximum(jnp.sum(target, axis=-1, keepdims=True), 1e-12)
-            nxt, outcome = step_fn(states, out.action, jax.random.split(step_key, B))
-            done = outcome.terminated | outcome.truncated
+            action = out.action
             if config.bootstrap == "max_q":
                 searched = jnp.where(summary.visit_counts > 0, summary.qvalues, -jnp.inf)
                 boot = jnp.max(searched, axis=-1)
             else:
                 boot = summary.value
-            return nxt, (game.position(states), target, outcome.rewards, done, summary.value, boot)
+            exact, exact_margin = jnp.zeros(B, bool), jnp.zeros(B, jnp.float32)
+            if k_exact:
+                found = exact_search(states.board)
+                n_opt = jnp.sum(found.optimal, axis=-1, keepdims=True)
+                exact = found.exact & (n_opt[:, 0] > 0)  # a searched position with a move left
+                target = jnp.where(exact[:, None], found.optimal / jnp.maximum(n_opt, 1), target)
+                pick = jax.random.categorical(pick_key, jnp.where(found.optimal, 0.0, -jnp.inf))
+                action = jnp.where(exact, pick, action)
+                exact_margin = found.margin
+                boot = jnp.where(exact, exact_margin, boot)
+            nxt, outcome = step_fn(states, action, jax.random.split(step_key, B))
+            done = outcome.terminated | outcome.truncated
+            return nxt, (game.position(states), target, outcome.rewards, done, summary.value, boot, exact,
+                         exact_margin)
 
-        states, (boards, targets, rewards, done, root_value, boot) = jax.lax.scan(
+        states, (boards, targets, rewards, done, root_value, boot, exact, exact_margin) = jax.lax.scan(
             one_move, states, jax.random.split(key, T))
 
         mover = boards.player
         returns, ended = lambda_returns(rewards, done, boot, mover, config.td_lambda)
         value = jnp.take_along_axis(returns, mover[..., None], axis=-1)[..., 0] / scale
+        value = jnp.where(exact, exact_margin / scale, value)
         samples = Sample(board=boards, policy=targets, value=value)
         flat = jax.tree.map(lambda x: x.reshape((T * B,) + x.shape[2:]), samples)
         buffer = buffer_add(buffer, flat, ended.reshape(-1))
