@@ -81,7 +81,7 @@ from jaxgames.networks import ddpg as ddpg_nets  # noqa: E402
 from jaxgames.networks import dots_and_boxes as dab_nets  # noqa: E402
 from jaxgames.networks import onitama as onitama_nets  # noqa: E402
 from jaxgames.networks import q_snake as q_snake_nets  # noqa: E402
-from jaxgames.networks.q_snake import SEED_FEATURES  # noqa: E402
+from jaxgames.networks.q_snake import PAPER_FEATURES  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 WEIGHTS = ROOT / "jaxgames" / "weights"
@@ -200,7 +200,7 @@ def check_layout(seed: int = 0) -> dict:
             old = fn()
         return fn(), old
 
-    for feats, batch in (((16, 16, 16), 37), (SEED_FEATURES, 16)):
+    for feats, batch in (((16, 16, 16), 37), (PAPER_FEATURES, 16)):
         net = q_snake_nets.QSnakeNet(features=feats)
         variables = q_snake_nets.init_variables(net, key, (21, 21, 3))
         views = jax.random.uniform(jax.random.fold_in(key, 1), (batch, 21, 21, 3), minval=-1.0, maxval=1.0)
@@ -308,7 +308,7 @@ def q_snake_step(paper: bool, multiplier: int, seed: int):
     minibatch is drawn from them, views rebuilt and mirrored as in training.
     """
     if paper:
-        base = qs.QSnakeConfig(features=SEED_FEATURES)
+        base = qs.QSnakeConfig(features=PAPER_FEATURES)
     else:
         shipped = _shipped_config("q_snake")
         known = {f.name for f in dataclasses.fields(qs.QSnakeConfig)}

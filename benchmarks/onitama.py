@@ -1,7 +1,7 @@
 """Random-playout steps per second of the Onitama kernel, against the plain-Python reference in the same run.
 
     python benchmarks/onitama.py [batch_sizes=1,1024,16384] [steps=64] [seconds=1.0] \
-        [repeats=3] [methods=reference_python,jax_rules,jax_env_seed,jax_env_canonical] \
+        [repeats=3] [methods=reference_python,jax_rules,jax_env_paper,jax_env_canonical] \
         [alphabeta_depths=1,2,3] [alphabeta_positions=20] [minimax_batch=64] [out_dir=results/onitama_benchmark]
     python benchmarks/onitama.py --help    # every setting, its type, default and meaning
 
@@ -15,10 +15,10 @@ the 200-turn draw. Measured, in one run:
 * ``jax_rules``: the rules kernel alone (`rules.move_targets`, a uniform pick
   among the legal (piece, card, move) triples, `rules.apply_move`), no
   observation, no contract; a finished game is dealt again in place.
-* ``jax_env_seed`` / ``jax_env_canonical``: the full contract, `Onitama.step`
+* ``jax_env_paper`` / ``jax_env_canonical``: the full contract, `Onitama.step`
   in the 40-action space of Dasgupta & Chong, "Mastering the game of Onitama
   with Reinforcement Learning" (NUS USP group report, 2021), section 4.2
-  (``action_space="seed"``), or the canonical 1250-action space
+  (``action_space="paper"``), or the canonical 1250-action space
   (observation, legal-action mask, illegal-action check, terminal no-op),
   with `jaxgames.wrappers.auto_reset_step` starting a new game where one ends;
   the random move is `Onitama.random_action` (uniform over the legal
@@ -67,7 +67,7 @@ import numpy as np
 
 from jaxgames import checks, experiment
 
-METHODS = ("reference_python", "jax_rules", "jax_env_seed", "jax_env_canonical", "jax_env_canonical_mask_pick")
+METHODS = ("reference_python", "jax_rules", "jax_env_paper", "jax_env_canonical", "jax_env_canonical_mask_pick")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -227,7 +227,7 @@ def jax_steps_per_second(method: str, batch: int, steps: int, seconds: float, re
     if method == "jax_rules":
         init, run = _rules_runner(batch, steps)
     else:
-        env = Onitama(action_space="seed" if method == "jax_env_seed" else "canonical")
+        env = Onitama(action_space="paper" if method == "jax_env_paper" else "canonical")
         init, run = _env_runner(env, batch, steps, mask_pick=method == "jax_env_canonical_mask_pick")
     key = jax.random.key(0)
     state = init(jax.random.split(key, batch))
@@ -251,7 +251,7 @@ def _search_positions(count: int, seed: int = 0) -> list:
     """``count`` unfinished states in the 40-action space: random deals, then 0-11 uniformly random turns (numpy leaves)."""
     from jaxgames.games.onitama import Onitama
 
-    env = Onitama(action_space="seed")
+    env = Onitama(action_space="paper")
     init, step, pick = jax.jit(env.init), jax.jit(env.step), jax.jit(env.random_action)
     rng, key, out = random.Random(seed), jax.random.key(seed), []
     while len(out) < count:
@@ -270,7 +270,7 @@ def alphabeta_nodes_per_second(depths: list[int], positions: int) -> list[dict]:
     from jaxgames.agents.onitama import AlphaBetaAgent
     from jaxgames.games.onitama import Onitama
 
-    env = Onitama(action_space="seed")
+    env = Onitama(action_space="paper")
     states = _search_positions(positions)
     AlphaBetaAgent(1).search(env, states[0])  # compiles the expansion (untimed)
     rows = []
@@ -290,7 +290,7 @@ def minimax_decisions_per_second(depths: list[int], batch: int, seconds: float, 
     from jaxgames.agents.onitama import MAX_JAX_DEPTH, MinimaxAgent
     from jaxgames.games.onitama import Onitama
 
-    env = Onitama(action_space="seed")
+    env = Onitama(action_space="paper")
     states = _search_positions(batch, seed=1)
     batched = jax.tree.map(lambda *x: jnp.asarray(np.stack(x)), *states)
     rows = []

@@ -49,7 +49,7 @@ from jaxgames import checks, experiment
 from jaxgames.experiment import ResultsDir
 from jaxgames.games.battlesnake import Battlesnake
 from jaxgames.learners import q_snake as qs
-from jaxgames.networks.q_snake import SEED_FEATURES
+from jaxgames.networks.q_snake import PAPER_FEATURES
 
 
 @dataclasses.dataclass(frozen=True)
@@ -71,7 +71,7 @@ class Config:
     """
 
     batch_sizes: tuple[int, ...] = (1, 256)
-    features: tuple[int, ...] = SEED_FEATURES
+    features: tuple[int, ...] = PAPER_FEATURES
     board_size: int = 11
     num_snakes: int = 4
     max_turns: int = 500

@@ -49,7 +49,7 @@ from jaxgames import experiment
 from jaxgames.experiment import ResultsDir, check_names, check_positive
 from jaxgames.games.dots_and_boxes.search.bitboard import bitboard
 
-SEED_TABLE = {
+PAPER_TABLE = {
     # opponent: (agent wins, opponent wins, timeouts) over 500 games (El Kaddouri et al., section 5.7)
     "alphabeta": (245, 255, 0),
     "mcts": (431, 0, 69),
@@ -79,7 +79,7 @@ class Config:
     num_rows: int = 3
     num_cols: int = 3
     num_games: int = 100
-    opponents: tuple[str, ...] = tuple(SEED_TABLE)
+    opponents: tuple[str, ...] = tuple(PAPER_TABLE)
     depth: int = 9
     time_budget: float = 0.05
     move_time_limit: float = 0.2
@@ -95,8 +95,8 @@ class Config:
                 if getattr(self, name) == getattr(Config, name):
                     object.__setattr__(self, name, value)
         for o in self.opponents:
-            if o not in SEED_TABLE:
-                raise ValueError(f"unknown opponent {o!r}; choose from {tuple(SEED_TABLE)}")
+            if o not in PAPER_TABLE:
+                raise ValueError(f"unknown opponent {o!r}; choose from {tuple(PAPER_TABLE)}")
         check_names("opponents", self.opponents)
         if self.num_games < 1:
             raise ValueError(f"num_games must be >= 1; got {self.num_games}")
@@ -136,12 +136,12 @@ def _run(config: Config, rd: ResultsDir) -> list[dict]:
             env, agent, make_opponent(name, config), config.num_games, key,
             max_steps=env.num_actions + 1, move_time_limit=config.move_time_limit,
         )
-        seed = SEED_TABLE[name]
+        paper = PAPER_TABLE[name]
         rows.append(dict(
             opponent=name, games=config.num_games, agent_wins=res.wins, opponent_wins=res.losses, draws=res.draws,
             timeouts=res.timeouts, mean_length=float(np.mean(res.length)),
             slowest_move_ms=1000 * float(res.max_move_seconds[:, 0].max()),
-            seed_agent_wins=seed[0], seed_opponent_wins=seed[1], seed_timeouts=seed[2],
+            paper_agent_wins=paper[0], paper_opponent_wins=paper[1], paper_timeouts=paper[2],
             seconds=time.perf_counter() - start,
         ))
         tqdm.write(str(rows[-1]))
@@ -156,8 +156,8 @@ def _run(config: Config, rd: ResultsDir) -> list[dict]:
     ]
     for r in rows:
         lines.append(
-            f"| {r['opponent']} | {r['agent_wins']} ({r['seed_agent_wins']}) | {r['opponent_wins']} ({r['seed_opponent_wins']}) "
-            f"| {r['draws']} | {r['timeouts']} ({r['seed_timeouts']}) | {r['mean_length']:.1f} | {r['slowest_move_ms']:.0f} |"
+            f"| {r['opponent']} | {r['agent_wins']} ({r['paper_agent_wins']}) | {r['opponent_wins']} ({r['paper_opponent_wins']}) "
+            f"| {r['draws']} | {r['timeouts']} ({r['paper_timeouts']}) | {r['mean_length']:.1f} | {r['slowest_move_ms']:.0f} |"
         )
     rd.write_text("table.md", "\n".join(lines) + "\n")
     print("\n".join(lines))

@@ -23,7 +23,7 @@ policies with several seeds and every parameter setting, all runs of a
   and among them ``cycling`` counts those that keep swinging back and forth
   over the window. Fractions add up to 1 per (game, learner, setting).
   ``verdict`` is Yes where at least ``verdict_share`` of the runs converge
-  there; ``seed_claim`` (the report's claim) and ``agrees`` compare it with
+  there; ``paper_claim`` (the report's claim) and ``agrees`` compare it with
   El Kaddouri et al.'s tables.
   ``time_avg_fraction`` classifies the time-averaged policy of the window.
 * ``dynamics_<learner>_<setting>.png``, ``basins_<learner>.png``,
@@ -86,12 +86,12 @@ SHORT = {
     "faq_lenient_boltzmann": "FAQ lenient Boltzmann",
 }
 # The source report's learners (El Kaddouri, Rys & Gao), in the order of its tables' columns.
-SEED_LEARNERS = ("epsilon_greedy", "boltzmann", "lenient_boltzmann")
+PAPER_LEARNERS = ("epsilon_greedy", "boltzmann", "lenient_boltzmann")
 
 # The report's tables 1-2 (section 3.1): target point -> (eps-greedy, Boltzmann, lenient) convergence claims.
 # Points in the report's notation (P(first action) of each player). The BRPS point is the report's
 # erroneous equilibrium; it is matched to the true mixed equilibrium below.
-SEED_CLAIMS = {
+PAPER_CLAIMS = {
     ("prisoners_dilemma", "nash"): {(0.0, 0.0): "Yes/Yes/Yes"},
     ("prisoners_dilemma", "pareto"): {(1.0, 1.0): "No/No/No"},
     ("biased_rock_paper_scissors", "nash"): {"mixed": "No/No/No"},
@@ -103,7 +103,7 @@ SEED_CLAIMS = {
 DEMO_STARTS_2X2 = ((0.2, 0.3), (0.35, 0.85), (0.75, 0.15), (0.6, 0.65))
 NOT_CONVERGED = "not_converged"
 SOURCE = 'El Kaddouri, Rys & Gao, "Multi Agent Reinforcement Learning With Dots And Boxes" (course report, undated)'
-GAMES = matrix.SEED_GAMES + ("matching_pennies", "rock_paper_scissors", "stag_hunt")
+GAMES = matrix.PAPER_GAMES + ("matching_pennies", "rock_paper_scissors", "stag_hunt")
 # Settings that do not change results: a resume may change them (chunk_size and devices only split the runs).
 NEUTRAL = NEUTRAL_FIELDS + ("chunk_size", "devices")
 
@@ -152,7 +152,7 @@ class Config:
         overwrite: replace another configuration's results in ``out``.
     """
 
-    games: tuple[str, ...] = matrix.SEED_GAMES
+    games: tuple[str, ...] = matrix.PAPER_GAMES
     learners: tuple[str, ...] = tuple(LEARNERS)
     num_iterations: int = 100_000
     learning_rate: float = 0.001
@@ -297,13 +297,13 @@ def target_label(game: matrix.MatrixGame, prof: equilibria.Profile) -> str:
     return f"x={fmt(prof.x)} y={fmt(prof.y)}"
 
 
-def seed_claim(game_name: str, kind: str, profile: equilibria.Profile, learner: str) -> str:
+def paper_claim(game_name: str, kind: str, profile: equilibria.Profile, learner: str) -> str:
     """El Kaddouri et al.'s Yes/No for this target and learner ('-' where the report makes no claim)."""
-    if learner not in SEED_LEARNERS:
+    if learner not in PAPER_LEARNERS:
         return "-"
-    col = SEED_LEARNERS.index(learner)
+    col = PAPER_LEARNERS.index(learner)
     for k in kind.split("+"):
-        for point, claim in SEED_CLAIMS.get((game_name, k), {}).items():
+        for point, claim in PAPER_CLAIMS.get((game_name, k), {}).items():
             if point == "mixed" and not profile.is_pure():
                 return claim.split("/")[col]
             if point != "mixed" and np.max(np.abs(np.asarray(point) - np.asarray(profile.point()))) < 0.02:
@@ -455,13 +455,13 @@ def convergence_rows(cfg: Config, game: matrix.MatrixGame, learner: str, data: d
         for k, (kind, prof) in enumerate(targets(game)):
             frac = float((cls["outcome"][sel] == k).mean())
             verdict = "Yes" if frac >= cfg.verdict_share else "No"
-            claim = seed_claim(game.name, kind, prof, learner)
+            claim = paper_claim(game.name, kind, prof, learner)
             played = played_target(cfg, learner, kw, game, prof)
             rows.append(dict(
                 game=game.name, learner=learner, setting=label, target_kind=kind, target=target_label(game, prof),
                 x=fmt(prof.x), y=fmt(prof.y), played_x=fmt(played[0, :n]), played_y=fmt(played[1, :m]),
                 fraction=frac, time_avg_fraction=float((cls["avg_outcome"][sel] == k).mean()), cycling="", moving="",
-                mean_time_avg_x="", mean_time_avg_y="", num_runs=num, verdict=verdict, seed_claim=claim,
+                mean_time_avg_x="", mean_time_avg_y="", num_runs=num, verdict=verdict, paper_claim=claim,
                 agrees="-" if claim == "-" else ("yes" if claim == verdict else "no"),
             ))
         nc = sel & (cls["outcome"] < 0)
@@ -472,7 +472,7 @@ def convergence_rows(cfg: Config, game: matrix.MatrixGame, learner: str, data: d
             time_avg_fraction=float((cls["avg_outcome"][sel] < 0).mean()),
             cycling=float((cls["cycling"] & sel).sum() / num), moving=float((cls["moving"] & sel).sum() / num),
             mean_time_avg_x="" if avg is None else fmt(avg[0, :n]), mean_time_avg_y="" if avg is None else fmt(avg[1, :m]),
-            num_runs=num, verdict="-", seed_claim="-", agrees="-",
+            num_runs=num, verdict="-", paper_claim="-", agrees="-",
         ))
     return rows
 
@@ -486,7 +486,7 @@ def write_tables(cfg: Config, rows: list[dict], rd: ResultsDir) -> None:
     rd.write_text("convergence.md", "\n".join(
         ["# Convergence of independent learners in the matrix games of El Kaddouri et al.", "", f"Source: {SOURCE}, "
          "section 3.", "", settings_text(cfg), ""]
-        + seed_layout_tables(cfg, rows) + ["", "## Every setting", ""] + setting_tables(cfg, rows)
+        + paper_layout_tables(cfg, rows) + ["", "## Every setting", ""] + setting_tables(cfg, rows)
     ))
 
 
@@ -513,7 +513,7 @@ def _cell(rs: list[dict]) -> str:
     return "/".join(f"{100 * r['fraction']:.0f}%" for r in rs)
 
 
-def seed_layout_tables(cfg: Config, rows: list[dict]) -> list[str]:
+def paper_layout_tables(cfg: Config, rows: list[dict]) -> list[str]:
     """Tables 1-2 of El Kaddouri et al., one per game and kind: ours (verdict per setting), their claim, agreement."""
     lines = [
         "## El Kaddouri et al.'s tables 1-2, with ours",
@@ -544,7 +544,7 @@ def seed_layout_tables(cfg: Config, rows: list[dict]) -> list[str]:
                         cells.append("-")
                         continue
                     verdicts = "/".join(r["verdict"] for r in rs)
-                    claim = rs[0]["seed_claim"]
+                    claim = rs[0]["paper_claim"]
                     agree = [r["agrees"] for r in rs]
                     mark = "" if claim == "-" else (
                         " · agrees: yes" if all(a == "yes" for a in agree)
@@ -611,7 +611,7 @@ def discussion(cfg: Config, rows: list[dict]) -> list[str]:
     for (game, learner, target), rs in discussion_groups(rows).items():
         nc = {q["setting"]: q for q in rows if q["game"] == game and q["learner"] == learner and q["target"] == NOT_CONVERGED}
         settings = ", ".join(f"{r['setting']} ({100 * r['fraction']:.0f}%)" for r in rs)
-        ours, claim = rs[0]["verdict"], rs[0]["seed_claim"]
+        ours, claim = rs[0]["verdict"], rs[0]["paper_claim"]
         head = f"- **{game}, {SHORT[learner]}, {target}**: report {claim}, ours {ours} at {settings}. "
         mixed = _is_mixed(rs[0])
         cyc = max(nc[r["setting"]]["cycling"] for r in rs)
@@ -1010,16 +1010,16 @@ def agreement_summary(cfg: Config, rows: list[dict]) -> list[str]:
     for game in cfg.games:
         targets_seen = []
         for r in rows:
-            if r["game"] == game and r["seed_claim"] != "-" and r["target"] not in targets_seen:
+            if r["game"] == game and r["paper_claim"] != "-" and r["target"] not in targets_seen:
                 targets_seen.append(r["target"])
         for t in targets_seen:
             parts = []
             for lr in cfg.learners:
                 rs = [r for r in rows if r["game"] == game and r["learner"] == lr and r["target"] == t]
-                if not rs or rs[0]["seed_claim"] == "-":
+                if not rs or rs[0]["paper_claim"] == "-":
                     continue
                 ok = all(r["agrees"] == "yes" for r in rs)
-                parts.append(f"{SHORT[lr]} report {rs[0]['seed_claim']}, ours {'/'.join(r['verdict'] for r in rs)} "
+                parts.append(f"{SHORT[lr]} report {rs[0]['paper_claim']}, ours {'/'.join(r['verdict'] for r in rs)} "
                              f"({_cell(rs)}){'' if ok else ' **disagrees**'}")
             lines.append(f"- {game} {t}: " + "; ".join(parts))
     return lines

@@ -11,7 +11,7 @@ play without them with ``ddpg=none``) and the random AI; plus the entrants
 named in ``agents``: batched minimax of depth 1-3 (`MinimaxAgent`, one compiled
 loop per pairing; host ``alphabeta1``-``alphabeta4`` play the same values, far
 slower) and AlphaZero-lite (trained weights only, played in the report's 40
-actions through `jaxgames.agents.alphazero.SeedSpaceAlphaZero`; skipped with a
+actions through `jaxgames.agents.alphazero.PaperSpaceAlphaZero`; skipped with a
 note, also in the README, when there are none).
 
 **Games and ratings.** The report's rules: 200 turns without a winner is a
@@ -95,7 +95,7 @@ class Config:
     alphazero_simulations: int = 32
     rounds: int = 20
     max_turns: int = 200
-    deck: tuple[str, ...] = cards.SEED_CARDS
+    deck: tuple[str, ...] = cards.PAPER_CARDS
     k: float = 32.0
     bootstrap_samples: int = 50
     chunk_size: int = 0
@@ -121,7 +121,7 @@ class Config:
         if entrants < 2:
             raise ValueError(f"a tournament needs at least two entrants; got variants={self.variants if self.use_ddpg else ()} "
                              f"and agents={self.agents}")
-        jaxgames.make("onitama", action_space="seed", deck=self.deck, max_turns=self.max_turns)  # bad cards: ValueError
+        jaxgames.make("onitama", action_space="paper", deck=self.deck, max_turns=self.max_turns)  # bad cards: ValueError
 
     @property
     def use_ddpg(self) -> bool:
@@ -202,7 +202,7 @@ def _alphazero(config: Config):
         inner = az.AlphaZeroAgent.from_weights(folder, game="onitama", num_simulations=config.alphazero_simulations,
                                                name="alphazero")
     cenv = jaxgames.make("onitama", action_space="canonical", deck=config.deck, max_turns=config.max_turns)
-    return az.SeedSpaceAlphaZero(inner, cenv), _checksum(params_path)
+    return az.PaperSpaceAlphaZero(inner, cenv), _checksum(params_path)
 
 
 # ----------------------------------------------------------------------------- results
@@ -305,7 +305,7 @@ def run(config: Config, argv=()) -> elo.Tournament:
         jaxgames.experiment.ResultsDirLocked: another run writes into ``config.out``.
         jaxgames.experiment.ConfigMismatch: ``config.out`` holds another configuration's results.
     """
-    env = jaxgames.make("onitama", action_space="seed", deck=config.deck, max_turns=config.max_turns)
+    env = jaxgames.make("onitama", action_space="paper", deck=config.deck, max_turns=config.max_turns)
     agents, identity, notes = make_entrants(config, env)  # raises before the folder is touched
     if len(agents) < 2:
         raise ValueError(f"fewer than two entrants are left ({[a.name for a in agents]}); {'; '.join(notes)}")
@@ -315,7 +315,7 @@ def run(config: Config, argv=()) -> elo.Tournament:
 
 def _play_pairings(config, rd, env, agents, identity, lineups):
     names = [a.name for a in agents]
-    game = dict(deck=list(config.deck), max_turns=config.max_turns, action_space="seed")
+    game = dict(deck=list(config.deck), max_turns=config.max_turns, action_space="paper")
     results, played, seconds = [], 0, 0.0
     bar = None
     if config.progress:

@@ -262,7 +262,7 @@ def test_weights_round_trip_and_agent_errors(tmp_path):
         agent = AlphaZeroAgent.from_weights(tmp_path, num_simulations=4)
     assert agent.name == "alphazero-untrained" and agent.game == "onitama"
     with pytest.raises(ValueError, match="canonical action space"):
-        agent.batched_policy(Onitama(action_space="seed"))
+        agent.batched_policy(Onitama(action_space="paper"))
     with pytest.raises(ValueError, match="plays onitama"):
         from jaxgames.games.dots_and_boxes import DotsAndBoxes
 
@@ -287,20 +287,20 @@ r...b
 (by hand; the same position as in ``tests/test_onitama.py``)."""
 
 
-def test_seed_space_agent_plays_the_one_move_win():
+def test_paper_space_agent_plays_the_one_move_win():
     """All-zero parameters give a uniform prior and value 0, so the search finds Boar's capture (module
     docstring). In the 40-action space of Dasgupta & Chong, "Mastering the game of Onitama with Reinforcement Learning"
     (NUS USP group report, 2021), section 4.2 (``piece * 8 + slot * 4 + move``), that move is, by hand:
     piece 4 (the master), slot 1 (Boar, the higher card id), move 0 (Boar's forward square is the first of its
     picture in reading order): 4 * 8 + 1 * 4 + 0 = 36."""
-    seed_env = Onitama(action_space="seed")
+    paper_env = Onitama(action_space="paper")
     zeros = jax.tree.map(jnp.zeros_like, nets.init_params(TINY_NET, jax.random.key(0)))
-    agent = agent_lib.SeedSpaceAlphaZero(AlphaZeroAgent(zeros, network=TINY_NET, num_simulations=16), Onitama())
+    agent = agent_lib.PaperSpaceAlphaZero(AlphaZeroAgent(zeros, network=TINY_NET, num_simulations=16), Onitama())
     assert agent.name == "alphazero"
-    state = win_state(seed_env)
-    action = jax.jit(lambda s, k: agent.policy(seed_env, s, k, jnp.int32(0)))(state, jax.random.key(0))
+    state = win_state(paper_env)
+    action = jax.jit(lambda s, k: agent.policy(paper_env, s, k, jnp.int32(0)))(state, jax.random.key(0))
     assert int(action) == 36
-    after = seed_env.step(state, action, jax.random.key(1))
+    after = paper_env.step(state, action, jax.random.key(1))
     assert bool(after.terminated) and np.asarray(after.rewards).tolist() == [1.0, -1.0]  # Red took the Blue master
 
 
@@ -315,42 +315,42 @@ def test_shipped_onitama_weights_are_trained_and_beat_random():
     assert binomtest(res.wins, 20, 0.5, alternative="greater").pvalue < 1e-4, res
 
 
-def test_seed_space_agent_plays_the_canonical_agents_move():
+def test_paper_space_agent_plays_the_canonical_agents_move():
     """On random positions and a forced pass, the 40-space action is legal and is the canonical agent's move:
     the 40-action env stepped with it and the canonical env stepped with the canonical choice reach the same board
     (two different moves never do: they differ in the piece moved, its landing square or the card given up)."""
-    cenv, seed_env = Onitama(), Onitama(action_space="seed")
+    cenv, paper_env = Onitama(), Onitama(action_space="paper")
     inner = AlphaZeroAgent(nets.init_params(TINY_NET, jax.random.key(5)), network=TINY_NET, num_simulations=4)
-    agent = agent_lib.SeedSpaceAlphaZero(inner, cenv)
+    agent = agent_lib.PaperSpaceAlphaZero(inner, cenv)
     pool = random_states()
     live = np.flatnonzero(~(pool.terminated | pool.truncated))[::25][:15]  # several games and stages
-    forced = seed_env.from_text(PASS_TEXT, (("Tiger", "Horse"), ("Crane", "Ox")), "Boar", player=0).board
+    forced = paper_env.from_text(PASS_TEXT, (("Tiger", "Horse"), ("Crane", "Ox")), "Boar", player=0).board
     boards = jax.tree.map(lambda x, f: jnp.concatenate([jnp.asarray(x[live]), jnp.asarray(f)[None]]), pool.board, forced)
     n = len(live) + 1
-    seed_states = jax.vmap(seed_env.state_from_board)(boards)
+    paper_states = jax.vmap(paper_env.state_from_board)(boards)
     canon_states = jax.vmap(cenv.state_from_board)(boards)
     keys = jax.random.split(jax.random.key(2), n)
-    players = seed_states.current_player
-    seed_actions = np.asarray(jax.jit(agent.batched_policy(seed_env))(seed_states, keys, players))
+    players = paper_states.current_player
+    paper_actions = np.asarray(jax.jit(agent.batched_policy(paper_env))(paper_states, keys, players))
     canon_actions = np.asarray(jax.jit(inner.batched_policy(cenv))(canon_states, keys, players))
     rows = np.arange(n)
-    assert np.all(np.asarray(seed_states.legal_action_mask)[rows, seed_actions])
+    assert np.all(np.asarray(paper_states.legal_action_mask)[rows, paper_actions])
     assert np.all(np.asarray(canon_states.legal_action_mask)[rows, canon_actions])
     # The forced pass, by hand: Dasgupta & Chong's passes are the master's move 0 of each slot, 32 and 36.
-    assert seed_actions[-1] == 32 + 4 * (canon_actions[-1] // 625)
+    assert paper_actions[-1] == 32 + 4 * (canon_actions[-1] // 625)
     step_keys = jax.random.split(jax.random.key(3), n)
-    after_seed = jax.vmap(seed_env.step)(seed_states, jnp.asarray(seed_actions), step_keys)
+    after_paper = jax.vmap(paper_env.step)(paper_states, jnp.asarray(paper_actions), step_keys)
     after_canon = jax.vmap(cenv.step)(canon_states, jnp.asarray(canon_actions), step_keys)
-    for a, b in zip(jax.tree.leaves(after_seed.board), jax.tree.leaves(after_canon.board)):
+    for a, b in zip(jax.tree.leaves(after_paper.board), jax.tree.leaves(after_canon.board)):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
     with pytest.raises(ValueError, match="40-action space"):
         agent.batched_policy(cenv)
     with pytest.raises(ValueError, match="max_turns=200 differs"):
-        agent.batched_policy(Onitama(action_space="seed", max_turns=50))
+        agent.batched_policy(Onitama(action_space="paper", max_turns=50))
     with pytest.raises(ValueError, match="action_space='canonical'"):
-        agent_lib.SeedSpaceAlphaZero(inner, seed_env)
+        agent_lib.PaperSpaceAlphaZero(inner, paper_env)
     with pytest.raises(TypeError, match="JaxAgent"):
-        agent_lib.SeedSpaceAlphaZero("alphazero", cenv)
+        agent_lib.PaperSpaceAlphaZero("alphazero", cenv)
 
 
 def test_bad_inputs_raise_clear_errors():

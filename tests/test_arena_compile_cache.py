@@ -160,17 +160,17 @@ def test_the_protocol_defaults():
         Incomplete().with_arrays({"w": np.ones(2)})
 
 
-def test_seed_space_alphazero_passes_its_inner_agents_parameters():
-    from jaxgames.agents.alphazero import SeedSpaceAlphaZero
+def test_paper_space_alphazero_passes_its_inner_agents_parameters():
+    from jaxgames.agents.alphazero import PaperSpaceAlphaZero
     from jaxgames.games.onitama.env import Onitama
     from jaxgames.networks import onitama as onitama_nets
 
     net = onitama_nets.NetworkConfig(channels=4, num_blocks=1, value_channels=2, value_hidden=4)
-    seed_env, cenv = Onitama(action_space="seed"), Onitama()
-    make = lambda seed, sims=4: SeedSpaceAlphaZero(  # noqa: E731
+    paper_env, cenv = Onitama(action_space="paper"), Onitama()
+    make = lambda seed, sims=4: PaperSpaceAlphaZero(  # noqa: E731
         AlphaZeroAgent(onitama_nets.init_params(net, jax.random.key(seed)), network=net, num_simulations=sims), cenv)
     a, b = make(0), make(1)
-    assert a.settings_key(seed_env) == b.settings_key(seed_env) != make(0, sims=8).settings_key(seed_env)
+    assert a.settings_key(paper_env) == b.settings_key(paper_env) != make(0, sims=8).settings_key(paper_env)
     copy = a.with_arrays(b.arrays())
     assert copy.inner.params is b.inner.params and a.inner.params is not b.inner.params
-    assert copy.canonical_env is cenv and copy.settings_key(seed_env) == a.settings_key(seed_env)
+    assert copy.canonical_env is cenv and copy.settings_key(paper_env) == a.settings_key(paper_env)

@@ -25,14 +25,14 @@ import jaxgames
 from jaxgames.agents.ddpg import DDPGAgent, load_agent, save_weights
 from jaxgames.evaluation import play_match
 from jaxgames.experiment import ConfigMismatch, parse_config
-from jaxgames.games.onitama import SEED_CARDS
+from jaxgames.games.onitama import PAPER_CARDS
 from jaxgames.learners import ddpg as L
 from jaxgames.learners import loop
 from jaxgames.networks.ddpg import VARIANTS, Actor, Critic, hand_of_god, init_actor, init_critic
 from tests.experiment_helpers import (ROOT, assert_help_and_one_line_errors, assert_refused_before_writing,
                                       assert_resume_rules, load_experiment)
 
-ENV = jaxgames.make("onitama", action_space="seed", deck=SEED_CARDS)
+ENV = jaxgames.make("onitama", action_space="paper", deck=PAPER_CARDS)
 TINY = dict(conv_features=(4,), card_features=4, hidden=(8,), norm="layer")
 OPENINGS = jax.jit(jax.vmap(ENV.init))(jax.random.split(jax.random.key(9), 200))  # 200 deals of the five cards
 OBS = np.asarray(OPENINGS.observation[:3])  # [3, 260]
@@ -500,7 +500,7 @@ def test_agent_masks_or_loses_by_the_core_rule():
     assert legal[a] and a == int(np.flatnonzero(legal)[0])  # all legal entries tie: lowest legal index
     assert b == j  # played raw; what the env then does (the offender loses) is checked in the arena test
     canonical = jaxgames.make("onitama")
-    with pytest.raises(ValueError, match="action_space='seed'"):
+    with pytest.raises(ValueError, match="action_space='paper'"):
         jax.eval_shape(lambda k: masked.policy(canonical, canonical.init(k), k, 0), jax.random.key(0))
 
 

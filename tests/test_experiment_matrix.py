@@ -50,9 +50,9 @@ def test_main_job_writes_tables_figures_and_config(tmp_path, monkeypatch):
     totals = defaultdict(float)
     for r in rows:
         totals[(r["game"], r["learner"], r["setting"])] += float(r["fraction"])
-        assert int(r["num_runs"]) == 4 and {"verdict", "seed_claim", "agrees"} <= set(r)
+        assert int(r["num_runs"]) == 4 and {"verdict", "paper_claim", "agrees"} <= set(r)
     assert all(abs(t - 1) < 1e-9 for t in totals.values()), totals
-    claim = {(r["learner"], r["target"]): r["seed_claim"] for r in rows if r["game"] == "subsidy_game"}
+    claim = {(r["learner"], r["target"]): r["paper_claim"] for r in rows if r["game"] == "subsidy_game"}
     # The subsidy table of El Kaddouri, Rys & Gao, "Multi Agent Reinforcement Learning With Dots And Boxes" (course
     # report, undated): (0, 0) = (S2, S2) Yes/Yes/Yes, (1, 1) = (S1, S1) No/No/Yes; FAQ is not in the report.
     assert claim[("epsilon_greedy", "(S2, S2)")] == "Yes" and claim[("lenient_boltzmann", "(S1, S1)")] == "Yes"

@@ -59,8 +59,8 @@ def _nan_tree(tree):
 
 
 def _onitama_states(n: int):
-    """``n`` Onitama positions (``action_space="seed"``, the 40 actions) after random legal moves, some finished."""
-    env = jaxgames.make("onitama", action_space="seed")
+    """``n`` Onitama positions (``action_space="paper"``, the 40 actions) after random legal moves, some finished."""
+    env = jaxgames.make("onitama", action_space="paper")
     keys = jax.random.split(jax.random.key(3), n)
     states = jax.vmap(env.init)(keys)
     for t in range(12):

@@ -30,7 +30,7 @@ def test_payoffs_match_openspiel(name, spiel_name):
             assert env.payoffs_np[1, i, j] == ref.col_utility(i, j)
 
 
-def test_seed_payoff_tables():
+def test_paper_payoff_tables():
     # El Kaddouri et al., section 2.1 (row player's payoff, column player's payoff).
     pd = matrix.prisoners_dilemma().payoffs_np
     assert pd[:, 0, 0].tolist() == [-1, -1] and pd[:, 0, 1].tolist() == [-4, 0]

@@ -16,14 +16,14 @@ import pytest
 
 import jaxgames
 from jaxgames.games.onitama import cards, rules
-from jaxgames.games.onitama.env import Onitama, OnitamaParams, canonical_action, seed_action, split_seed_observation
+from jaxgames.games.onitama.env import Onitama, OnitamaParams, canonical_action, paper_action, split_paper_observation
 from tests.reference import onitama_reference as ref
 
 CANON = Onitama()
-SEED = Onitama(action_space="seed")
-SEED_DEAL = ("Dragon", "Elephant", "Goose", "Rooster", "Monkey")
+PAPER = Onitama(action_space="paper")
+PAPER_DEAL = ("Dragon", "Elephant", "Goose", "Rooster", "Monkey")
 PERFT_DEALS = [
-    SEED_DEAL,
+    PAPER_DEAL,
     ("Tiger", "Crab", "Frog", "Rabbit", "Eel"),
     ("Horse", "Ox", "Crane", "Boar", "Cobra"),
     ("Mantis", "Cobra", "Goose", "Tiger", "Ox"),
@@ -34,7 +34,7 @@ PERFT_DEALS = [
 def kernels():
     """Jitted single and batched kernels of both envs (compiled once for the module)."""
     out = {}
-    for env in (CANON, SEED):
+    for env in (CANON, PAPER):
         out[env.action_space] = dict(
             step=jax.jit(env.step),
             bstep=jax.jit(jax.vmap(env.step, in_axes=(0, 0, None, None))),
@@ -84,7 +84,7 @@ def test_card_table_matches_the_printed_cards():
         assert cards.CARD_NAMES[cards.MIRROR_CARD[k]] == ref.MIRROR.get(name, name), name
         counts.append(len(ours))
     assert sorted(counts) == [2] + [3] * 10 + [4] * 5
-    assert {cards.CARD_NAMES[k] for k in range(16) if cards.CARD_MOVE_VALID[k].sum() == 4} == set(SEED_DEAL)
+    assert {cards.CARD_NAMES[k] for k in range(16) if cards.CARD_MOVE_VALID[k].sum() == 4} == set(PAPER_DEAL)
     assert int(np.sum(cards.CARD_COLORS == cards.RED)) == 8
 
 
@@ -111,11 +111,11 @@ def test_random_deal_uses_the_key_and_the_deck(kernels):
     assert len(set(dealt.reshape(-1).tolist())) == 16
     first = np.asarray(s.current_player)
     np.testing.assert_array_equal(first, cards.CARD_COLORS[dealt[:, 4]])
-    seed_deck = Onitama(deck=cards.SEED_CARDS)
-    s = jax.jit(jax.vmap(seed_deck.init))(jax.random.split(jax.random.key(4), 16))
+    paper_deck = Onitama(deck=cards.PAPER_CARDS)
+    s = jax.jit(jax.vmap(paper_deck.init))(jax.random.split(jax.random.key(4), 16))
     for i in range(16):
-        names = seed_deck.dealt_names(jax.tree.map(lambda x: x[i], s))
-        assert {*names["red"], *names["blue"], names["side"]} == set(SEED_DEAL)
+        names = paper_deck.dealt_names(jax.tree.map(lambda x: x[i], s))
+        assert {*names["red"], *names["blue"], names["side"]} == set(PAPER_DEAL)
 
 
 # --------------------------------------------------------------------------- hand-set rules
@@ -170,12 +170,12 @@ STONE_POSITION = dict(
 )
 
 
-@pytest.mark.parametrize("space", ["canonical", "seed"])
+@pytest.mark.parametrize("space", ["canonical", "paper"])
 def test_way_of_the_stone(space, kernels):
-    env = CANON if space == "canonical" else SEED
+    env = CANON if space == "canonical" else PAPER
     s = env.from_text(**STONE_POSITION)
     # Red student on (3, 2) = its student 1 in reading order; Mantis (slot 0, id 9 < Horse 10) up-left hits (2, 1).
-    a = canonical_action(0, sq(3, 2), sq(2, 1)) if space == "canonical" else seed_action(0, 0, 0)
+    a = canonical_action(0, sq(3, 2), sq(2, 1)) if space == "canonical" else paper_action(0, 0, 0)
     assert a in legal_set(env, s)
     n = kernels[space]["step"](s, jnp.int32(a))
     assert bool(n.terminated) and not bool(n.truncated)
@@ -196,17 +196,17 @@ def test_way_of_the_stream_needs_the_master_and_the_enemy_temple(kernels):
         .....
         r...r
         """
-    s = SEED.from_text(text, hands=(("Boar", "Tiger"), ("Crane", "Ox")), side="Eel", player=0)
+    s = PAPER.from_text(text, hands=(("Boar", "Tiger"), ("Crane", "Ox")), side="Eel", player=0)
     # Red students in reading order: (1,2)=1, (4,0)=2, (4,4)=3; master (2,2).
     # Tiger (slot 0) moves the master two up to (0, 2), the blue temple: a win for Red.
-    master_up2 = seed_action(4, 0, 0)
-    student_up = seed_action(0, 1, 0)  # Boar (slot 1) student 1 up to (0, 2): not a win
-    assert {master_up2, student_up} <= legal_set(SEED, s)
-    won = kernels["seed"]["step"](s, jnp.int32(master_up2))
+    master_up2 = paper_action(4, 0, 0)
+    student_up = paper_action(0, 1, 0)  # Boar (slot 1) student 1 up to (0, 2): not a win
+    assert {master_up2, student_up} <= legal_set(PAPER, s)
+    won = kernels["paper"]["step"](s, jnp.int32(master_up2))
     assert bool(won.terminated) and int(won.board.winner) == 0
     np.testing.assert_array_equal(np.asarray(won.rewards), [1.0, -1.0])
     assert int(won.board.pieces[0, 4]) == sq(0, 2) and int(won.board.pieces[1, 4]) == sq(1, 1)
-    on = kernels["seed"]["step"](s, jnp.int32(student_up))
+    on = kernels["paper"]["step"](s, jnp.int32(student_up))
     assert not bool(on.terminated) and int(on.board.pieces[0, 0]) == sq(0, 2)
     np.testing.assert_array_equal(np.asarray(on.rewards), [0, 0])
     # Blue wins the same way on Red's temple (square 22).
@@ -261,10 +261,10 @@ PASS_POSITION = """
     """
 
 
-@pytest.mark.parametrize("space", ["canonical", "seed"])
+@pytest.mark.parametrize("space", ["canonical", "paper"])
 def test_no_legal_move_passes_with_a_card_exchange(space, kernels):
     """Red's column is full and Tiger and Horse only move along it or off the board: Red must pass, giving up a card."""
-    env = CANON if space == "canonical" else SEED
+    env = CANON if space == "canonical" else PAPER
     s = env.from_text(PASS_POSITION, hands=(("Tiger", "Horse"), ("Crane", "Ox")), side="Boar", player=0)
     assert ref.moves(ref.position(PASS_POSITION, (("Tiger", "Horse"), ("Crane", "Ox")), "Boar", 0)) == [
         ("pass", "Tiger"),
@@ -310,7 +310,7 @@ def test_used_card_is_rotated_for_the_opponent(kernels):
 
 
 def test_turn_limit_truncates_with_a_draw(kernels):
-    env = Onitama(deal=SEED_DEAL, max_turns=3)
+    env = Onitama(deal=PAPER_DEAL, max_turns=3)
     step = jax.jit(env.step)
     s = env.init(jax.random.key(0))
     for t in range(3):
@@ -334,11 +334,11 @@ def test_turn_limit_truncates_with_a_draw(kernels):
 # --------------------------------------------------------------------------- observations
 
 
-def test_seed_observation_layout():
-    env = Onitama(action_space="seed", deal=SEED_DEAL)  # Red: Dragon, Elephant; Blue: Goose, Rooster; side Monkey
+def test_paper_observation_layout():
+    env = Onitama(action_space="paper", deal=PAPER_DEAL)  # Red: Dragon, Elephant; Blue: Goose, Rooster; side Monkey
     s = env.init(jax.random.key(0))
     assert int(s.current_player) == 1  # Monkey has a blue stamp
-    planes, vec = split_seed_observation(s.observation)
+    planes, vec = split_paper_observation(s.observation)
     planes, vec = np.asarray(planes), np.asarray(vec)
     assert planes.shape == (10, 5, 5) and vec.shape == (10,)
     # Blue's view: its home row at the bottom, its student 1 at its bottom-left.
@@ -413,7 +413,7 @@ def test_left_right_mirror_gives_mirrored_moves(kernels):
 
 def kernel_perft(space: str, kernels, deal, depth: int, chunk: int = 1024) -> list[int]:
     """Move-generation counts from the kernel: legal actions of each frontier, children stepped in vmapped chunks."""
-    env = CANON if space == "canonical" else SEED
+    env = CANON if space == "canonical" else PAPER
     params = env.default_params
     board = rules.deal_board(jnp.asarray([cards.card_id(n) for n in deal], jnp.int32))
     frontier = jax.tree.map(lambda x: x[None], env.state_from_board(board))
@@ -442,7 +442,7 @@ def kernel_perft(space: str, kernels, deal, depth: int, chunk: int = 1024) -> li
 @pytest.mark.parametrize("deal", PERFT_DEALS, ids=lambda d: "-".join(d))
 def test_perft_against_the_reference(deal, kernels):
     expected = ref.perft_divide(ref.start(deal), 4)
-    assert kernel_perft("seed", kernels, deal, 4) == expected
+    assert kernel_perft("paper", kernels, deal, 4) == expected
     if deal in PERFT_DEALS[:2]:  # the canonical space to depth 3 on two deals (same move generator, other encoding)
         assert kernel_perft("canonical", kernels, deal, 3) == expected[:3]
 
@@ -512,12 +512,12 @@ def _kernel_boards(positions):
 
 def _check_against_reference(kernels, positions, states, max_turns: int, rng: random.Random) -> dict:
     """Steps the oracle's games and both kernels' batches in lockstep with uniformly random moves."""
-    params = {space: OnitamaParams(max_turns=jnp.int32(max_turns)) for space in ("canonical", "seed")}
+    params = {space: OnitamaParams(max_turns=jnp.int32(max_turns)) for space in ("canonical", "paper")}
     stats = dict(steps=0, passes=0, wins=0, draws=0)
     n = len(positions)
     alive = [True] * n
     for _ in range(max_turns + 1):
-        acts = {"canonical": [], "seed": []}
+        acts = {"canonical": [], "paper": []}
         reward_checks = []
         host = {space: jax.tree.map(np.asarray, st) for space, st in states.items()}
         for i, pos in enumerate(positions):
@@ -538,7 +538,7 @@ def _check_against_reference(kernels, positions, states, max_turns: int, rng: ra
                     acts[space].append(0)
                 continue
             legal = ref.moves(pos)
-            for space, to_id in (("canonical", ref.canonical_action), ("seed", ref.seed_action)):
+            for space, to_id in (("canonical", ref.canonical_action), ("paper", ref.paper_action)):
                 mask = np.zeros(host[space].legal_action_mask.shape[1], bool)
                 mask[[to_id(pos, m) for m in legal]] = True
                 np.testing.assert_array_equal(host[space].legal_action_mask[i], mask)
@@ -546,7 +546,7 @@ def _check_against_reference(kernels, positions, states, max_turns: int, rng: ra
             stats["passes"] += move[0] == "pass"
             stats["steps"] += 1
             acts["canonical"].append(ref.canonical_action(pos, move))
-            acts["seed"].append(ref.seed_action(pos, move))
+            acts["paper"].append(ref.paper_action(pos, move))
             nxt = ref.play(pos, move)
             positions[i] = nxt
             expected_rewards = [0.0, 0.0] if nxt.winner is None else [1.0 if p == nxt.winner else -1.0 for p in (0, 1)]
@@ -567,7 +567,7 @@ def test_random_games_against_the_reference(kernels):
     n, max_turns = 48, 40
     rng = random.Random(0)
     keys = jax.random.split(jax.random.key(5), n)
-    states = {space: kernels[space]["init"](keys, OnitamaParams(max_turns=jnp.int32(max_turns))) for space in ("canonical", "seed")}
+    states = {space: kernels[space]["init"](keys, OnitamaParams(max_turns=jnp.int32(max_turns))) for space in ("canonical", "paper")}
     board = states["canonical"].board
     positions = []
     for i in range(n):
@@ -584,16 +584,16 @@ def test_random_sparse_positions_against_the_reference(kernels):
     positions = [_random_sparse_position(rng) for _ in range(n)]
     boards = _kernel_boards(positions)
     params = OnitamaParams(max_turns=jnp.int32(max_turns))
-    states = {space: kernels[space]["from_board"](boards, None, 0, params) for space in ("canonical", "seed")}
+    states = {space: kernels[space]["from_board"](boards, None, 0, params) for space in ("canonical", "paper")}
     stats = _check_against_reference(kernels, positions, states, max_turns, rng)
     assert stats["passes"] >= 10 and stats["wins"] > 10, stats
 
 
-def test_contract_in_the_seed_action_space():
+def test_contract_in_the_paper_action_space():
     """`tests/test_contract.py` runs the registered default (canonical space); Dasgupta & Chong's 40-action space passes it too."""
     from jaxgames.testing.api_test import api_test
 
-    api_test(Onitama(action_space="seed", deck=cards.SEED_CARDS, max_turns=8), batch_size=2, max_steps=10)
+    api_test(Onitama(action_space="paper", deck=cards.PAPER_CARDS, max_turns=8), batch_size=2, max_steps=10)
 
 
 # --------------------------------------------------------------------------- bad input
@@ -615,7 +615,7 @@ def test_bad_settings_raise_clear_errors():
     with pytest.raises(ValueError, match="at least 5"):
         Onitama(deck=("Tiger", "Crab", "Frog", "Eel"))
     with pytest.raises(ValueError, match="not both"):
-        Onitama(deal=SEED_DEAL, deck=SEED_DEAL)
+        Onitama(deal=PAPER_DEAL, deck=PAPER_DEAL)
     with pytest.raises(ValueError, match="action_space"):
         Onitama(action_space="pieces")
     with pytest.raises(ValueError, match="max_turns"):
@@ -624,7 +624,7 @@ def test_bad_settings_raise_clear_errors():
         Onitama(max_turns=20.0)
     with pytest.raises(ValueError, match="unknown Onitama card"):
         jaxgames.make("onitama", deal=("Tiger", "Crab", "Frog", "Eel", "Phoenix"))
-    assert Onitama(deal=SEED_DEAL) == jaxgames.make("onitama", deal=[n.lower() for n in SEED_DEAL])
+    assert Onitama(deal=PAPER_DEAL) == jaxgames.make("onitama", deal=[n.lower() for n in PAPER_DEAL])
 
 
 def test_bad_positions_raise_clear_errors():
@@ -645,18 +645,18 @@ def test_bad_positions_raise_clear_errors():
 
 
 def test_bad_actions(kernels):
-    s = SEED.init(jax.random.key(0))
+    s = PAPER.init(jax.random.key(0))
     with pytest.raises(ValueError, match=r"outside \[0, 40\)"):
-        SEED.step(s, 40)
+        PAPER.step(s, 40)
     with pytest.raises(ValueError, match=r"outside \[0, 1250\)"):
         CANON.step(CANON.init(jax.random.key(0)), -1)
     with pytest.raises(TypeError, match="integers"):
-        SEED.step(s, 1.0)
+        PAPER.step(s, 1.0)
     with pytest.raises(TypeError, match="integers"):
-        jax.jit(SEED.step)(s, jnp.float32(3))
+        jax.jit(PAPER.step)(s, jnp.float32(3))
     # A traced illegal action ends the game with the mover penalised (jaxgames.core's rule).
     illegal = int(np.flatnonzero(~np.asarray(s.legal_action_mask))[0])
-    n = kernels["seed"]["step"](s, jnp.int32(illegal))
+    n = kernels["paper"]["step"](s, jnp.int32(illegal))
     mover = int(s.current_player)
     assert bool(n.terminated) and float(n.rewards[mover]) == -1.0 and float(n.rewards[1 - mover]) == 1.0
 
@@ -667,8 +667,8 @@ def test_bad_actions(kernels):
 def test_text_picture_of_the_start_and_round_trip(kernels):
     from jaxgames.games.onitama import render
 
-    env = Onitama(deal=SEED_DEAL)
-    s = CANON.state_from_board(rules.deal_board(jnp.asarray([cards.card_id(n) for n in SEED_DEAL], jnp.int32)))
+    env = Onitama(deal=PAPER_DEAL)
+    s = CANON.state_from_board(rules.deal_board(jnp.asarray([cards.card_id(n) for n in PAPER_DEAL], jnp.int32)))
     assert render.to_text(s) == (
         "blue: Goose, Rooster\n"
         "b b B b b\n"
@@ -709,8 +709,8 @@ def test_svg_pictures_of_a_state_and_a_game(kernels):
     from jaxgames.games.onitama import render
 
     ns = "{http://www.w3.org/2000/svg}"
-    s = SEED.from_text(**STONE_POSITION)
-    won = kernels["seed"]["step"](s, jnp.int32(seed_action(0, 0, 0)))
+    s = PAPER.from_text(**STONE_POSITION)
+    won = kernels["paper"]["step"](s, jnp.int32(paper_action(0, 0, 0)))
     assert render.status(won) == "turn 1: red wins (Way of the Stone)"
     root = ET.fromstring(render.state_svg(s))
     assert len(root.findall(f".//{ns}circle")) == 7
@@ -730,9 +730,9 @@ def test_random_action_is_uniform_over_the_legal_actions():
     """`Onitama.random_action` draws every legal action (and only those) about equally often, passes included."""
     draws = 3000
     keys = jax.random.split(jax.random.key(9), draws)
-    start = rules.deal_board(jnp.asarray([cards.card_id(n) for n in SEED_DEAL], jnp.int32))
+    start = rules.deal_board(jnp.asarray([cards.card_id(n) for n in PAPER_DEAL], jnp.int32))
     blocked = rules.board_from_text(PASS_POSITION, (("Tiger", "Horse"), ("Crane", "Ox")), "Boar", player=0)
-    for env in (CANON, SEED):
+    for env in (CANON, PAPER):
         for board in (start, blocked):
             s = env.state_from_board(board)
             picks = np.asarray(jax.jit(jax.vmap(env.random_action, in_axes=(0, None)))(keys, s))

@@ -32,8 +32,8 @@ from jaxgames.evaluation import play_match
 from jaxgames.games.onitama.search import DISTANCE_WEIGHT, MATERIAL_WEIGHT, MAX_EVALUATION
 from tests.reference import onitama_reference as ref
 
-SEED = jaxgames.make("onitama", action_space="seed")
-STEP = jax.jit(SEED.step)
+PAPER = jaxgames.make("onitama", action_space="paper")
+STEP = jax.jit(PAPER.step)
 
 # Red (bottom, moving up) to move. Red's master on (3, 2) reaches Blue's master
 # on (1, 2) with Tiger's two-forward (Way of the Stone); Ox's forward step lets
@@ -79,7 +79,7 @@ PASS_HANDS = (("Boar", "Crab"), ("Tiger", "Eel"))
 
 
 def _state(text, hands, side, player=0):
-    return SEED.from_text(text, hands, side, player=player)
+    return PAPER.from_text(text, hands, side, player=player)
 
 
 def _wins(state, action) -> bool:
@@ -111,9 +111,9 @@ def test_depth1_takes_a_win_in_one(text, hands):
     assert any(_wins(state, a) for a in legal)
     agent = AlphaBetaAgent(1)
     for seed in range(3):  # whatever the random tie-break order
-        result = agent.search(SEED, state, np.random.default_rng(seed))
+        result = agent.search(PAPER, state, np.random.default_rng(seed))
         assert result.value == 1.0 and _wins(state, result.best_action)
-        assert _wins(state, agent.act(SEED, state, np.random.default_rng(seed), 0))
+        assert _wins(state, agent.act(PAPER, state, np.random.default_rng(seed), 0))
 
 
 def test_depth1_takes_the_win_in_the_canonical_space_too():
@@ -130,15 +130,15 @@ def test_depth2_avoids_the_poisoned_capture():
     poisoned = [a for a in legal if _captures(state, a)]
     assert poisoned and all(_reply_wins(state, a) for a in poisoned)  # every capture loses at once
     assert any(not _reply_wins(state, a) for a in legal)  # a safe move exists (the student's)
-    shallow = AlphaBetaAgent(1).search(SEED, state)
+    shallow = AlphaBetaAgent(1).search(PAPER, state)
     assert shallow.best_action in poisoned  # depth 1 sees only the student it wins
     # Material even after the capture (1 student each); Blue's master is 6 steps from
     # Red's temple, Red's master 2 from Blue's: 0.005 * (6 - 2).
     assert math.isclose(shallow.value, 4 * DISTANCE_WEIGHT)
     must_pass = jax.device_get(_state(PASS, PASS_HANDS, "Crane"))
-    assert AlphaBetaAgent(2).act(SEED, must_pass, np.random.default_rng(0), 0) in SEED.pass_actions
+    assert AlphaBetaAgent(2).act(PAPER, must_pass, np.random.default_rng(0), 0) in PAPER.pass_actions
     for seed in range(3):
-        result = AlphaBetaAgent(2).search(SEED, state, np.random.default_rng(seed))
+        result = AlphaBetaAgent(2).search(PAPER, state, np.random.default_rng(seed))
         assert not _reply_wins(state, result.best_action)
         assert result.value > -1.0
 
@@ -149,11 +149,11 @@ def _random_positions(count: int, seed: int):
     out = []
     while len(out) < count:
         deal = rng.sample(ref.ORDER, 5)
-        env = jaxgames.make("onitama", action_space="seed", deal=deal)
+        env = jaxgames.make("onitama", action_space="paper", deal=deal)
         pos, state = ref.start(deal), jax.jit(env.init)(jax.random.key(0))
         for _ in range(rng.randrange(0, 12)):
             m = rng.choice(ref.moves(pos))
-            state = STEP(state, jnp.int32(ref.seed_action(pos, m)))
+            state = STEP(state, jnp.int32(ref.paper_action(pos, m)))
             pos = ref.play(pos, m)
             if pos.winner is not None:
                 break
@@ -172,22 +172,22 @@ def test_alphabeta_equals_plain_minimax():
         assert math.isclose(evaluate(jax.device_get(state)), ref.evaluate_position(pos, MATERIAL_WEIGHT, DISTANCE_WEIGHT))
         for depth in (1, 2, 3, 4) if i == 5 else (1, 2, 3):
             want = ref.minimax_value(pos, depth, MATERIAL_WEIGHT, DISTANCE_WEIGHT)
-            got = AlphaBetaAgent(depth).search(SEED, state, np.random.default_rng(i))
+            got = AlphaBetaAgent(depth).search(PAPER, state, np.random.default_rng(i))
             assert math.isclose(got.value, want, abs_tol=1e-9), (i, depth, got.value, want)
     # The batched JAX twin (full width, float32) gives the same values, all positions in one call.
     batch = jax.tree.map(lambda *x: np.stack(x), *[jax.device_get(st) for _, st in positions])
     for depth in (1, 3):
         agent = MinimaxAgent(depth)
-        got = jax.jit(jax.vmap(lambda st: agent.value(SEED, st)))(batch)
+        got = jax.jit(jax.vmap(lambda st: agent.value(PAPER, st)))(batch)
         want = [ref.minimax_value(pos, depth, MATERIAL_WEIGHT, DISTANCE_WEIGHT) for pos, _ in positions]
         np.testing.assert_allclose(np.asarray(got), want, atol=1e-6)
     # At turn 199 every move ends the game: a win in one is still worth 1, anything else draws (0).
     for text, hands, want in [(STONE, (("Tiger", "Ox"), ("Crab", "Eel")), 1.0), (POISON, (("Ox", "Boar"), ("Tiger", "Eel")), 0.0)]:
-        state = SEED.from_text(text, hands, "Crane", player=0, turn=199)
+        state = PAPER.from_text(text, hands, "Crane", player=0, turn=199)
         pos = ref.position(text, hands, "Crane", 0)
         pos.turn = 199
         for depth in (1, 3):
-            assert AlphaBetaAgent(depth).search(SEED, state).value == want
+            assert AlphaBetaAgent(depth).search(PAPER, state).value == want
             assert ref.minimax_value(pos, depth, MATERIAL_WEIGHT, DISTANCE_WEIGHT) == want
 
 
@@ -219,7 +219,7 @@ def test_depth2_beats_random_in_the_arena():
     (which does not see the reply) won 168 of 200 (p about 0.84), which would
     pass this threshold with probability 0.21 only: the test tells the two apart.
     """
-    result = play_match(SEED, AlphaBetaAgent(2), RandomAgent(), 40, jax.random.key(2024))
+    result = play_match(PAPER, AlphaBetaAgent(2), RandomAgent(), 40, jax.random.key(2024))
     assert result.timeouts == 0
     assert np.sum(result.a_first) == 20  # seats alternate
     assert result.wins >= 36, result.summary()
@@ -227,15 +227,15 @@ def test_depth2_beats_random_in_the_arena():
 
 @pytest.mark.parametrize("agent", [RandomAgent(), MinimaxAgent(1)], ids=["random", "minimax1"])
 def test_jax_agents_under_jit_and_vmap(agent):
-    states = jax.jit(jax.vmap(SEED.init))(jax.random.split(jax.random.key(0), 16))
+    states = jax.jit(jax.vmap(PAPER.init))(jax.random.split(jax.random.key(0), 16))
     stone = _state(STONE, (("Tiger", "Ox"), ("Crab", "Eel")), "Crane")
     states = jax.tree.map(lambda b, one: b.at[0].set(one), states, stone)  # game 0: a win in one
     states = jax.tree.map(lambda b, one: b.at[1].set(one), states, _state(PASS, PASS_HANDS, "Crane"))  # game 1: must pass
     keys = jax.random.split(jax.random.key(1), 16)
-    actions = jax.jit(jax.vmap(lambda s, k: agent.policy(SEED, s, k, s.current_player)))(states, keys)
+    actions = jax.jit(jax.vmap(lambda s, k: agent.policy(PAPER, s, k, s.current_player)))(states, keys)
     assert actions.dtype == jnp.int32 and actions.shape == (16,)
     assert np.all(np.asarray(states.legal_action_mask)[np.arange(16), np.asarray(actions)])
-    assert int(actions[1]) in SEED.pass_actions
+    assert int(actions[1]) in PAPER.pass_actions
     if isinstance(agent, MinimaxAgent):
         assert _wins(stone, int(actions[0]))
         canon = jaxgames.make("onitama")

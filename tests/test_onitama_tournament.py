@@ -51,7 +51,7 @@ def _fake_pairing(names, pair, scores):
     return T.to_global(res, names, pair)
 
 
-def test_elo_follows_the_seed_equations_in_round_robin_order():
+def test_elo_follows_the_paper_equations_in_round_robin_order():
     names = ("a", "b", "c")
     lineups = [(0, 1), (0, 2), (1, 2)]
     # round 0: a beats b, a beats c, b and c draw; round 1: b beats a, c beats a, c beats b

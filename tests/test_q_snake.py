@@ -620,8 +620,8 @@ def test_candidate_bootstrap_refines_the_candidates_q_on_the_recorded_positions(
             _, expect, _, _ = targets(q_cand[:, b, s], *args)
             np.testing.assert_allclose(np.asarray(data.vector)[:, b, s], expect, atol=2e-5)
             # Siddiqui et al.'s reading (the recorded, best network's values) would give other targets
-            _, seed_reading, _, _ = targets(np.asarray(rec.q)[:, b, s], *args)
-            differs.append(not np.allclose(seed_reading, expect, atol=1e-3))
+            _, paper_reading, _, _ = targets(np.asarray(rec.q)[:, b, s], *args)
+            differs.append(not np.allclose(paper_reading, expect, atol=1e-3))
     assert any(differs)
     with pytest.raises(ValueError, match="bootstrap"):
         qs.QSnakeConfig(bootstrap="best")

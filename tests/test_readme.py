@@ -11,7 +11,8 @@
   ``--help`` exits 0 and names every option and choice the command uses.
 * The test command of the quick start is the one CI runs (``.ci/run``), the
   relative links point at files that exist, and no "seed" stands for a source
-  document (inside the project "seed" means a random seed only).
+  document (inside the project "seed" means a random seed only), neither in
+  the README nor in the package's, experiments' and benchmarks' sources.
 """
 
 from __future__ import annotations
@@ -208,3 +209,25 @@ def test_no_seed_stands_for_a_document():
     text = README.read_text()
     bad = re.findall(r"[^\n]*(?:\bseed\s+\d{3}|\bseeds?/|\bthe seed\b|\bseed's)[^\n]*", text, flags=re.I)
     assert not bad, bad
+
+
+# "seed" standing for the source paper in code and docs: ``action_space="seed"``, ``SEED_CARDS``-style constants,
+# ``SeedSpace...`` classes, ``seed_action``-style helpers, "seed space", "the seed", "seed's" (the paper's: "paper").
+_SEED_AS_PAPER = re.compile(
+    r"""action_space\s*(?:=|==|!=)\s*["']seed["']|\bSEED_[A-Z]|\bSeed[A-Z]\w*"""
+    r"""|\bseed_(?:action|space|observation|claim|env|deck|layout|table)|\bseed[ -]space|\bseed's|\bthe seed\b"""
+    r"""|\bseed (?:paper|report|id)\b""")
+
+
+def test_no_seed_stands_for_the_paper_in_the_sources():
+    bad = [f"{path.relative_to(ROOT)}:{i}: {line.strip()}"
+           for folder in ("jaxgames", "experiments", "benchmarks")
+           for path in sorted((ROOT / folder).rglob("*")) if path.suffix in (".py", ".md") and path.is_file()
+           for i, line in enumerate(path.read_text().splitlines(), 1) if _SEED_AS_PAPER.search(line)]
+    assert not bad, bad
+    # The pattern catches the old names and leaves PRNG seeds alone.
+    assert all(_SEED_AS_PAPER.search(s) for s in ('make("onitama", action_space="seed")', "cards.SEED_CARDS",
+                                                   "SeedSpaceAlphaZero(agent, env)", "seed_action(4, 0, 0)",
+                                                   "in the seed space", "the seed's table"))
+    assert not any(_SEED_AS_PAPER.search(s) for s in ("jax.random.key(seed)", 'checks.integer("seed", seed)',
+                                                      "_NO_KEY_SEED = 0", "seed: int = 0", "actors/<variant>_seed<k>"))

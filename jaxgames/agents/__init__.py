@@ -19,7 +19,7 @@ imported on demand:
     >>> from jaxgames.agents.battlesnake import HeuristicAgent, RandomSafeAgent
     >>> from jaxgames.agents.mcts import MCTSAgent
     >>> from jaxgames.agents.onitama import AlphaBetaAgent, MinimaxAgent
-    >>> from jaxgames.agents.alphazero import AlphaZeroAgent, SeedSpaceAlphaZero
+    >>> from jaxgames.agents.alphazero import AlphaZeroAgent, PaperSpaceAlphaZero
 """
 
 from jaxgames.agents.base import Agent, HostAgent, JaxAgent

@@ -14,7 +14,7 @@ trained them, and ``trained``: False for a placeholder).
     >>> agent = AlphaZeroAgent.from_weights()              # shipped Dots-and-Boxes weights, 64 simulations
     >>> agent = AlphaZeroAgent.from_weights(time_budget=0.15)  # as many simulations as fit in 150 ms
     >>> agent = AlphaZeroAgent.from_weights(game="onitama", num_simulations=32)
-    >>> seed_space = SeedSpaceAlphaZero(agent, jaxgames.make("onitama"))  # plays Onitama(action_space="seed")
+    >>> paper_space = PaperSpaceAlphaZero(agent, jaxgames.make("onitama"))  # plays Onitama(action_space="paper")
 """
 
 from __future__ import annotations
@@ -385,7 +385,7 @@ class AlphaZeroAgent(JaxAgent):
         return f"AlphaZeroAgent(name={self.name!r}, {self.algorithm}, {what})"
 
 
-class SeedSpaceAlphaZero(JaxAgent):
+class PaperSpaceAlphaZero(JaxAgent):
     """A canonical-action Onitama agent (e.g. `AlphaZeroAgent`) playing in Dasgupta & Chong's 40-action space.
 
     `AlphaZeroAgent` plays Onitama only in the canonical 1250-action space
@@ -393,14 +393,14 @@ class SeedSpaceAlphaZero(JaxAgent):
     `jaxgames.games.onitama.env.canonical_action`); the Elo tournament of
     Dasgupta & Chong, "Mastering the game of Onitama with Reinforcement
     Learning" (2021), section 6.3, plays in their 40-action space (``piece * 8
-    + slot * 4 + move``, section 4.2; `jaxgames.games.onitama.env.seed_action`).
+    + slot * 4 + move``, section 4.2; `jaxgames.games.onitama.env.paper_action`).
     Each state is rebuilt as the canonical env's state of the same board
     (`Onitama.state_from_board`, with its rewards and step count), the inner
     agent chooses there, and its move is mapped back to the (piece, slot,
     move) triple with the same card slot, from-square and to-square (unique
     among the legal triples: one piece stands on a square, and a card's moves
     go to distinct squares). Where the mover has no legal move, the canonical
-    pass of a card slot maps to the seed space's pass of the same slot
+    pass of a card slot maps to the paper space's pass of the same slot
     (`Onitama.pass_actions`). The inner agent must answer a legal canonical
     action (`AlphaZeroAgent` does); the image of an illegal one is action 0.
 
@@ -412,7 +412,7 @@ class SeedSpaceAlphaZero(JaxAgent):
     Raises:
         TypeError: ``inner`` is not a `JaxAgent`.
         ValueError: ``canonical_env`` is not Onitama in the canonical action space;
-            (`batched_policy`) an arena env that is not Onitama in the seed space,
+            (`batched_policy`) an arena env that is not Onitama in the paper space,
             or one with another ``max_turns``.
     """
 
@@ -436,33 +436,33 @@ class SeedSpaceAlphaZero(JaxAgent):
         self.inner = self.inner.with_arrays(arrays)
 
     def batched_policy(self, env):
-        """``(states [B], keys [B], players int32 [B]) -> actions int32 [B]``: seed-space actions (in ``[0, 40)``).
+        """``(states [B], keys [B], players int32 [B]) -> actions int32 [B]``: paper-space actions (in ``[0, 40)``).
 
         Args:
-            env: the arena's Onitama in the seed space (``action_space="seed"``).
+            env: the arena's Onitama in the paper space (``action_space="paper"``).
 
         Raises:
             ValueError: see the class docstring.
         """
         cenv = self.canonical_env
-        if getattr(env, "name", None) != "onitama" or env.action_space != "seed":
-            raise ValueError(f"SeedSpaceAlphaZero plays Onitama in Dasgupta & Chong's 40-action space (action_space='seed'); got {env!r}")
+        if getattr(env, "name", None) != "onitama" or env.action_space != "paper":
+            raise ValueError(f"PaperSpaceAlphaZero plays Onitama in Dasgupta & Chong's 40-action space (action_space='paper'); got {env!r}")
         if env.max_turns != cenv.max_turns:
             raise ValueError(f"canonical_env.max_turns={cenv.max_turns} differs from the arena env's {env.max_turns}")
         inner = self.inner.batched_policy(cenv)
-        seed_passes = jnp.asarray(env.pass_actions, jnp.int32)
+        paper_passes = jnp.asarray(env.pass_actions, jnp.int32)
         per_slot = cenv.num_actions // 2
 
-        def to_seed(state, action):
+        def to_paper(state, action):
             ids = cenv.canonical_ids(state.board, state.move_target)  # [40]
             match = state.move_mask & (ids == action)
             must_pass = ~jnp.any(state.move_mask)
-            return jnp.where(must_pass, seed_passes[jnp.clip(action // per_slot, 0, 1)],
+            return jnp.where(must_pass, paper_passes[jnp.clip(action // per_slot, 0, 1)],
                              jnp.argmax(match)).astype(jnp.int32)
 
         def run(states, keys, players):
             canonical = jax.vmap(lambda s: cenv.state_from_board(s.board, s.rewards, s.step_count))(states)
-            return jax.vmap(to_seed)(states, inner(canonical, keys, players))
+            return jax.vmap(to_paper)(states, inner(canonical, keys, players))
 
         return run
 

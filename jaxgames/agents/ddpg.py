@@ -44,8 +44,8 @@ _NETWORK_KEYS = ("variant", "conv_features", "card_features", "hidden", "norm")
 
 
 def _check_env(env) -> None:
-    if getattr(env, "name", None) != "onitama" or getattr(env, "action_space", None) != "seed":
-        raise ValueError(f"a DDPG actor plays onitama with action_space='seed' (40 actions, 260 inputs); got {env!r}")
+    if getattr(env, "name", None) != "onitama" or getattr(env, "action_space", None) != "paper":
+        raise ValueError(f"a DDPG actor plays onitama with action_space='paper' (40 actions, 260 inputs); got {env!r}")
 
 
 class DDPGAgent(JaxAgent):
@@ -62,7 +62,7 @@ class DDPGAgent(JaxAgent):
     Raises:
         ValueError, TypeError: an unknown variant, bad widths, or ``params``
             whose shapes do not match the network (checked here, before tracing).
-        ValueError: at trace time, an env other than Onitama with ``action_space="seed"``.
+        ValueError: at trace time, an env other than Onitama with ``action_space="paper"``.
     """
 
     def __init__(self, variant: str, params: dict, *, conv_features=(16, 32), card_features: int = 10,

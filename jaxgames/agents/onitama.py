@@ -17,13 +17,13 @@ is material plus master distance (`evaluate`; the weights of
 
 Values are from the mover's side: +1 a win, -1 a loss, 0 a draw (the turn
 limit); a non-terminal leaf is worth at most 0.425 in absolute value.
-Both action spaces work; the 40-action one (``action_space="seed"``) is
+Both action spaces work; the 40-action one (``action_space="paper"``) is
 cheaper for search (an expansion steps 40 actions instead of 1250).
 
     >>> import jax, jaxgames
     >>> from jaxgames.agents.onitama import AlphaBetaAgent, RandomAgent
     >>> from jaxgames.evaluation import play_match
-    >>> env = jaxgames.make("onitama", action_space="seed")
+    >>> env = jaxgames.make("onitama", action_space="paper")
     >>> result = play_match(env, AlphaBetaAgent(depth=2), RandomAgent(), 8, jax.random.key(0))
 """
 
@@ -101,7 +101,7 @@ def state_key(state) -> bytes:
 
 def _landing_squares(env, state, actions: np.ndarray) -> np.ndarray:
     """int ``[n]``: the absolute landing square of each legal action (meaningless for a pass)."""
-    if env.action_space == "seed":
+    if env.action_space == "paper":
         return np.asarray(state.move_target)[actions]
     to_view = actions % rules.NUM_SQUARES
     return np.where(int(state.current_player) == 0, to_view, rules.NUM_SQUARES - 1 - to_view)
@@ -224,7 +224,7 @@ class MinimaxAgent(JaxAgent):
         values, valid = move_values(state.board, self.depth, env.max_turns)
         best = valid & (values >= jnp.max(jnp.where(valid, values, -jnp.inf)) - 1e-6)
         index = masked_uniform_choice(key, best)
-        if env.action_space == "seed":
+        if env.action_space == "paper":
             return index
         must_pass = ~jnp.any(state.move_mask)
         passes = jnp.asarray(env.pass_actions, jnp.int32)

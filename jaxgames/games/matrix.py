@@ -3,7 +3,7 @@
 ``payoffs[p, i, j]`` is player ``p``'s payoff when the row player (player 0)
 plays action ``i`` and the column player (player 1) plays action ``j``.
 
-The four games of `SEED_GAMES` are those of El Kaddouri, Rys & Gao, "Multi
+The four games of `PAPER_GAMES` are those of El Kaddouri, Rys & Gao, "Multi
 Agent Reinforcement Learning With Dots And Boxes" (course report, undated),
 section 2.1, with one correction:
 
@@ -278,5 +278,5 @@ def stag_hunt() -> MatrixGame:
     return _symmetric([[2, 0], [1, 1]], "stag_hunt", ("Stag", "Hare"))
 
 
-SEED_GAMES = ("prisoners_dilemma", "biased_rock_paper_scissors", "subsidy_game", "battle_of_the_sexes")
+PAPER_GAMES = ("prisoners_dilemma", "biased_rock_paper_scissors", "subsidy_game", "battle_of_the_sexes")
 """The four games of El Kaddouri et al., section 2.1, in its order."""

@@ -75,7 +75,7 @@ import jaxgames
 from jaxgames import checks
 from jaxgames.agents.onitama import MAX_JAX_DEPTH, MinimaxAgent
 from jaxgames.games.onitama import cards
-from jaxgames.games.onitama.env import NUM_SEED_ACTIONS, SEED_OBSERVATION_SIZE
+from jaxgames.games.onitama.env import NUM_PAPER_ACTIONS, PAPER_OBSERVATION_SIZE
 from jaxgames.networks.ddpg import (
     VARIANTS, Actor, Critic, check_widths, hand_of_god, has_validity, init_actor, init_critic,
 )
@@ -149,7 +149,7 @@ class DDPGConfig:
     advance_wins: int = 60
     window: int = 100
     max_turns: int = 200
-    deck: tuple[str, ...] = cards.SEED_CARDS
+    deck: tuple[str, ...] = cards.PAPER_CARDS
 
     def __post_init__(self):
         if isinstance(self.variants, str) or not isinstance(self.variants, (tuple, list)) or not self.variants:
@@ -184,7 +184,7 @@ class DDPGConfig:
         if self.min_depth > self.max_depth:
             raise ValueError(f"min_depth ({self.min_depth}) must be <= max_depth ({self.max_depth})")
         checks.integer("max_turns", self.max_turns, 2)
-        jaxgames.make("onitama", action_space="seed", deck=tuple(self.deck), max_turns=self.max_turns)  # checks the deck
+        jaxgames.make("onitama", action_space="paper", deck=tuple(self.deck), max_turns=self.max_turns)  # checks the deck
 
     @property
     def num_runs(self) -> int:
@@ -200,8 +200,8 @@ class DDPGConfig:
         return Critic(tuple(self.conv_features), self.card_features, tuple(self.hidden), self.norm)
 
     def env(self):
-        """The Onitama env of the study (the report's 40 actions and observation, ``action_space="seed"``)."""
-        return jaxgames.make("onitama", action_space="seed", deck=tuple(self.deck), max_turns=self.max_turns)
+        """The Onitama env of the study (the report's 40 actions and observation, ``action_space="paper"``)."""
+        return jaxgames.make("onitama", action_space="paper", deck=tuple(self.deck), max_turns=self.max_turns)
 
 
 # ----------------------------------------------------------------------------- losses and the curriculum
@@ -475,9 +475,9 @@ class DDPGLearner:
         states = jax.vmap(jax.vmap(self.env.init))(jax.random.split(env_key, (R, E)))
         states = states.replace(terminated=jnp.ones((R, E), jnp.bool_),
                                 legal_action_mask=jnp.ones_like(states.legal_action_mask))
-        obs = jnp.zeros((R, N, SEED_OBSERVATION_SIZE), jnp.bool_)
-        mask = jnp.zeros((R, N, NUM_SEED_ACTIONS), jnp.bool_)
-        buffer = Buffer(obs, jnp.zeros((R, N, NUM_SEED_ACTIONS), jnp.float32), jnp.zeros((R, N), jnp.float32), obs,
+        obs = jnp.zeros((R, N, PAPER_OBSERVATION_SIZE), jnp.bool_)
+        mask = jnp.zeros((R, N, NUM_PAPER_ACTIONS), jnp.bool_)
+        buffer = Buffer(obs, jnp.zeros((R, N, NUM_PAPER_ACTIONS), jnp.float32), jnp.zeros((R, N), jnp.float32), obs,
                         jnp.zeros((R, N), jnp.bool_), mask, jnp.zeros((R, N), jnp.bool_))
         curriculum = jax.vmap(lambda _: init_curriculum(cfg.min_depth, cfg.window))(jnp.arange(R))
         return TrainState(actor=actor, actor_target=actor, critic=critic, critic_target=critic, actor_opt=actor_opt,
@@ -584,7 +584,7 @@ class DDPGLearner:
         if cfg.critic_action == "policy":
             stored = policy
         else:
-            stored = jax.nn.one_hot(action, NUM_SEED_ACTIONS, dtype=jnp.float32)
+            stored = jax.nn.one_hot(action, NUM_PAPER_ACTIONS, dtype=jnp.float32)
         rows = (ts.buffer_position + jnp.arange(E, dtype=jnp.int32)) % N
         b = ts.buffer
         buffer = Buffer(

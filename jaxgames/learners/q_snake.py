@@ -79,7 +79,7 @@ from jaxgames.agents.battlesnake import HeuristicAgent
 from jaxgames.games.battlesnake import observe, rules
 from jaxgames.games.battlesnake.env import Battlesnake, BattlesnakeParams, BattlesnakeState
 from jaxgames.games.battlesnake.rules import Board
-from jaxgames.networks.q_snake import SEED_FEATURES, QSnakeNet, init_variables, rotated_views, validate_features
+from jaxgames.networks.q_snake import PAPER_FEATURES, QSnakeNet, init_variables, rotated_views, validate_features
 
 Q_FLOOR = 1e-7
 """Q-values are clipped to ``[Q_FLOOR, 1]`` before the logarithm of the power-softmax (a sigmoid can round to 0)."""
@@ -167,7 +167,7 @@ class QSnakeConfig:
     body_multiplier: float = 0.1
     max_turns: int = 500
     num_turns: int = 256
-    features: tuple[int, ...] = SEED_FEATURES
+    features: tuple[int, ...] = PAPER_FEATURES
     num_games: int = 256
     power: float = 6.0
     walk_generations: int = 5

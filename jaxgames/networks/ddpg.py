@@ -4,7 +4,7 @@ Source: Dasgupta & Chong, "Mastering the game of Onitama with Reinforcement
 Learning" (NUS USP group report, 2021), section 5 (5.2 the
 ``Actor_Preprocess`` / ``Critic_Preprocess`` blocks and the critic, 5.3-5.5
 the variants); inputs are their observation of section 4.1 (260 floats,
-``jaxgames.make("onitama", action_space="seed")``), outputs their 40 actions
+``jaxgames.make("onitama", action_space="paper")``), outputs their 40 actions
 (section 4.2). Every module takes observations ``[..., 260]`` (any leading
 axes, none included) and returns float32 arrays with the same leading axes.
 
@@ -56,7 +56,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxgames.games.onitama.env import NUM_SEED_ACTIONS, SEED_OBSERVATION_SIZE, split_seed_observation
+from jaxgames.games.onitama.env import NUM_PAPER_ACTIONS, PAPER_OBSERVATION_SIZE, split_paper_observation
 from jaxgames.networks.conv import conv
 
 VARIANTS: tuple[str, ...] = (
@@ -74,7 +74,7 @@ VARIANTS: tuple[str, ...] = (
 NORMS = ("layer", "none")
 """Normalisations after each convolution (module docstring: why not BatchNorm)."""
 
-NUM_ACTIONS = NUM_SEED_ACTIONS
+NUM_ACTIONS = NUM_PAPER_ACTIONS
 """40: Dasgupta & Chong's action space (section 4.2)."""
 
 KERNEL_INIT = nn.initializers.lecun_uniform()
@@ -182,8 +182,8 @@ class Preprocess(nn.Module):
     @nn.compact
     def __call__(self, observation: jax.Array, action: Optional[jax.Array] = None) -> jax.Array:
         lead = observation.shape[:-1]
-        obs = observation.reshape((-1, SEED_OBSERVATION_SIZE)).astype(jnp.float32)
-        board, card = split_seed_observation(obs)  # [N, 10, 5, 5], [N, 10]
+        obs = observation.reshape((-1, PAPER_OBSERVATION_SIZE)).astype(jnp.float32)
+        board, card = split_paper_observation(obs)  # [N, 10, 5, 5], [N, 10]
         x = jnp.moveaxis(board, 1, -1)  # [N, 5, 5, 10] channels last
         for width in self.conv_features:
             x = nn.Conv(width, (3, 3), padding="SAME", kernel_init=KERNEL_INIT, conv_general_dilated=conv)(x)
@@ -332,10 +332,10 @@ def init_variables(key: jax.Array, module: nn.Module, *example: jax.Array) -> di
 
 def init_actor(key: jax.Array, actor: Actor) -> dict:
     """The parameters ``{"params": ...}`` of ``actor`` (`init_variables`)."""
-    return init_variables(key, actor, jnp.zeros((SEED_OBSERVATION_SIZE,), jnp.float32))
+    return init_variables(key, actor, jnp.zeros((PAPER_OBSERVATION_SIZE,), jnp.float32))
 
 
 def init_critic(key: jax.Array, critic: Critic) -> dict:
     """The parameters ``{"params": ...}`` of ``critic`` (`init_variables`)."""
-    return init_variables(key, critic, jnp.zeros((SEED_OBSERVATION_SIZE,), jnp.float32),
+    return init_variables(key, critic, jnp.zeros((PAPER_OBSERVATION_SIZE,), jnp.float32),
                           jnp.zeros((NUM_ACTIONS,), jnp.float32))

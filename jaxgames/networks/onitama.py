@@ -131,7 +131,7 @@ class PolicyValueNet(nn.Module):
 
     Raises:
         ValueError: an observation whose last three axes are not ``(5, 5, 9)``
-            (e.g. the 260-entry ``action_space="seed"`` observation; at trace time).
+            (e.g. the 260-entry ``action_space="paper"`` observation; at trace time).
     """
 
     config: NetworkConfig = NetworkConfig()

@@ -28,7 +28,7 @@ from jaxgames.games.battlesnake import observe, rules
 from jaxgames.games.battlesnake.rules import Board
 from jaxgames.networks.conv import conv
 
-SEED_FEATURES = (32, 32, 64, 64, 128, 128)
+PAPER_FEATURES = (32, 32, 64, 64, 128, 128)
 """Filters of the six 3x3 convolutions of Siddiqui et al., section 4."""
 
 NUM_RELATIVE_ACTIONS = 3
@@ -93,7 +93,7 @@ class QSnakeNet(nn.Module):
     (self-play, the pit, agents).
 
     Attributes:
-        features: filters per convolution (`SEED_FEATURES` by default; a
+        features: filters per convolution (`PAPER_FEATURES` by default; a
             smaller stack, e.g. ``(16, 16, 16)``, for CPU runs).
         momentum: batch norm's running-average momentum.
 
@@ -107,7 +107,7 @@ class QSnakeNet(nn.Module):
         left, straight and turn right.
     """
 
-    features: tuple[int, ...] = SEED_FEATURES
+    features: tuple[int, ...] = PAPER_FEATURES
     momentum: float = 0.9
 
     @nn.compact

@@ -157,8 +157,8 @@ def canonical_action(pos: Position, move: tuple) -> int:
     return slot * 625 + _view(move[3], pos.player) * 25 + _view(move[4], pos.player)
 
 
-def seed_action(pos: Position, move: tuple) -> int:
-    """The documented seed id: piece * 8 + slot * 4 + move index; a pass is the master's move 0 (32 + 4 * slot)."""
+def paper_action(pos: Position, move: tuple) -> int:
+    """The documented paper id: piece * 8 + slot * 4 + move index; a pass is the master's move 0 (32 + 4 * slot)."""
     slot = slots(pos, pos.player).index(move[1])
     if move[0] == "pass":
         return 32 + 4 * slot

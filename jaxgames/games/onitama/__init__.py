@@ -11,12 +11,12 @@ with their "Minimax" evaluation), `render` (text and SVG).
     >>> import jax, jaxgames
     >>> env = jaxgames.make("onitama")                                  # random deal from the key
     >>> state = env.init(jax.random.key(0))
-    >>> seed_env = jaxgames.make("onitama", action_space="seed",
+    >>> paper_env = jaxgames.make("onitama", action_space="paper",
     ...                          deal=("Dragon", "Elephant", "Goose", "Rooster", "Monkey"))
 """
 
-from jaxgames.games.onitama.cards import CARD_NAMES, SEED_CARDS
+from jaxgames.games.onitama.cards import CARD_NAMES, PAPER_CARDS
 from jaxgames.games.onitama.env import Onitama, OnitamaParams, OnitamaState
 from jaxgames.games.onitama.rules import Board
 
-__all__ = ["Onitama", "OnitamaParams", "OnitamaState", "Board", "CARD_NAMES", "SEED_CARDS"]
+__all__ = ["Onitama", "OnitamaParams", "OnitamaState", "Board", "CARD_NAMES", "PAPER_CARDS"]

@@ -18,7 +18,7 @@ fixes "4 moves in a consistent order" without giving one). Cards with fewer
 than 4 moves leave the last slots empty (never legal).
 
 **Card order.** Card ids are the positions in `CARD_NAMES`, the rulebook's
-card list. Dasgupta & Chong's five cards (`SEED_CARDS`, section 4.1) appear
+card list. Dasgupta & Chong's five cards (`PAPER_CARDS`, section 4.1) appear
 in this order in their card vector, so "sort by card id" gives their order
 for their deal and a consistent order for any other.
 
@@ -162,7 +162,7 @@ CARD_NAMES: tuple[str, ...] = tuple(name for name, _, _ in _CARD_PICTURES)
 NUM_CARDS = len(CARD_NAMES)
 """16."""
 
-SEED_CARDS: tuple[str, ...] = ("Dragon", "Elephant", "Goose", "Rooster", "Monkey")
+PAPER_CARDS: tuple[str, ...] = ("Dragon", "Elephant", "Goose", "Rooster", "Monkey")
 """The five cards of Dasgupta & Chong's experiments, in their order (section 4.1)."""
 
 

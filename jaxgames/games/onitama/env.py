@@ -20,19 +20,19 @@ from jaxgames.games.onitama import cards, rules
 from jaxgames.games.onitama.rules import Board
 from jaxgames.search import sign
 
-ACTION_SPACES = ("canonical", "seed")
+ACTION_SPACES = ("canonical", "paper")
 """The two action spaces (see `Onitama`)."""
 
 NUM_CANONICAL_ACTIONS = 2 * rules.NUM_SQUARES * rules.NUM_SQUARES
 """1250: hand slot (2) x from-square (25) x to-square (25)."""
 
-NUM_SEED_ACTIONS = rules.NUM_PIECES * 2 * cards.MAX_MOVES
+NUM_PAPER_ACTIONS = rules.NUM_PIECES * 2 * cards.MAX_MOVES
 """40: piece (5) x hand slot (2) x card move (4) (Dasgupta & Chong, section 4.2)."""
 
 CANONICAL_PLANES = 9
 """Channels of the canonical observation (see `Onitama`)."""
 
-SEED_OBSERVATION_SIZE = 10 * rules.NUM_SQUARES + 10
+PAPER_OBSERVATION_SIZE = 10 * rules.NUM_SQUARES + 10
 """260: Dasgupta & Chong's 10x5x5 board planes, flattened, then their 10-entry card vector."""
 
 
@@ -60,10 +60,10 @@ def canonical_action(slot: int, from_view: int, to_view: int) -> int:
     return int(slot) * rules.NUM_SQUARES**2 + int(from_view) * rules.NUM_SQUARES + int(to_view)
 
 
-def seed_action(piece: int, slot: int, move: int) -> int:
+def paper_action(piece: int, slot: int, move: int) -> int:
     """Dasgupta & Chong's action id ``piece * 8 + slot * 4 + move`` (host side; their section 4.2).
 
-    ``seed_action(4, slot, 0)`` (the master's first move) is the pass that
+    ``paper_action(4, slot, 0)`` (the master's first move) is the pass that
     gives up the card in ``slot`` when the mover has no legal move.
     """
     return int(piece) * 2 * cards.MAX_MOVES + int(slot) * cards.MAX_MOVES + int(move)
@@ -87,7 +87,7 @@ class OnitamaState(State):
 
     Attributes (beyond `jaxgames.core.State`):
         current_player: int32 ``[]``: 0 (Red) or 1 (Blue); after a win, the winner.
-        observation: float32 ``[5, 5, 9]`` (canonical) or ``[260]`` (``"seed"``),
+        observation: float32 ``[5, 5, 9]`` (canonical) or ``[260]`` (``"paper"``),
             from ``current_player``'s view (see `Onitama`).
         rewards: float32 ``[2]``: +1 for the winner and -1 for the loser on
             the winning step, 0 otherwise (draws too); -1/+1 after an
@@ -143,14 +143,14 @@ class Onitama(Env):
           seen from the mover's side (rotated 180 degrees)
     ====  =================================================================
 
-    **Dasgupta & Chong's action space** (``action_space="seed"``, 40
-    actions, their section 4.2): ``piece * 8 + slot * 4 + move`` (`seed_action`): piece 0-3
+    **Dasgupta & Chong's action space** (``action_space="paper"``, 40
+    actions, their section 4.2): ``piece * 8 + slot * 4 + move`` (`paper_action`): piece 0-3
     the students ("pawns 1 to 4", numbered left to right on the home row as
     the owner sees it, keeping their numbers as they move), 4 the master;
     slot 0/1 the mover's cards in card-id order (their order for their
-    deal: `cards.SEED_CARDS`); move 0-3 the card's moves in the reading
+    deal: `cards.PAPER_CARDS`); move 0-3 the card's moves in the reading
     order of its picture (`cards`; empty slots never legal). The pass that
-    gives up the card in ``slot`` is ``seed_action(4, slot, 0)``, i.e.
+    gives up the card in ``slot`` is ``paper_action(4, slot, 0)``, i.e.
     actions 32 and 36, legal only when no move is (the report has no pass).
 
     Observation (their section 4.1), float32 ``[260]``: the 10x5x5 board planes
@@ -159,16 +159,16 @@ class Onitama(Env):
     1-4, 9 its master; then the 10-entry card vector: entries 0-4 are the
     five cards in play sorted by id (their order), 1 where the mover
     holds the card, entries 5-9 the same for the opponent (the side card is
-    implied). `split_seed_observation` splits it.
+    implied). `split_paper_observation` splits it.
 
     Args:
-        action_space: ``"canonical"`` (default) or ``"seed"``.
+        action_space: ``"canonical"`` (default) or ``"paper"``.
         deal: None (default: deal from the shuffled ``deck`` with the key),
             or five card names: Red's two, Blue's two, the side card (then
             ``init`` ignores its key), e.g. ``deal=("Tiger", "Crab", "Frog",
             "Rabbit", "Eel")``.
         deck: the cards to shuffle and deal from (default: all 16); at least
-            five distinct names, e.g. `cards.SEED_CARDS` for Dasgupta &
+            five distinct names, e.g. `cards.PAPER_CARDS` for Dasgupta &
             Chong's experiments (their five cards in random hands). Not with ``deal``.
         max_turns: turns before a draw (``truncated``), int in ``[1, 2**30]``
             (Dasgupta & Chong: 200). The default of `default_params`; may be traced.
@@ -216,15 +216,15 @@ class Onitama(Env):
 
     @property
     def num_actions(self) -> int:
-        """1250 (canonical) or 40 (``"seed"``)."""
-        return NUM_CANONICAL_ACTIONS if self.action_space == "canonical" else NUM_SEED_ACTIONS
+        """1250 (canonical) or 40 (``"paper"``)."""
+        return NUM_CANONICAL_ACTIONS if self.action_space == "canonical" else NUM_PAPER_ACTIONS
 
     @property
     def observation_shape(self) -> tuple[int, ...]:
-        """``(5, 5, 9)`` (canonical) or ``(260,)`` (``"seed"``)."""
+        """``(5, 5, 9)`` (canonical) or ``(260,)`` (``"paper"``)."""
         if self.action_space == "canonical":
             return (rules.SIZE, rules.SIZE, CANONICAL_PLANES)
-        return (SEED_OBSERVATION_SIZE,)
+        return (PAPER_OBSERVATION_SIZE,)
 
     @property
     def default_params(self) -> OnitamaParams:
@@ -236,7 +236,7 @@ class Onitama(Env):
         """The two pass actions (give up the card in slot 0, in slot 1)."""
         if self.action_space == "canonical":
             return canonical_action(0, 0, 0), canonical_action(1, 0, 0)
-        return seed_action(rules.MASTER, 0, 0), seed_action(rules.MASTER, 1, 0)
+        return paper_action(rules.MASTER, 0, 0), paper_action(rules.MASTER, 1, 0)
 
     # ------------------------------------------------------------ observation
     def observe(self, state: OnitamaState, player: jax.Array) -> jax.Array:
@@ -263,7 +263,7 @@ class Onitama(Env):
             return ((view[:, None] == squares[None, :]) & (pos[:, None] >= 0)).astype(jnp.float32)
 
         own_planes, opp_planes = planes(own), planes(opp)  # [5, 25] each
-        if self.action_space == "seed":
+        if self.action_space == "paper":
             board_planes = jnp.concatenate([own_planes, opp_planes]).reshape(-1)  # [10 * 25]
             rank_own = rules.card_rank(board, board.hands[player])  # [2]
             rank_opp = rules.card_rank(board, board.hands[1 - player])
@@ -313,7 +313,7 @@ class Onitama(Env):
         passes = jnp.asarray(self.pass_actions, jnp.int32)
         ids = jnp.arange(self.num_actions, dtype=jnp.int32)
         pass_mask = must_pass & ((ids == passes[0]) | (ids == passes[1]))
-        if self.action_space == "seed":
+        if self.action_space == "paper":
             return legal | pass_mask
         index = jnp.where(legal, self.canonical_ids(board, target), self.num_actions)  # out of range: dropped
         return jnp.zeros(self.num_actions, jnp.bool_).at[index].set(True, mode="drop") | pass_mask
@@ -338,7 +338,7 @@ class Onitama(Env):
             return slot, piece, rules.view_square(to_view, p), from_view == to_view
         piece = action // (2 * cards.MAX_MOVES)
         slot = (action // cards.MAX_MOVES) % 2
-        hit = jnp.arange(NUM_SEED_ACTIONS, dtype=jnp.int32) == action  # one-hot select, not a gather
+        hit = jnp.arange(NUM_PAPER_ACTIONS, dtype=jnp.int32) == action  # one-hot select, not a gather
         target = jnp.sum(jnp.where(hit, state.move_target, 0), dtype=jnp.int32)
         return slot, piece, target, ~jnp.any(state.move_mask)
 
@@ -347,7 +347,7 @@ class Onitama(Env):
         first = jnp.min(jnp.where(state.move_mask, jnp.arange(rules.NUM_MOVES, dtype=jnp.int32), rules.NUM_MOVES))
         first = jnp.minimum(first, rules.NUM_MOVES - 1)
         hit = jnp.arange(rules.NUM_MOVES, dtype=jnp.int32) == first
-        if self.action_space == "seed":
+        if self.action_space == "paper":
             move = first
         else:
             move = jnp.sum(jnp.where(hit, self.canonical_ids(state.board, state.move_target), 0), dtype=jnp.int32)
@@ -374,7 +374,7 @@ class Onitama(Env):
         u = jax.random.uniform(key)
         k = jnp.minimum(jnp.floor(u * count).astype(jnp.int32), jnp.maximum(count - 1, 0))
         index = jnp.argmax(jnp.cumsum(legal, dtype=jnp.int32) > k).astype(jnp.int32)  # the k-th legal move
-        if self.action_space == "seed":
+        if self.action_space == "paper":
             move = index
         else:
             hit = jnp.arange(rules.NUM_MOVES, dtype=jnp.int32) == index
@@ -462,7 +462,7 @@ class Onitama(Env):
         return f"Onitama(action_space={self.action_space!r}, deal={deal!r}, max_turns={self.max_turns})"
 
 
-def split_seed_observation(observation: jax.Array) -> tuple[jax.Array, jax.Array]:
+def split_paper_observation(observation: jax.Array) -> tuple[jax.Array, jax.Array]:
     """Dasgupta & Chong's two inputs from an observation ``[..., 260]``: board planes ``[..., 10, 5, 5]`` and cards ``[..., 10]``."""
     board = observation[..., : 10 * rules.NUM_SQUARES]
     return board.reshape(board.shape[:-1] + (10, rules.SIZE, rules.SIZE)), observation[..., 10 * rules.NUM_SQUARES :]

@@ -302,7 +302,7 @@ def card_rank(board: Board, card: jax.Array) -> jax.Array:
     """int32 ``[...]``: the position of ``card`` among the five cards in play, sorted by id (0..4).
 
     Dasgupta & Chong's card order (section 4.1): with their deal
-    (`cards.SEED_CARDS`) the ranks of Dragon, Elephant, Goose, Rooster, Monkey are 0..4.
+    (`cards.PAPER_CARDS`) the ranks of Dragon, Elephant, Goose, Rooster, Monkey are 0..4.
     """
     ids = jnp.arange(cards.NUM_CARDS, dtype=jnp.int32)
     below = in_play(board) & (ids < jnp.asarray(card)[..., None])
