@@ -4,7 +4,8 @@ Modules: `solver` (exact retrograde analysis over every edge set),
 `bitboard` (edge sets as Python ints; `bitboard.edge_set_index`, the one
 function that packs drawn edges into an edge-set index), `chains` (chain
 rules and move ordering), `minimax` (the study's minimax variants and the
-depth-limited alpha-beta of the agent). Source: El Kaddouri, Rys & Gao,
+depth-limited alpha-beta of the agent), `endgame` (exact full-width search
+over one position's last few undrawn edges, batched in JAX). Source: El Kaddouri, Rys & Gao,
 "Multi Agent Reinforcement Learning With Dots And Boxes" (course report),
 sections 4-5.
 
