@@ -164,10 +164,10 @@ class SearchAgent(JaxAgent):
         return min(self.opponents, int(env.num_players) - 1)
 
     def joint_actions(self, env) -> int:
-        """Joint moves enumerated per node: ``K ** M``, or ``K * M * K`` with ``best_reply`` (``M`` snakes searched)."""
+        """Joint moves enumerated per node (`simultaneous.joint_action_count` of this agent's search)."""
         m = self._searched(env) + 1
         k = int(env.num_actions) if self.branching is None else self.branching
-        return k * m * k if self.best_reply else k**m
+        return simultaneous.joint_action_count(k, m, best_reply=self.best_reply)
 
     def check(self, env, depth: int | None = None) -> None:
         """Raises ValueError when the search over ``env`` would pass ``max_states`` (or ``env`` is not Battlesnake)."""

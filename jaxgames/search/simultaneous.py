@@ -211,7 +211,7 @@ def check_maximin_settings(
         raise TypeError(f"best_reply must be a bool; got {best_reply!r}")
     if best_reply and default_policy is None:
         raise ValueError("best_reply needs a default_policy (the move of the opponents that do not deviate)")
-    joint = k_actions * m * k_actions if best_reply else k_actions**m
+    joint = joint_action_count(k_actions, m, best_reply=best_reply)
     count = sum(joint**k for k in range(1, depth + 1))
     if count > max_states:
         raise ValueError(
@@ -220,6 +220,17 @@ def check_maximin_settings(
             f"more than max_states={max_states:,}: lower depth, search fewer players or raise max_states"
         )
     return count
+
+
+def joint_action_count(k: int, m: int, *, best_reply: bool = False) -> int:
+    """Joint actions enumerated at one node: ``k ** m`` (paranoid), or ``k * m * k`` with ``best_reply``.
+
+    Args:
+        k: actions per searched player and node (``branching``, else ``num_actions``).
+        m: searched players, the root player included.
+        best_reply: one searched opponent deviates at a time (Schadd & Winands 2011).
+    """
+    return k * m * k if best_reply else k**m
 
 
 # ---------------------------------------------------------------- leaf evaluation
