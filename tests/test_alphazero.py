@@ -588,3 +588,24 @@ def test_agent_float_settings_are_finite_and_in_range(field, value):
     params = nets.init_params(TINY_NET, jax.random.key(0))
     with pytest.raises(ValueError, match=f"{field} must be"):
         AlphaZeroAgent(params, network=TINY_NET, **{field: value})
+
+
+def test_exact_play_rows_give_each_agent_its_target_and_the_opening():
+    """The perfect player plays 100% optimal moves, overall and in the opening; the opening row counts the
+    random-play positions with 0-7 of 3x3's 24 edges drawn (counted here from the edges)."""
+    exp = load_experiment("alphazero_dab")
+    config = experiment.parse_config(exp.Config, ["perfect_games=2", "random_positions=60"])
+    perfect = exp.PerfectAgent(3, 3)
+    rows = exp.exact_play_rows({"alphazero": perfect, "raw_network": RandomAgent()}, config, jax.random.key(3))
+    by = {(r["measure"], r["agent"]): r for r in rows}
+    assert len(by) == 6
+    _, k_pos = jax.random.split(jax.random.key(3))
+    drawn = np.asarray(exp.random_positions(3, 3, k_pos, 60).board.edges).sum(-1)
+    opening = by[("3x3 optimal moves, random-play positions, opening", "alphazero")]
+    assert opening["trials"] == int((drawn <= 7).sum()) > 0 and opening["rate"] == 1.0
+    assert opening["target"] == 0.90
+    assert by[("3x3 optimal moves, random-play positions, opening", "raw_network")]["target"] is None
+    for measure in ("3x3 optimal moves, games vs perfect", "3x3 optimal moves, random-play positions"):
+        assert by[(measure, "alphazero")]["rate"] == 1.0 and by[(measure, "alphazero")]["target"] == 0.95
+        assert by[(measure, "raw_network")]["target"] == 0.93 and by[(measure, "raw_network")]["rate"] < 1.0
+    assert by[("3x3 optimal moves, random-play positions", "alphazero")]["trials"] == 60
