@@ -166,7 +166,8 @@ class Config:
             experiments/alphazero_dab.py; the network and the training set come from subkeys.
         checkpoint_every: iterations between checkpoints.
         compare: a results folder of experiments/alphazero_dab.py (its checkpoints/history.json or
-            curves.csv) to compare with at equal training minutes (none: no comparison).
+            curves.csv) to compare with at equal training minutes, or several separated by commas, the
+            consecutive stages of one training (`selfplay_curve`; none: no comparison).
         out: results folder.
         overwrite: replace another configuration's results in out.
         progress: show a progress bar.
@@ -194,7 +195,8 @@ class Config:
         if self.budget_minutes is not None:
             checks.positive_float("budget_minutes", self.budget_minutes)
         if self.compare is not None:
-            selfplay_history_file(self.compare)
+            for folder in compare_folders(self.compare):
+                selfplay_history_file(folder)
 
 
 # ----------------------------------------------------------------------------- labels and data
@@ -439,13 +441,34 @@ def _number(v):
         return None
 
 
-def selfplay_curve(folder) -> list[dict]:
+def compare_folders(compare) -> list[str]:
+    """The folders of ``compare``: one, or several separated by commas (consecutive stages of one training)."""
+    return [part.strip() for part in str(compare).split(",")]
+
+
+def selfplay_curve(compare) -> list[dict]:
     """The evaluation rows of a self-play run, each with ``training_minutes`` (the sum of
     ``selfplay_seconds + update_seconds`` over the iterations up to it, / 60).
+
+    ``compare`` may name several folders separated by commas: consecutive stages of one training
+    (a later stage started from an earlier one's network, e.g. with ``init_weights=``). Each later
+    stage's iterations and minutes then count on from the end of the stages before it.
 
     Raises:
         ValueError: an unreadable history, or one without those columns or ``optimal_rate_raw``.
     """
+    out, offset_minutes, offset_iterations = [], 0.0, 0
+    for folder in compare_folders(compare):
+        rows, minutes, iterations = _stage_curve(folder)
+        out += [{**r, "iteration": r["iteration"] + offset_iterations,
+                 "training_minutes": r["training_minutes"] + offset_minutes} for r in rows]
+        offset_minutes += minutes
+        offset_iterations += iterations
+    return out
+
+
+def _stage_curve(folder) -> tuple[list[dict], float, int]:
+    """One folder of `selfplay_curve`: its evaluation rows, its training minutes and its last iteration."""
     path = selfplay_history_file(folder)
     try:
         if path.suffix == ".json":
@@ -466,7 +489,7 @@ def selfplay_curve(folder) -> list[dict]:
             out.append({**r, "training_minutes": seconds / 60})
     if not out:
         raise ValueError(f"compare: {path} has no evaluation rows (optimal_rate_raw)")
-    return out
+    return out, seconds / 60, int(max(r["iteration"] for r in rows))
 
 
 def ceiling_at(curve: list[dict], minutes: float, key: str = "optimal_rate_raw") -> tuple[float, bool]:

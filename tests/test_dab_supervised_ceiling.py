@@ -133,6 +133,17 @@ def fake_selfplay_folder(path):
     return path
 
 
+def test_selfplay_curve_counts_a_later_stage_on_from_the_earlier_one(tmp_path):
+    first = fake_selfplay_folder(tmp_path / "first")  # 3 iterations of 30 s, evaluated at 2
+    second = fake_selfplay_folder(tmp_path / "second")
+    rows = exp.selfplay_curve(f"{first},{second}")
+    # the second stage's iteration 2 is iteration 3 + 2 = 5 of the whole, after 90 s + 60 s = 2.5 minutes
+    assert [r["iteration"] for r in rows] == [2, 5]
+    assert [r["training_minutes"] for r in rows] == [pytest.approx(1.0), pytest.approx(2.5)]
+    with pytest.raises(ValueError, match="not a folder"):
+        exp.Config(compare=f"{first},{tmp_path / 'missing'}")
+
+
 def test_tiny_run_writes_its_outputs_and_resumes_exactly(tmp_path):
     selfplay = fake_selfplay_folder(tmp_path / "selfplay")
     straight = exp.main(TINY + ["iterations=3", f"out={tmp_path / 'a'}", f"compare={selfplay}"])
