@@ -257,3 +257,31 @@ def test_learned_leaf_value_is_the_networks_best_win_rate():
         SearchAgent(learned_weight=1.5, learned=learned)
     with pytest.raises(TypeError, match="learned must be a QSnakeAgent"):
         SearchAgent(learned_weight=0.5, learned=object())
+
+
+def test_learned_leaf_variables_are_an_argument_of_one_shared_compile():
+    """Two search agents whose learned leaves differ only in their variables compile once, and each plays
+    as its own policy traced with its variables as constants does."""
+    from jaxgames.agents import battlesnake_search
+    from jaxgames.agents.q_snake import QSnakeAgent
+    from jaxgames.networks.q_snake import QSnakeNet, init_variables
+
+    env = Battlesnake(board_size=7, num_snakes=2, observation="none")
+    keys = jax.random.split(jax.random.key(1), 24)
+    states = jax.vmap(env.init)(keys)
+    players = jnp.zeros(24, jnp.int32)
+
+    def agent(seed):
+        variables = init_variables(QSnakeNet(features=(4,)), jax.random.key(seed), (13, 13, 3))
+        learned = QSnakeAgent(variables, features=(4,), board_size=7)
+        return SearchAgent(depth=1, opponents=1, learned_weight=1.0, learned=learned)
+
+    a, b = agent(0), agent(1)
+    assert a.settings_key(env) == b.settings_key(env)
+    before = len(battlesnake_search._SHARED_SEARCHES)
+    shared = [np.asarray(x.compiled(env)(states, keys, players)) for x in (a, b)]
+    assert len(battlesnake_search._SHARED_SEARCHES) == before + 1
+    own = [np.asarray(jax.jit(jax.vmap(lambda s, k, p, x=x: x.policy(env, s, k, p)))(states, keys, players)) for x in (a, b)]
+    np.testing.assert_array_equal(shared[0], own[0])
+    np.testing.assert_array_equal(shared[1], own[1])
+    assert (own[0] != own[1]).any()  # the variables matter: a constant baked in would show
