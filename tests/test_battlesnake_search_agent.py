@@ -262,7 +262,7 @@ def test_learned_leaf_value_is_the_networks_best_win_rate():
 def test_learned_leaf_variables_are_an_argument_of_one_shared_compile():
     """Two search agents whose learned leaves differ only in their variables compile once, and each plays
     as its own policy traced with its variables as constants does."""
-    from jaxgames.agents import battlesnake_search
+    from jaxgames.agents import base
     from jaxgames.agents.q_snake import QSnakeAgent
     from jaxgames.networks.q_snake import QSnakeNet, init_variables
 
@@ -278,9 +278,11 @@ def test_learned_leaf_variables_are_an_argument_of_one_shared_compile():
 
     a, b = agent(0), agent(1)
     assert a.settings_key(env) == b.settings_key(env)
-    before = len(battlesnake_search._SHARED_SEARCHES)
-    shared = [np.asarray(x.compiled(env)(states, keys, players)) for x in (a, b)]
-    assert len(battlesnake_search._SHARED_SEARCHES) == before + 1
+    key = (a.settings_key(env), env, ("depth", 1))
+    shared = [np.asarray(a.compiled(env)(states, keys, players))]
+    built = base._SHARED_POLICIES[key]
+    shared.append(np.asarray(b.compiled(env)(states, keys, players)))
+    assert base._SHARED_POLICIES[key] is built  # b ran a's compiled search, with its own variables
     own = [np.asarray(jax.jit(jax.vmap(lambda s, k, p, x=x: x.policy(env, s, k, p)))(states, keys, players)) for x in (a, b)]
     np.testing.assert_array_equal(shared[0], own[0])
     np.testing.assert_array_equal(shared[1], own[1])

@@ -87,7 +87,7 @@ def array_signature(tree) -> tuple:
 
 
 _SHARED_POLICIES: "collections.OrderedDict" = collections.OrderedDict()
-"""`JaxAgent.compiled` of agents with arrays, by ``(settings_key, env)`` (least recently used dropped past 64)."""
+"""`JaxAgent.compiled_variant` of agents with arrays, by ``(settings_key, env, tag)`` (least recently used dropped past 64)."""
 _SHARED_MAX = 64
 
 
@@ -154,19 +154,31 @@ class JaxAgent(Agent):
         An agent with `arrays` shares it with every agent of equal
         `settings_key` (the arrays are an argument); others compile once per agent object.
         """
-        arrays = self.arrays()
-        if not jax.tree.leaves(arrays):
+        return self.compiled_variant(env, lambda agent: agent.batched_policy(env))
+
+    def compiled_variant(self, env, batched, tag=(), on_build=None):
+        """The jitted ``batched(agent)`` (a batched policy like `batched_policy`'s), built once per game and ``tag``.
+
+        The mechanism of `compiled` for agents with several compiled policies (e.g. one per search
+        depth): with `arrays`, shared by agents of equal `settings_key` and ``tag``, the arrays an
+        argument; without, cached on the agent. ``on_build()`` runs before a build (e.g. checks).
+        """
+        if not jax.tree.leaves(self.arrays()):
             cache = self.__dict__.setdefault("_jit_cache", {})
-            fn = cache.get(env)
+            fn = cache.get((env, tag))
             if fn is None:
-                fn = cache[env] = jax.jit(self.batched_policy(env))
+                if on_build is not None:
+                    on_build()
+                fn = cache[(env, tag)] = jax.jit(batched(self))
             return fn
-        key = (self.settings_key(env), env)
+        key = (self.settings_key(env), env, tag)
         fn = _SHARED_POLICIES.get(key)
         if fn is None:
+            if on_build is not None:
+                on_build()
             template = self
             fn = _SHARED_POLICIES[key] = jax.jit(
-                lambda arrays, states, keys, players: template.with_arrays(arrays).batched_policy(env)(states, keys, players)
+                lambda arrays, states, keys, players: batched(template.with_arrays(arrays))(states, keys, players)
             )
             if len(_SHARED_POLICIES) > _SHARED_MAX:
                 _SHARED_POLICIES.popitem(last=False)

@@ -43,9 +43,6 @@ DEFAULT_WEIGHTS = {"food_weight": 0.6, "longest_weight": 0.4}
 length, chosen over trials of 48-100 games against `HeuristicAgent` snakes (starvation was the first cause
 of death with the defaults); never tried against `jaxgames.agents.battlesnake_public`."""
 
-_SHARED_SEARCHES: dict = {}
-"""Compiled searches with a learned leaf, by (`SearchAgent.settings_key`, game, depth)."""
-
 HEAD_TO_HEAD_PENALTY = 1.0
 """Subtracted from a move's value when a snake outside the search, at least as long, can enter the same cell
 (paranoid at the first ply for every snake; a sure death is worth -2)."""
@@ -246,27 +243,13 @@ class SearchAgent(JaxAgent):
 
     def _replace_arrays(self, arrays) -> None:
         self.learned = self.learned.with_arrays(arrays["learned"])
-        for name in ("_depth_cache", "_ready"):  # compiled around the original's arrays
-            self.__dict__.pop(name, None)
+        self.__dict__.pop("_ready", None)  # warmed up around the original's arrays
 
     def compiled_at_depth(self, env, depth: int):
-        """The jitted batched policy at ``depth`` plies, built once per game and depth (and shared, with the
-        learned leaf's variables as an argument, by agents of equal `settings_key`)."""
-        if self.learned is None:
-            cache = self.__dict__.setdefault("_depth_cache", {})
-            fn = cache.get((env, depth))
-            if fn is None:
-                self.check(env, depth)
-                fn = cache[(env, depth)] = jax.jit(self._batched(env, depth))
-            return fn
-        key = (self.settings_key(env), env, depth)
-        shared = _SHARED_SEARCHES.get(key)
-        if shared is None:
-            self.check(env, depth)
-            template = self
-            shared = _SHARED_SEARCHES[key] = jax.jit(
-                lambda arrays, states, keys, players: template.with_arrays(arrays)._batched(env, depth)(states, keys, players))
-        return lambda states, keys, players: shared(self.arrays(), states, keys, players)
+        """The jitted batched policy at ``depth`` plies, built once per game and depth (`JaxAgent.compiled_variant`:
+        shared, with the learned leaf's variables as an argument, by agents of equal `settings_key`)."""
+        return self.compiled_variant(env, lambda agent: agent._batched(env, depth), tag=("depth", depth),
+                                     on_build=lambda: self.check(env, depth))
 
     def _batched(self, env, depth: int):
         # One root at a time (lax.map): vmapping the search over roots makes its gathers and
@@ -279,7 +262,6 @@ class SearchAgent(JaxAgent):
         return self._batched(env, self.depth)
 
     def compiled(self, env):
-        self.check(env)
         return self.compiled_at_depth(env, self.depth)
 
     def act_in_time(self, env, state, key: jax.Array, player: int, budget_seconds: float) -> tuple[int, int]:
