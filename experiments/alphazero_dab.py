@@ -75,9 +75,10 @@ from jaxgames.learners import loop
 from jaxgames.networks.dots_and_boxes import NetworkConfig
 
 SHIP = ("none", "trained", "placeholder")
+REPORTED = ("best", "latest")
 REPORT_FIELDS = (
-    "report", "weights", "agent_simulations", "perfect_games", "random_positions", "games_5x5", "alphabeta_budget",
-    "games_7x7", "tournament_board", "tournament_rounds", "ship",
+    "report", "weights", "reported", "interpolate", "agent_simulations", "perfect_games", "random_positions",
+    "games_5x5", "alphabeta_budget", "games_7x7", "tournament_board", "tournament_rounds", "ship",
 )
 NEUTRAL = NEUTRAL_FIELDS + ("iterations", "budget_minutes", "checkpoint_every") + REPORT_FIELDS
 """Settings a resumed run may change (how long it trains, and the final report: not what training computes)."""
@@ -129,6 +130,11 @@ class Config:
             at a lower learning_rate; their widths and value_target must be this run's).
         report: measure the targets after training.
         weights: shipped or a weights folder to report on instead of the run's network.
+        reported: the run's network reported (and shipped): best (the arena gate's last promoted,
+            `jaxgames.learners.alphazero.reported_params`) or latest.
+        interpolate: report (and ship) ``interpolate * run's network + (1 - interpolate) * init_weights``,
+            in (0, 1]: a weight-space interpolation between a fine-tune's end and its start (WiSE-FT:
+            Wortsman et al., "Robust fine-tuning of zero-shot models", CVPR 2022). Needs init_weights.
         agent_simulations: the reported agent's simulations per move.
         perfect_games: 3x3 games against the perfect player (optimal-move rate over their positions).
         random_positions: 3x3 random-play positions of the optimal-move rate.
@@ -157,6 +163,8 @@ class Config:
     init_weights: Optional[str] = None
     report: bool = True
     weights: Optional[str] = None
+    reported: str = "best"
+    interpolate: Optional[float] = None
     agent_simulations: int = 64
     perfect_games: int = 20
     random_positions: int = 1000
@@ -195,6 +203,12 @@ class Config:
                 raise ValueError(f"{name} must be 'shipped' or a weights folder; {v!r} is not a folder")
         if self.ship != "none" and self.weights is not None:
             raise ValueError("ship= writes the run's network; it cannot be combined with weights=")
+        checks.choice("reported", self.reported, REPORTED)
+        if self.interpolate is not None:
+            checks.real("interpolate", self.interpolate, lo=0.0, hi=1.0, lo_open=True)
+            if self.init_weights is None or self.weights is not None:
+                raise ValueError("interpolate= mixes the run's network with its init_weights: it needs init_weights= "
+                                 "and cannot be combined with weights=")
 
     def eval_config(self) -> EvalConfig:
         """The `EvalConfig` of the evaluation during training."""
@@ -468,7 +482,7 @@ def run(config: Config, argv=()) -> dict:
             network, value_target = NetworkConfig(**meta["network"]), meta["value_target"]
             source = f"weights {config.weights} ({'trained' if meta.get('trained') else 'UNTRAINED placeholder'})"
         else:
-            params, source = az.reported_params(result.state)
+            params, source = reported_network(config, result.state)
             network, value_target = config.learner.network, config.learner.value_target
         report_lines, rows = [], []
         if config.report:
@@ -481,6 +495,24 @@ def run(config: Config, argv=()) -> dict:
             ship_weights(config, result, params, rows, argv)
     print(text)
     return {"result": result, "rows": rows}
+
+
+def reported_network(config: Config, state) -> tuple[dict, str]:
+    """The run's network that is reported and shipped (``reported``, ``interpolate``), and a phrase naming it.
+
+    Raises:
+        ValueError: ``init_weights`` that do not fit the run's network (`initial_params`).
+    """
+    if config.reported == "latest":
+        params, source = state.params, f"latest parameters (iteration {int(state.iteration)})"
+    else:
+        params, source = az.reported_params(state)
+    if config.interpolate is None:
+        return params, source
+    a = float(config.interpolate)
+    mixed = jax.tree.map(lambda t, s: (a * np.asarray(t, np.float64) + (1.0 - a) * np.asarray(s, np.float64)).astype(np.float32),
+                         params, initial_params(config))
+    return mixed, f"{a:g} x the {source} + {1.0 - a:g} x init_weights={config.init_weights} (WiSE-FT interpolation)"
 
 
 def ship_weights(config: Config, result, params, rows: list, argv) -> pathlib.Path:

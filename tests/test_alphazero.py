@@ -501,6 +501,35 @@ def test_experiment_runs_resumes_and_stops_on_a_non_finite_loss(tmp_path):
     assert stop.value.code == 2
 
 
+def test_reported_network_is_the_latest_or_best_and_interpolates_towards_init_weights(tmp_path):
+    """``reported=latest`` and ``interpolate=a``: a * latest + (1 - a) * init_weights, leaf by leaf (WiSE-FT)."""
+    exp = load_experiment("alphazero_dab")
+    start = nets.init_params(TINY_NET, jax.random.key(42))
+    agent_lib.save_weights(tmp_path / "w", start, network=TINY_NET, value_target="margin", trained=False, command="test")
+    argv = TINY_ARGV + [f"init_weights={tmp_path / 'w'}", "iterations=1", "eval_every=0", f"out={tmp_path / 'run'}"]
+    state = exp.main(argv)["result"].state
+    latest, source = exp.reported_network(experiment.parse_config(exp.Config, argv + ["reported=latest"]), state)
+    assert source == "latest parameters (iteration 1)"
+    for a, b in zip(jax.tree.leaves(latest), jax.tree.leaves(state.params)):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    mixed, source = exp.reported_network(
+        experiment.parse_config(exp.Config, argv + ["reported=latest", "interpolate=0.25"]), state)
+    assert source.startswith("0.25 x the latest parameters (iteration 1) + 0.75 x init_weights=") and "WiSE-FT" in source
+    moved = 0
+    for got, end, begin in zip(jax.tree.leaves(mixed), jax.tree.leaves(state.params), jax.tree.leaves(start)):
+        end, begin = np.asarray(end, np.float64), np.asarray(begin, np.float64)
+        np.testing.assert_allclose(np.asarray(got, np.float64), 0.25 * end + 0.75 * begin, rtol=0, atol=1e-7)
+        moved += int(not np.array_equal(end, begin))
+    assert moved > 0  # one update moved the network, so the mix differs from both ends
+    # interpolate needs init_weights (and no weights=), and lies in (0, 1]; reported is best or latest
+    refused_before_writing(exp, [
+        (["interpolate=0.5"], "interpolate= mixes the run's network with its init_weights: it needs init_weights="),
+        ([f"init_weights={tmp_path / 'w'}", "interpolate=0"], r"interpolate must be a finite number in \(0, 1\]"),
+        ([f"init_weights={tmp_path / 'w'}", "interpolate=1.5"], r"interpolate must be a finite number in \(0, 1\]"),
+        (["reported=middle"], "reported must be one of"),
+    ], tmp_path / "bad")
+
+
 def test_shipped_weights_are_trained_and_beat_random_on_3x3():
     """The raw policy of the shipped network against the random agent, 40 games on 3x3 (module docstring)."""
     _, meta = agent_lib.load_weights()
