@@ -134,7 +134,8 @@ class Config:
             `jaxgames.learners.alphazero.reported_params`) or latest.
         interpolate: report (and ship) ``interpolate * run's network + (1 - interpolate) * init_weights``,
             in (0, 1]: a weight-space interpolation between a fine-tune's end and its start (WiSE-FT:
-            Wortsman et al., "Robust fine-tuning of zero-shot models", CVPR 2022). Needs init_weights.
+            Wortsman et al., "Robust fine-tuning of zero-shot models", CVPR 2022). Needs init_weights, read
+            again at report time (``shipped`` means the network shipped then).
         agent_simulations: the reported agent's simulations per move.
         perfect_games: 3x3 games against the perfect player (optimal-move rate over their positions).
         random_positions: 3x3 random-play positions of the optimal-move rate.
