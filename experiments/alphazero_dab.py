@@ -501,6 +501,14 @@ def run(config: Config, argv=()) -> dict:
 def reported_network(config: Config, state) -> tuple[dict, str]:
     """The run's network that is reported and shipped (``reported``, ``interpolate``), and a phrase naming it.
 
+    Args:
+        config: the run's `Config`.
+        state: the run's `jaxgames.learners.alphazero.TrainState` (e.g. ``loop.train(...).state``).
+
+    Returns:
+        ``(params, source)``: a float32 parameter pytree of the run's network (the mix computed in
+        float64, then rounded) and, e.g., ``"latest parameters (iteration 1075)"``.
+
     Raises:
         ValueError: ``init_weights`` that do not fit the run's network (`initial_params`).
     """

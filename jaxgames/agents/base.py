@@ -161,7 +161,17 @@ class JaxAgent(Agent):
 
         The mechanism of `compiled` for agents with several compiled policies (e.g. one per search
         depth): with `arrays`, shared by agents of equal `settings_key` and ``tag``, the arrays an
-        argument; without, cached on the agent. ``on_build()`` runs before a build (e.g. checks).
+        argument; without, cached on the agent.
+
+        Args:
+            env: the game (hashable by its settings).
+            batched: ``agent -> policy``, the policy ``(states [B, ...], keys [B], players int32 [B]) ->
+                actions int32 [B]``, not jitted; traced with ``self`` or an agent of equal settings.
+            tag: hashable, telling apart several policies of one agent and game.
+            on_build: called with no argument before a build (e.g. checks that raise); not on a cache hit.
+
+        Returns:
+            The compiled policy, with `batched`'s signature.
         """
         if not jax.tree.leaves(self.arrays()):
             cache = self.__dict__.setdefault("_jit_cache", {})
