@@ -67,8 +67,8 @@ class Config:
             `candidate_moves` (1-4; 0: every legal move, certain deaths included).
         best_reply: best-reply search over the searched snakes instead of paranoid.
         max_turns: turn limit (the game is truncated there).
-        think_positions: boards timed one at a time.
-        speed_batch: roots per call in the batched speed measurement.
+        think_positions: boards timed one at a time (0: no think-time measurement).
+        speed_batch: roots per call in the batched speed measurement (0: none).
         seed: PRNG seed.
         out_dir: results folder.
     """
@@ -87,8 +87,10 @@ class Config:
     out_dir: str = "results/benchmarks/battlesnake_search"
 
     def __post_init__(self):
-        for name in ("games", "chunk", "depth", "max_turns", "think_positions", "speed_batch"):
+        for name in ("games", "chunk", "depth", "max_turns"):
             checks.positive_int(name, getattr(self, name))
+        for name in ("think_positions", "speed_batch"):
+            checks.non_negative_int(name, getattr(self, name))
         checks.non_negative_int("search_opponents", self.search_opponents)
         checks.integer("branching", self.branching, 0, 4)
         if not isinstance(self.best_reply, bool):
@@ -271,9 +273,12 @@ def run(cfg: Config, argv=None) -> dict:
         json.dump(dataclasses.asdict(cfg), f, indent=2)
     key_games, key_think, key_speed = jax.random.split(jax.random.key(cfg.seed), 3)
     results = {"device": jax.devices()[0].device_kind}
-    results["speed"] = search_speed(cfg, key_speed)
-    results["think_time"] = think_time(cfg, key_think)
-    print(f"think time p50 {results['think_time']['p50_ms']:.1f} ms, p99 {results['think_time']['p99_ms']:.1f} ms", flush=True)
+    if cfg.speed_batch:
+        results["speed"] = search_speed(cfg, key_speed)
+    if cfg.think_positions:
+        results["think_time"] = think_time(cfg, key_think)
+        print(f"think time p50 {results['think_time']['p50_ms']:.1f} ms, p99 {results['think_time']['p99_ms']:.1f} ms",
+              flush=True)
     results["strength"] = []
     for kind, k in zip(cfg.opponents, jax.random.split(key_games, len(cfg.opponents))):
         r = play_games(cfg, kind, k)

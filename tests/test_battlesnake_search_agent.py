@@ -157,7 +157,8 @@ def test_bad_subset_settings_raise_up_front():
     with pytest.raises(ValueError, match=r"would step 4,368 states"):  # 16 + 16**2 + 16**3
         sim.check_maximin_settings(env, player=0, depth=3, searched=np.array([0, 1]), default_policy=fixed,
                                    max_states=4000)
-    for bad in ({"depth": 0}, {"opponents": -1}, {"time_budget": 0.0}, {"food_weight": -1.0}, {"best_reply": 1}):
+    for bad in ({"depth": 0}, {"opponents": -1}, {"time_budget": 0.0}, {"food_weight": -1.0}, {"best_reply": 1},
+                {"vmap_roots": 1}):
         with pytest.raises((TypeError, ValueError), match=next(iter(bad))):
             SearchAgent(**bad)
     with pytest.raises(TypeError, match="plays Battlesnake"):
@@ -198,6 +199,21 @@ def test_legal_moves_under_jit_and_the_batched_policy(num_snakes):
         one = jax.tree.map(lambda x: x[b], states)
         assert _move(agent, env, one, 0, 0) in range(4)
     assert np.array_equal(batched, np.asarray(agent.compiled(env)(states, keys, players)))  # same keys, same moves
+
+
+def test_vmapped_roots_give_the_moves_of_one_root_at_a_time():
+    env = Battlesnake(board_size=7, num_snakes=4)
+    keys = jax.random.split(jax.random.key(7), 4)
+    states = jax.vmap(env.init)(keys)
+    players = jnp.arange(4, dtype=jnp.int32)
+    mapped = SearchAgent(depth=2, opponents=2, vmap_roots=False)
+    vmapped = SearchAgent(depth=2, opponents=2, vmap_roots=True)
+    assert mapped.settings_key(env) != vmapped.settings_key(env)  # separate compiled code
+    want = np.asarray(mapped.compiled(env)(states, keys, players))
+    assert np.array_equal(np.asarray(vmapped.compiled(env)(states, keys, players)), want)
+    one = jax.jit(lambda s, k, p: mapped.policy(env, s, k, p, 2))
+    for b in range(4):  # and each is the one-board policy's move
+        assert int(one(jax.tree.map(lambda x: x[b], states), keys[b], players[b])) == want[b]
 
 
 def test_act_in_time_deepens_within_the_budget():
