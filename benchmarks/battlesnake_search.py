@@ -76,7 +76,7 @@ class Config:
     games: int = 1000
     chunk: int = 100
     opponents: tuple[str, ...] = ("heuristic", "public", "random_safe")
-    depth: int = 2
+    depth: int = 3
     search_opponents: int = 2
     branching: int = 3
     best_reply: bool = True

@@ -1,9 +1,17 @@
 """A 4-snake round robin of the Battlesnake baselines through the N-player arena.
 
-Agents (`jaxgames.agents.battlesnake`): ``random`` (uniform over the four
-moves the mask allows), ``random_safe`` (uniform over the moves that do not
-die at once) and ``heuristic`` (flood fill, food when hungry, avoids heads of
-snakes at least as long). Every mix of 4 snakes drawn from the agents with
+Agents: ``random`` (uniform over the four moves the mask allows),
+``random_safe`` (uniform over the moves that do not die at once) and
+``heuristic`` (flood fill, food when hungry, avoids heads of snakes at least
+as long), from `jaxgames.agents.battlesnake`; ``q_snake`` (the shipped
+Q-snake network, greedy: `jaxgames.agents.q_snake.QSnakeAgent`);
+``search`` (`jaxgames.agents.battlesnake_search.SearchAgent` with the
+hand-written evaluation) and ``search_learned`` (the same search with the
+Q-snake network's value at the leaves, ``learned_weight=1``), both at
+``search_depth`` plies over the ``search_opponents`` nearest snakes
+(best-reply search, or paranoid with ``search_best_reply=false``). The default plays the three baselines;
+``agents=random_safe,heuristic,q_snake,search,search_learned`` plays the
+round robin of search against the baselines and the learned snake. Every mix of 4 snakes drawn from the agents with
 at least two different agents (`jaxgames.evaluation.elo.round_robin_lineups`:
 12 mixes for 3 agents) plays ``num_games`` standard 11x11 games, seats
 rotated over the games so that no agent keeps a spawn advantage (the engine
@@ -24,6 +32,8 @@ concurrent run, a refusal to mix in a run of other settings unless
 
     python experiments/battlesnake_round_robin.py              # 24 games per mix (288 games)
     python experiments/battlesnake_round_robin.py num_games=200
+    python experiments/battlesnake_round_robin.py agents=random_safe,heuristic,q_snake,search,search_learned \
+        num_games=8 search_opponents=1 search_best_reply=false
 """
 
 from __future__ import annotations
@@ -36,12 +46,15 @@ from tqdm import tqdm
 
 import jaxgames
 from jaxgames.agents.battlesnake import HeuristicAgent, RandomAgent, RandomSafeAgent
+from jaxgames.agents.battlesnake_search import SearchAgent
+from jaxgames.agents.q_snake import QSnakeAgent
 from jaxgames.evaluation import elo, report
 from jaxgames import experiment
 from jaxgames.experiment import ResultsDir, check_positive
 from jaxgames.games.battlesnake import rules
 
-AGENTS = ("random", "random_safe", "heuristic")
+AGENTS = ("random", "random_safe", "heuristic", "q_snake", "search", "search_learned")
+BASELINES = ("random", "random_safe", "heuristic")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -49,20 +62,26 @@ class Config:
     """Settings (every field is a ``key=value`` override).
 
     Attributes:
-        agents: subset of `AGENTS`, at least two.
+        agents: subset of `AGENTS`, at least two (default `BASELINES`).
         num_games: games per lineup (a multiple of 4 gives every slot every seat equally).
         board_size: board width = height.
         max_turns: turn limit (the game is truncated there).
+        search_depth: plies of the ``search`` and ``search_learned`` snakes.
+        search_opponents: nearest snakes their searches enumerate (0-3).
+        search_best_reply: best-reply search (else paranoid) for both.
         seed: PRNG seed.
         bootstrap_samples: resamples for the rating intervals.
         out: results folder.
         overwrite: replace the results of another configuration in ``out``.
     """
 
-    agents: tuple[str, ...] = AGENTS
+    agents: tuple[str, ...] = BASELINES
     num_games: int = 24
     board_size: int = 11
     max_turns: int = 500
+    search_depth: int = 2
+    search_opponents: int = 2
+    search_best_reply: bool = True
     seed: int = 0
     bootstrap_samples: int = 200
     out: str = "results/battlesnake_round_robin"
@@ -78,12 +97,26 @@ class Config:
             raise ValueError(f"num_games must be >= 1; got {self.num_games}")
         if self.bootstrap_samples < 1:
             raise ValueError(f"bootstrap_samples must be >= 1; got {self.bootstrap_samples}")
-        check_positive(max_turns=self.max_turns)
+        check_positive(max_turns=self.max_turns, search_depth=self.search_depth)
+        if not 0 <= self.search_opponents <= 3:
+            raise ValueError(f"search_opponents must be in 0..3; got {self.search_opponents}")
+        if not isinstance(self.search_best_reply, bool):
+            raise TypeError(f"search_best_reply must be a bool; got {self.search_best_reply!r}")
         jaxgames.make("battlesnake", board_size=self.board_size, max_turns=self.max_turns)
 
 
-def make_agent(name: str):
-    return {"random": RandomAgent, "random_safe": RandomSafeAgent, "heuristic": HeuristicAgent}[name]()
+def make_agent(name: str, config: Config | None = None):
+    """The agent called ``name`` (its ``name`` attribute is ``name``); ``config`` gives the search settings."""
+    config = config or Config()
+    search = {"depth": config.search_depth, "opponents": config.search_opponents,
+              "best_reply": config.search_best_reply}
+    build = {
+        "random": RandomAgent, "random_safe": RandomSafeAgent, "heuristic": HeuristicAgent,
+        "q_snake": lambda: QSnakeAgent(name="q_snake"),
+        "search": lambda: SearchAgent(name="search", **search),
+        "search_learned": lambda: SearchAgent(name="search_learned", learned_weight=1.0, **search),
+    }
+    return build[name]()
 
 
 def elimination_table(t: elo.Tournament) -> list[dict]:
@@ -110,7 +143,7 @@ def run(config: Config) -> elo.Tournament:
 
 def _run(config: Config, rd: ResultsDir) -> elo.Tournament:
     env = jaxgames.make("battlesnake", board_size=config.board_size, num_snakes=4, max_turns=config.max_turns, observation="none")
-    agents = [make_agent(a) for a in config.agents]
+    agents = [make_agent(a, config) for a in config.agents]
     names = [a.name for a in agents]
     lineups = elo.round_robin_lineups(len(agents), env.num_players)
     with tqdm(total=len(lineups), desc="lineups") as bar:
@@ -134,7 +167,7 @@ def _run(config: Config, rd: ResultsDir) -> elo.Tournament:
     games = sum(r.num_games for r in t.results)
     truncated = sum(int(r.truncated.sum()) for r in t.results)
     lines = [
-        "# Battlesnake baselines: 4-snake round robin",
+        "# Battlesnake: 4-snake round robin",
         "",
         f"{games} standard {config.board_size}x{config.board_size} games: {len(lineups)} lineups of 4 snakes "
         f"(every mix of {', '.join(names)} with at least two different agents), {config.num_games} games each, "

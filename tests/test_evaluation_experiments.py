@@ -117,6 +117,17 @@ def test_battlesnake_round_robin(tmp_path, renamed):
         m.Config(agents=("random", "nobody"))
 
 
+def test_battlesnake_round_robin_search_agents_take_the_search_settings():
+    m = load("battlesnake_round_robin")
+    cfg = m.Config(agents=("search", "search_learned", "q_snake"), search_depth=1, search_opponents=1,
+                   search_best_reply=False)
+    search, learned, q = (m.make_agent(a, cfg) for a in cfg.agents)
+    assert [a.name for a in (search, learned, q)] == ["search", "search_learned", "q_snake"]
+    for a in (search, learned):
+        assert (a.depth, a.opponents, a.best_reply) == (1, 1, False)
+    assert search.learned is None and float(learned.learned_weight) == 1.0 and learned.learned is not None
+
+
 # Per experiment: tiny valid overrides, and another configuration of it.
 TINY = {
     "dab_minimax_study": (["boards=1x1", "progress=false"], ["boards=1x2"]),
@@ -144,6 +155,8 @@ TINY = {
     ("battlesnake_round_robin", "agents=", "at least two"),
     ("battlesnake_round_robin", "num_games=0", "num_games"),
     ("battlesnake_round_robin", "max_turns=0", "max_turns"),
+    ("battlesnake_round_robin", "search_depth=0", "search_depth"),
+    ("battlesnake_round_robin", "search_opponents=4", "search_opponents"),
 ])
 def test_bad_overrides_fail_before_anything_is_written(name, arg, match, tmp_path, capsys):
     m = load(name)

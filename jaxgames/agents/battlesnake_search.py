@@ -102,7 +102,7 @@ class SearchAgent(JaxAgent):
     """Best-reply (default) or paranoid search over the nearest snakes with `evaluation.evaluate` at the leaves.
 
     Args (keyword-only):
-        depth: plies (>= 1).
+        depth: plies (>= 1; default 3).
         opponents: snakes enumerated besides the player (>= 0; clipped to
             ``S - 1`` of the game); the others play `default_moves`.
         max_states: the search's bound on stepped states (`maximin`).
@@ -137,7 +137,7 @@ class SearchAgent(JaxAgent):
             naming it.
     """
 
-    def __init__(self, *, depth: int = 2, opponents: int = 2, max_states: int = simultaneous.DEFAULT_MAX_STATES,
+    def __init__(self, *, depth: int = 3, opponents: int = 2, max_states: int = simultaneous.DEFAULT_MAX_STATES,
                  branching: int | None = 3, best_reply: bool = True, learned_weight: float = 0.0,
                  learned=None, time_budget: float | None = None, vmap_roots: bool | None = None,
                  name: str = "search", **weights):

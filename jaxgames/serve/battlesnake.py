@@ -70,6 +70,9 @@ AGENTS = {"random": RandomAgent, "random_safe": RandomSafeAgent, "heuristic": He
 shipped weights only when built; ``search`` takes ``--depth``, ``--opponents``, ``--branching`` and
 ``--time-budget-ms``."""
 
+SEARCH_TIME_BUDGET_MS = 300.0
+"""``--agent search``'s default think time per move (ms): iterative deepening up to the agent's depth."""
+
 _INT32_MAX = 2**31 - 1
 _FALLBACK_ORDER = (("up", 0, 1), ("right", 1, 0), ("down", 0, -1), ("left", -1, 0))
 
@@ -802,7 +805,8 @@ def server_from_args(argv=None) -> tuple[BattlesnakeServer, str]:
     accepts outside connections), ``--port`` (8000; 0 picks a free port),
     ``--agent`` (a name of `AGENTS`, default
     ``random_safe``), ``--seed``, the search agent's ``--depth``,
-    ``--opponents``, ``--branching`` and ``--time-budget-ms``, ``--warmup-sizes`` (comma-separated board
+    ``--opponents``, ``--branching`` and ``--time-budget-ms`` (default
+    `SEARCH_TIME_BUDGET_MS`), ``--warmup-sizes`` (comma-separated board
     sizes compiled at start-up, default ``7,11,19``), ``--workers`` (threads
     running the agent, default 2), ``--limit-concurrency`` (128), ``--http``
     (uvicorn's protocol, `HTTP_PROTOCOLS`, default ``auto``).
@@ -821,7 +825,7 @@ def server_from_args(argv=None) -> tuple[BattlesnakeServer, str]:
     p.add_argument("--branching", type=int, default=None,
                    help="search: moves enumerated per searched snake and node, 1-4 (default: the agent's)")
     p.add_argument("--time-budget-ms", type=float, default=None,
-                   help="search: think time per move by iterative deepening (default: fixed depth)")
+                   help=f"search: think time per move by iterative deepening (default {SEARCH_TIME_BUDGET_MS:g})")
     p.add_argument("--warmup-sizes", default="7,11,19", help="board sizes compiled at start-up, comma-separated")
     p.add_argument("--workers", type=int, default=2, help="threads running the agent's decisions")
     p.add_argument("--limit-concurrency", type=int, default=128, help="most connections or requests at once (503 beyond)")
@@ -837,6 +841,8 @@ def server_from_args(argv=None) -> tuple[BattlesnakeServer, str]:
         options["time_budget"] = a.time_budget_ms / 1000
     if options and a.agent != "search":
         p.error(f"--depth, --opponents, --branching and --time-budget-ms are settings of --agent search, not {a.agent}")
+    if a.agent == "search":
+        options.setdefault("time_budget", SEARCH_TIME_BUDGET_MS / 1000)
     try:
         agent = AGENTS[a.agent](**options)
     except (TypeError, ValueError) as e:
