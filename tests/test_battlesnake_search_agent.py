@@ -225,6 +225,11 @@ def test_act_in_time_deepens_within_the_budget():
     assert depth == 2 and move in range(4)
     move, depth = agent.act_in_time(env, state, jax.random.key(0), 0, 1e-9)
     assert depth == 1  # depth 1 always runs; depth 2 is not started past the budget
+    # A depth is not started when the time it took on the game's last move that ran it does not fit,
+    # even where the growth estimate (depth 1's milliseconds x 18) would.
+    agent._seconds_at_depth[(env, 2)] = 10.0
+    assert agent.act_in_time(env, state, jax.random.key(0), 0, 5.0)[1] == 1
+    assert agent.act_in_time(env, state, jax.random.key(0), 0, 60.0)[1] == 2
     # The first growth estimate is the joint moves per node. Paranoid: 3 ** 2 (two snakes, 3 candidates
     # each), 4 ** 2 with every legal move. Best reply: 3 moves x 2 deviators (the other or nobody) x 3;
     # over 4 snakes, 3 x 4 x 3.
@@ -249,7 +254,7 @@ def test_server_serves_the_search_agent_and_refuses_its_settings_for_others():
         with pytest.raises(SystemExit):
             server_from_args(["--agent", "search", *bad, "--port", "0", "--warmup-sizes", ""])
     srv, _ = server_from_args(["--agent", "search", "--port", "0", "--warmup-sizes", ""])
-    assert srv.agent.depth == 3 and srv.agent.time_budget == 0.3  # the shipped snake deepens within 300 ms
+    assert srv.agent.depth == 3 and srv.agent.time_budget == 0.4  # the shipped snake deepens within 400 ms
 
 
 def test_learned_leaf_value_is_the_networks_best_win_rate():

@@ -254,6 +254,7 @@ class SearchAgent(JaxAgent):
     def _replace_arrays(self, arrays) -> None:
         self.learned = self.learned.with_arrays(arrays["learned"])
         self.__dict__.pop("_ready", None)  # warmed up around the original's arrays
+        self.__dict__.pop("_seconds_at_depth", None)
 
     def compiled_at_depth(self, env, depth: int):
         """The jitted batched policy at ``depth`` plies, built once per game and depth (`JaxAgent.compiled_variant`:
@@ -279,9 +280,10 @@ class SearchAgent(JaxAgent):
         """One board's move within a wall-clock budget, by iterative deepening.
 
         Depths 1, 2, ... up to ``depth`` run in turn; the next depth starts
-        only while the time already spent plus the last depth's time times
-        the growth seen so far stays within ``budget_seconds``. Depth 1
-        always runs. The first call for a game compiles every depth first
+        only while the time already spent plus its estimate stays within
+        ``budget_seconds``. The estimate is the last depth's time times the
+        growth seen so far, or the time the same depth took on this game's
+        last move that ran it, whichever is larger. Depth 1 always runs. The first call for a game compiles every depth first
         (seconds, not counted: the server makes it at warm-up).
 
         Args:
@@ -302,16 +304,18 @@ class SearchAgent(JaxAgent):
             for d in range(1, self.depth + 1):
                 jax.block_until_ready(self.compiled_at_depth(env, d)(batch, key[None], players))
             ready.add(env)
+        seen = self.__dict__.setdefault("_seconds_at_depth", {})  # (env, depth) -> seconds on the last move
         start = time.perf_counter()
         move, done, last, growth = None, 0, None, 1.0
         for d in range(1, self.depth + 1):
             if last is not None:
-                estimate = last * growth
+                estimate = max(last * growth, seen.get((env, d), 0.0))
                 if time.perf_counter() - start + estimate > budget_seconds:
                     break
             t0 = time.perf_counter()
             out = int(np.asarray(self.compiled_at_depth(env, d)(batch, key[None], players))[0])
             took = time.perf_counter() - t0
+            seen[(env, d)] = took
             if last is not None:
                 growth = max(growth, took / max(last, 1e-6))
             else:
