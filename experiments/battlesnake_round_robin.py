@@ -1,4 +1,4 @@
-"""A 4-snake round robin of the Battlesnake baselines through the N-player arena.
+"""A 4-snake round robin of Battlesnake snakes (baselines, the Q-snake, search) through the N-player arena.
 
 Agents: ``random`` (uniform over the four moves the mask allows),
 ``random_safe`` (uniform over the moves that do not die at once) and
@@ -9,11 +9,12 @@ Q-snake network, greedy: `jaxgames.agents.q_snake.QSnakeAgent`);
 hand-written evaluation) and ``search_learned`` (the same search with the
 Q-snake network's value at the leaves, ``learned_weight=1``), both at
 ``search_depth`` plies over the ``search_opponents`` nearest snakes
-(best-reply search, or paranoid with ``search_best_reply=false``). The default plays the three baselines;
-``agents=random_safe,heuristic,q_snake,search,search_learned`` plays the
-round robin of search against the baselines and the learned snake. Every mix of 4 snakes drawn from the agents with
-at least two different agents (`jaxgames.evaluation.elo.round_robin_lineups`:
-12 mixes for 3 agents) plays ``num_games`` standard 11x11 games, seats
+(best-reply search, or paranoid with ``search_best_reply=false``). The
+default plays the three baselines;
+``agents=random_safe,heuristic,q_snake,search,search_learned`` plays search
+against the baselines and the learned snake. Every mix of 4 snakes drawn
+from the agents with at least two different agents
+(`jaxgames.evaluation.elo.round_robin_lineups`: 12 mixes for 3 agents) plays ``num_games`` standard 11x11 games, seats
 rotated over the games so that no agent keeps a spawn advantage (the engine
 shuffles the spawn points too). Placements rank snakes by outcome, then by
 how long they lasted (`Battlesnake.placement_tiebreak`); ratings come from

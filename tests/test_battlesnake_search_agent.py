@@ -229,6 +229,7 @@ def test_act_in_time_deepens_within_the_budget():
     # even where the growth estimate (depth 1's milliseconds x 18) would.
     agent._seconds_at_depth[(env, 2)] = 10.0
     assert agent.act_in_time(env, state, jax.random.key(0), 0, 5.0)[1] == 1
+    assert agent._seconds_at_depth[(env, 2)] == pytest.approx(8.0)  # cut by a fifth at each skip
     assert agent.act_in_time(env, state, jax.random.key(0), 0, 60.0)[1] == 2
     # The first growth estimate is the joint moves per node. Paranoid: 3 ** 2 (two snakes, 3 candidates
     # each), 4 ** 2 with every legal move. Best reply: 3 moves x 2 deviators (the other or nobody) x 3;

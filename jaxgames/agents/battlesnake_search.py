@@ -282,9 +282,12 @@ class SearchAgent(JaxAgent):
         Depths 1, 2, ... up to ``depth`` run in turn; the next depth starts
         only while the time already spent plus its estimate stays within
         ``budget_seconds``. The estimate is the last depth's time times the
-        growth seen so far, or the time the same depth took on this game's
-        last move that ran it, whichever is larger. Depth 1 always runs. The first call for a game compiles every depth first
-        (seconds, not counted: the server makes it at warm-up).
+        growth seen so far, or the time the same depth took on the last move
+        of this game size that ran it, whichever is larger; that time is cut
+        by a fifth at each move that skips the depth for it, so one slow
+        move does not keep a depth off for good. Depth 1 always runs. The
+        first call for a game compiles every depth first (seconds, not
+        counted: the server makes it at warm-up).
 
         Args:
             env: the Battlesnake Env.
@@ -311,6 +314,8 @@ class SearchAgent(JaxAgent):
             if last is not None:
                 estimate = max(last * growth, seen.get((env, d), 0.0))
                 if time.perf_counter() - start + estimate > budget_seconds:
+                    if (env, d) in seen:
+                        seen[(env, d)] *= 0.8
                     break
             t0 = time.perf_counter()
             out = int(np.asarray(self.compiled_at_depth(env, d)(batch, key[None], players))[0])
