@@ -308,6 +308,33 @@ def test_food_term_is_the_health_left_at_the_nearest_food(health, term):
     assert float(v[0]) == pytest.approx(evaluation.LIVE_BOUND * term, abs=1e-6)
 
 
+LONGER_A = """
+    . . . * . . .
+    . . . . . . .
+    . . . . . . .
+    . . . A . . .
+    . . . a . . B
+    . . . a . . b
+    . . . a . . .
+"""
+
+
+def test_hungry_unless_longest_takes_a_margin_of_100_for_a_snake_that_is_not_the_longest():
+    # Health 80. A (length 4, the longest) is 3 moves from the food: 2 clip(77 / 50, 0, 1) - 1 = 1 either
+    # way. B (length 2) is 7 moves away (3 left, 4 up): 1 by default, 2 (73 / 100) - 1 = 0.46 when hungry
+    # unless longest.
+    only_food = dict(territory_weight=0.0, longest_weight=0.0, nearest_weight=0.0, starvation_weight=0.0,
+                     head_to_head_weight=0.0, food_weight=1.0)
+    board = from_ascii(LONGER_A, health=[80, 80])
+    assert FEATURES(board).food_distance.tolist() == [3, 7]
+    v = evaluation.evaluate(board, **only_food)
+    np.testing.assert_allclose(np.asarray(v), evaluation.LIVE_BOUND * np.array([1.0, 1.0]), rtol=1e-6)
+    v = jax.jit(functools.partial(evaluation.evaluate, hungry_unless_longest=True, **only_food))(board)
+    np.testing.assert_allclose(np.asarray(v), evaluation.LIVE_BOUND * np.array([1.0, 0.46]), rtol=1e-6)
+    with pytest.raises(TypeError, match="hungry_unless_longest"):
+        evaluation.evaluate(board, hungry_unless_longest=1)
+
+
 def test_evaluate_weights_checked():
     b = _heads_only(CORNERS)
     with pytest.raises(ValueError, match="territory_weight"):

@@ -249,10 +249,12 @@ class _Weights(NamedTuple):
     won_food: float
     length_scale: float
     hunger_health: int
+    hungry_unless_longest: bool
 
 
 def _weights(territory_weight, longest_weight, nearest_weight, starvation_weight, head_to_head_weight,
-             food_weight, space_weight, won_food_weight, length_scale, hunger_health) -> _Weights:
+             food_weight, space_weight, won_food_weight, length_scale, hunger_health,
+             hungry_unless_longest) -> _Weights:
     """Checks the weights at the Python boundary (finite, >= 0, not all 0; ``length_scale`` > 0)."""
     w = _Weights(
         checks.real("territory_weight", territory_weight, lo=0.0, dtype="float32"),
@@ -265,7 +267,10 @@ def _weights(territory_weight, longest_weight, nearest_weight, starvation_weight
         checks.real("won_food_weight", won_food_weight, lo=0.0, dtype="float32"),
         checks.real("length_scale", length_scale, lo=0.0, lo_open=True, dtype="float32"),
         checks.integer("hunger_health", hunger_health, 1, rules.SNAKE_MAX_HEALTH),
+        hungry_unless_longest,
     )
+    if not isinstance(hungry_unless_longest, bool):
+        raise TypeError(f"hungry_unless_longest must be a bool; got {hungry_unless_longest!r}")
     if sum(w[:8]) <= 0.0:
         raise ValueError("the evaluation weights must not all be 0")
     return w
@@ -284,6 +289,7 @@ def evaluate(
     won_food_weight: float = 0.0,
     length_scale: float = 3.0,
     hunger_health: int = 50,
+    hungry_unless_longest: bool = False,
     rounds: int | None = None,
 ) -> jax.Array:
     """The value of one board for every snake, for a search's leaves.
@@ -322,6 +328,12 @@ def evaluate(
         length_scale: length difference (segments) at which a length term
             reaches ``tanh(1) = 0.76``; > 0.
         hunger_health: health margin (1..100) from which the food term is +1.
+        hungry_unless_longest: a snake not longer than the longest other
+            living snake (a snake alone included) takes a margin of 100
+            instead: its food term saturates only at full health, so it is
+            drawn to food while it is not the longest, as
+            `jaxgames.agents.battlesnake.HeuristicAgent` goes for food "when
+            hungry or not the longest". Default False.
         rounds: static BFS bound, as `owners`.
 
     Returns:
@@ -331,17 +343,20 @@ def evaluate(
         TypeError, ValueError: a bad board, weight or ``rounds``, naming it.
     """
     w = _weights(territory_weight, longest_weight, nearest_weight, starvation_weight, head_to_head_weight,
-                 food_weight, space_weight, won_food_weight, length_scale, hunger_health)
+                 food_weight, space_weight, won_food_weight, length_scale, hunger_health, hungry_unless_longest)
     f = features(board, rounds=rounds)
     alive = board.alive
     n_alive = jnp.sum(alive)
+    hunger = jnp.float32(w.hunger_health)
+    if w.hungry_unless_longest:
+        hunger = jnp.where(f.length_vs_longest > 0, hunger, jnp.float32(rules.SNAKE_MAX_HEALTH))
     terms = (
         jnp.clip(f.territory_share * n_alive - 1.0, -1.0, 1.0),
         jnp.tanh(f.length_vs_longest / w.length_scale),
         jnp.tanh(f.length_vs_nearest / w.length_scale),
         -f.starving.astype(jnp.float32),
         jnp.where(f.safe_moves > 0, -f.head_to_head_risk / jnp.maximum(f.safe_moves, 1), -1.0),
-        jnp.clip((board.health - jnp.minimum(f.food_distance, 2 * rules.SNAKE_MAX_HEALTH)) / w.hunger_health,
+        jnp.clip((board.health - jnp.minimum(f.food_distance, 2 * rules.SNAKE_MAX_HEALTH)) / hunger,
                  0.0, 1.0) * 2.0 - 1.0,
         -f.trapped.astype(jnp.float32),
         jnp.clip((board.health - jnp.minimum(f.won_food_distance, 2 * rules.SNAKE_MAX_HEALTH))
