@@ -19,11 +19,11 @@
     python benchmarks/battlesnake_search.py                       # 1000 games per opponent kind
     python benchmarks/battlesnake_search.py games=100 opponents=heuristic
     python benchmarks/battlesnake_search.py games=1000 depth=2 opponents=heuristic  # a CPU-sized run
+    python benchmarks/battlesnake_search.py --help
 
 The default depth (3, the shipped snake's) costs about 0.27 s a move on
 one CPU core: 1,000 games take most of a day on a CPU and minutes on a GPU,
 where the search is vmapped over the games (`SearchAgent`'s ``vmap_roots``).
-    python benchmarks/battlesnake_search.py --help
 
 Writes ``results.json``, ``config.json`` and ``README.md`` into ``out_dir``
 (default ``results/benchmarks/battlesnake_search``), and per opponent

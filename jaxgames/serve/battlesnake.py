@@ -70,9 +70,9 @@ AGENTS = {"random": RandomAgent, "random_safe": RandomSafeAgent, "heuristic": He
 shipped weights only when built; ``search`` takes ``--depth``, ``--opponents``, ``--branching`` and
 ``--time-budget-ms``."""
 
-SEARCH_TIME_BUDGET_MS = 400.0
-"""``--agent search``'s default think time per move (ms; 80% of `DEFAULT_TIMEOUT_MS`): iterative deepening up to
-the agent's depth."""
+SEARCH_TIME_BUDGET_MS = 0.8 * DEFAULT_TIMEOUT_MS
+"""``--agent search``'s default think time per move (ms; 80% of `DEFAULT_TIMEOUT_MS`, 400): iterative deepening up
+to the agent's depth."""
 
 _INT32_MAX = 2**31 - 1
 _FALLBACK_ORDER = (("up", 0, 1), ("right", 1, 0), ("down", 0, -1), ("left", -1, 0))
