@@ -358,7 +358,7 @@ def alphazero_step(game: str, multiplier: int, seed: int):
     """
     meta_name = "alphazero_dab" if game == "dots_and_boxes" else "alphazero_onitama"
     meta = json.loads((WEIGHTS / meta_name / "metadata.json").read_text())
-    shipped = meta["config"]
+    shipped = meta["config"].get("learner", meta["config"])  # the experiment's config nests the learner's
     nets = dab_nets if game == "dots_and_boxes" else onitama_nets
     network = nets.NetworkConfig(**meta["network"])
     sizes = az.parse_board_sizes(",".join(meta["board_sizes"])) if "board_sizes" in meta else None

@@ -617,6 +617,25 @@ def table(rows: Sequence[dict], figures: Sequence[Figure] = FIGURES) -> str:
     return experiment.markdown_table(shown, headers={"compared": "ratio / value"})
 
 
+def cpu_model(cpuinfo: pathlib.Path = pathlib.Path("/proc/cpuinfo")) -> str:
+    """The CPU's model name with its family and model numbers (Linux ``/proc/cpuinfo``; else `platform.processor`).
+
+    The ratios against a CPU anchor depend on the processor as well as on the load: a stated figure was
+    measured on one model, and another model's run can drift past the tolerance with nothing stale.
+    """
+    fields: dict[str, str] = {}
+    try:
+        for line in cpuinfo.read_text().splitlines():
+            key, _, value = line.partition(":")
+            fields.setdefault(key.strip(), value.strip())
+    except OSError:
+        pass
+    if "model name" not in fields:
+        return platform.processor() or "unknown"
+    # A virtual machine may give only "Intel(R) Xeon(R) Processor": the family and model numbers tell the generation.
+    return f"{fields['model name']} (family {fields.get('cpu family', '?')}, model {fields.get('model', '?')})"
+
+
 def exit_status(rows: Sequence[dict], check: bool) -> int:
     """1 where ``check`` and some row is flagged, else 0."""
     return int(check and any(r["flag"] for r in rows))
@@ -764,7 +783,8 @@ def run(cfg: Config, argv=None) -> list[dict]:
     except AttributeError:
         cores = os.cpu_count()
     header = (f"run_all: {len(tasks)} tasks, {len(rows)} figures in {total:.0f} s (budget {budget:.0f} s); "
-              f"{jax.devices()[0].platform} ({jax.devices()[0].device_kind}), {cores} of {os.cpu_count()} CPU cores usable, "
+              f"{jax.devices()[0].platform} ({jax.devices()[0].device_kind}), CPU {cpu_model()}, "
+              f"{cores} of {os.cpu_count()} CPU cores usable, "
               f"load average {load_start:.1f} at the start and {os.getloadavg()[0]:.1f} at the end, jax {jax.__version__}")
     text = table(rows)
     flagged = [r["entry"] for r in rows if r["flag"]]
@@ -773,7 +793,7 @@ def run(cfg: Config, argv=None) -> list[dict]:
               + ". Drift = measured / stated - 1; 'n/a (different size)': the short form measures another size.")
     print(f"\n{header}\n\n{text}\n\n{footer}")
     meta = {"recorded": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()), "seconds": total, "budget_s": budget,
-            "platform": platform.platform(), "cpu_count": os.cpu_count(), "cores_usable": cores,
+            "platform": platform.platform(), "cpu_model": cpu_model(), "cpu_count": os.cpu_count(), "cores_usable": cores,
             "load_average_start": load_start, "load_average_end": os.getloadavg()[0], "jax": jax.__version__,
             "device": f"{jax.devices()[0].platform} {jax.devices()[0].device_kind}", "tolerance": cfg.tolerance,
             "tasks": [t.name for t in tasks]}

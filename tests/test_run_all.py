@@ -273,3 +273,24 @@ def test_the_headline_figures_read_as_the_readme_states_them():
         value = by_name[name]
         shown = f"{value:g}"
         assert shown in readme, (name, shown)
+
+
+def test_cpu_model_names_the_generation_a_virtual_machine_hides(tmp_path):
+    info = tmp_path / "cpuinfo"
+    info.write_text("processor\t: 0\nvendor_id\t: GenuineIntel\ncpu family\t: 6\nmodel\t\t: 207\n"
+                    "model name\t: Intel(R) Xeon(R) Processor\n\nprocessor\t: 1\nmodel\t\t: 1\n")
+    assert ra.cpu_model(info) == "Intel(R) Xeon(R) Processor (family 6, model 207)"  # the first processor's
+    assert ra.cpu_model(tmp_path / "absent") == (ra.platform.processor() or "unknown")
+
+
+@pytest.mark.parametrize("game, weights", [("dots_and_boxes", "alphazero_dab"), ("onitama", "alphazero_onitama")])
+def test_alphazero_steps_build_from_the_shipped_metadata(game, weights):
+    # benchmarks/networks.py reads the shipped learner's batch size and board sizes from the weights' metadata,
+    # whose config is the learner's own (Onitama) or nests it under "learner" (Dots-and-Boxes, an experiment's)
+    import json
+
+    meta = json.loads((ROOT / "jaxgames" / "weights" / weights / "metadata.json").read_text())
+    learner = meta["config"].get("learner", meta["config"])
+    boards = len(learner.get("board_sizes") or [None])
+    _, _, batch, params = ra._bench("networks").alphazero_step(game, 1, 0)
+    assert batch == learner["batch_size"] * boards and params > 0
