@@ -37,7 +37,8 @@ the networks as they were before `jaxgames.networks.conv` and
 in the process (`jaxgames.malloc.retain_freed_memory`); ``ynn=false`` compiles the steps
 without XLA's YNNPACK fusions; ``batch_multipliers=1,4`` adds rows at 4 x the
 training batch (the learners' batch size is a setting; the shipped batch stays
-the headline); ``check=true`` first checks the new layout against the old.
+the headline); ``check=true`` first checks the new layout against the old;
+``ceiling=true`` adds, under each network, its products alone (`product_ceiling`).
 
     python benchmarks/networks.py                        # every network, repeats=7 (about 3 min on a quiet core)
     python benchmarks/networks.py quick=true             # under ~90 s on a quiet core
@@ -111,6 +112,8 @@ class Config:
             xla_cpu_experimental_ynn_fusion_type=''); the matmul anchor is compiled as it is.
         check: first check that the new layout computes what the old one does on random inputs
             (forward outputs bitwise, parameter gradients to float32 rounding).
+        ceiling: also time each network's matrix products and convolutions alone, at its shapes
+            (`product_ceiling`): the GFLOP/s its step would reach if it did nothing else.
         clock: what a call's time is: cpu (the process's CPU time: on a core shared with other jobs
             it leaves out the time others ran; XLA runs these steps on one thread) or wall.
         seed: PRNG seed.
@@ -128,6 +131,7 @@ class Config:
     malloc: str = "default"
     ynn: bool = True
     check: bool = False
+    ceiling: bool = False
     clock: str = "cpu"
     seed: int = 0
     json: str = ""
@@ -138,7 +142,7 @@ class Config:
             raise ValueError(f"networks must name at least one of {NETWORKS}")
         for n in self.networks:
             checks.choice("networks", n, NETWORKS)
-        for name in ("quick", "ynn", "check"):
+        for name in ("quick", "ynn", "check", "ceiling"):
             if not isinstance(getattr(self, name), bool):
                 raise TypeError(f"{name} must be a bool; got {getattr(self, name)!r}")
         checks.positive_int("repeats", self.repeats)
@@ -420,6 +424,70 @@ CHANGED = ("q_snake_small", "q_snake_paper", "ddpg")
 NO_YNN = {"xla_cpu_experimental_ynn_fusion_type": ""}
 
 
+PRODUCTS = ("dot_general", "conv_general_dilated")
+
+
+def _products(jaxpr, times: int, out: dict) -> dict:
+    """``{key: [equation, count]}``: the step's matrix products and convolutions, each distinct (primitive, operand
+    shapes and dtypes, parameters) once, counted over nested jaxprs (a ``scan`` body ``length`` times)."""
+    from jax.extend import core as jex
+
+    for eqn in jaxpr.eqns:
+        name = eqn.primitive.name
+        if name in PRODUCTS:
+            key = (name, tuple((tuple(v.aval.shape), str(v.aval.dtype)) for v in eqn.invars),
+                   repr(sorted(eqn.params.items(), key=lambda kv: kv[0])))
+            out.setdefault(key, [eqn, 0])[1] += times
+        if name in ("while", "cond"):
+            body = [p for p in jex.jaxprs_in_params(eqn.params)]
+            if any(e.primitive.name in PRODUCTS for b in body for e in getattr(b, "jaxpr", b).eqns):
+                raise ValueError(f"a {name} holds products: its trip count is not known here")
+        inner = times * int(eqn.params.get("length", 1)) if name == "scan" else times
+        for sub in jex.jaxprs_in_params(eqn.params):
+            _products(getattr(sub, "jaxpr", sub), inner, out)
+    return out
+
+
+def product_ceiling(name: str, repeats: int, warmup: int, seed: int = 0, clock: str = "cpu",
+                    multiplier: int = 1) -> dict:
+    """The step's own products alone: a bound on its GFLOP/s with XLA's kernels at the network's shapes.
+
+    Every ``dot_general`` and ``conv_general_dilated`` of network ``name``'s step (the old layout: XLA's own
+    convolution gradients), as many times as the step runs it, is compiled into one program of nothing else,
+    each on operands of its own (random, of its shapes; so none is merged with another) and with its parameters,
+    and timed (median of ``repeats`` calls). If the step did nothing else, and each product ran as fast as
+    there, it would run at ``gflops``.
+
+    Returns:
+        ``{"products": count, "distinct": distinct count, "product_flops": XLA's FLOPs of the program,
+        "product_ms": its median time, "gflops": the bound}``.
+
+    Raises:
+        ValueError: a product inside a ``while`` or ``cond`` (its trip count is not known).
+    """
+    with layout("old"):
+        jitted, args, _, _ = build(name, multiplier, seed)
+        closed = jax.make_jaxpr(jitted)(*args)
+    found = _products(closed.jaxpr, 1, {})
+    key = jax.random.key(seed)
+    calls, operands = [], []
+    for eqn, n in found.values():
+        for _ in range(n):
+            calls.append((eqn.primitive, eqn.params, len(operands), len(eqn.invars)))
+            for v in eqn.invars:
+                key, sub = jax.random.split(key)
+                operands.append(jax.random.normal(sub, v.aval.shape, v.aval.dtype))
+
+    def products(*xs):
+        return tuple(prim.bind(*xs[at:at + k], **params) for prim, params, at, k in calls)
+
+    compiled, flops, _ = _compile(jax.jit(products), *operands)
+    cpu, wall = _median_seconds(lambda: compiled(*operands), repeats, warmup)
+    seconds = cpu if clock == "cpu" else wall
+    return {"products": len(calls), "distinct": len(found), "product_flops": flops, "product_ms": 1e3 * seconds,
+            "gflops": flops / seconds / 1e9}
+
+
 def network_row(name: str, multiplier: int, repeats: int, warmup: int, seed: int = 0, clock: str = "cpu",
                 which: str = "new", ynn: bool = True) -> dict:
     """One network's row: batch, parameters, FLOPs per step, ms per step (``clock``), GFLOP/s.
@@ -469,6 +537,13 @@ def run(cfg: Config, show=print) -> list[dict]:
             row["matmul_gflops"], row["fraction"] = best, row["gflops"] / best
             rows.append(row)
             show(_fmt(row))
+            if cfg.ceiling:
+                c = product_ceiling(name, repeats, warmup, cfg.seed, cfg.clock, m)
+                row["ceiling"] = {**c, "fraction": c["gflops"] / best, "flop_share": c["product_flops"] / row["flops"]}
+                show(f"|   its {c['products']} products alone ({c['distinct']} distinct, "
+                     f"{100 * c['product_flops'] / row['flops']:.0f}% of the FLOPs) | | | "
+                     f"{c['product_flops'] / 1e9:.3f} G | {c['product_ms']:.2f} | {c['gflops']:.1f} | "
+                     f"{100 * c['gflops'] / best:.1f}% | |")
     return rows
 
 
@@ -494,6 +569,7 @@ def record(cfg: Config, argv=None) -> list[dict]:
     flags = os.environ.get("XLA_FLAGS", "")
     print(f"device: {dev.platform} ({dev.device_kind}), {os.cpu_count()} CPUs, jax {jax.__version__}, "
           f"XLA_FLAGS={flags!r}, quick={cfg.quick}, layout={cfg.layout}, malloc={cfg.malloc}, ynn={cfg.ynn}, "
+          f"ceiling={cfg.ceiling}, "
           f"clock={cfg.clock}")
     print("| network | batch | params | FLOPs/step | ms/step | GFLOP/s | % of matmul | compile s |\n"
           "|---|---:|---:|---:|---:|---:|---:|---:|")

@@ -294,3 +294,25 @@ def test_alphazero_steps_build_from_the_shipped_metadata(game, weights):
     boards = len(learner.get("board_sizes") or [None])
     _, _, batch, params = ra._bench("networks").alphazero_step(game, 1, 0)
     assert batch == learner["batch_size"] * boards and params > 0
+
+
+def test_product_ceiling_counts_each_product_as_often_as_the_step_runs_it():
+    # benchmarks/networks.py's `_products`: a scan's body runs `length` times, so its product counts 5 times;
+    # the same product outside the scan is the same distinct entry; a product in a while loop is refused
+    import jax
+    import jax.numpy as jnp
+
+    nw = ra._bench("networks")
+    a, b = jnp.ones((4, 3)), jnp.ones((3, 2))
+
+    def step(a, b):
+        def body(carry, _):
+            return carry, carry @ b
+        _, ys = jax.lax.scan(body, a, None, length=5)
+        return ys.sum() + (a @ b).sum() + (b.T @ a.T).sum()
+
+    found = nw._products(jax.make_jaxpr(step)(a, b).jaxpr, 1, {})
+    counts = sorted(n for _, n in found.values())
+    assert counts == [1, 6]  # a @ b six times (5 in the scan, 1 outside); b^T @ a^T once
+    with pytest.raises(ValueError, match="while"):
+        nw._products(jax.make_jaxpr(lambda a: jax.lax.while_loop(lambda c: c[0, 0] < 3, lambda c: c @ b[:, :1] @ jnp.ones((1, 3)), a))(a).jaxpr, 1, {})
