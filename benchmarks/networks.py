@@ -28,8 +28,10 @@ timed as the median of ``repeats`` calls after ``warmup`` untimed ones
 core shared with other jobs that leaves out the time they ran (XLA runs these
 steps on one thread). The anchor, measured in the same run: jitted float32
 ``a @ b`` of square ``n x n`` matrices, n = 256, 512, 1024, 2048 (2 n^3 FLOPs,
-median of ``repeats`` calls); the best n's GFLOP/s is "matmul", and each
-network's "% of matmul" is its GFLOP/s over it.
+median of ``repeats`` calls). Each network's step is then timed alternately
+with the best n's matmul (step, matmul, step, ...: a shared machine's speed
+drifts by a third within minutes), and its "% of matmul" is its GFLOP/s over
+that matmul's GFLOP/s in the same window (printed beside it).
 
 The levers (before/after in ``benchmarks/README.md``): ``layout=old`` traces
 the networks as they were before `jaxgames.networks.conv` and
@@ -266,6 +268,24 @@ def _median_seconds(fn, repeats: int, warmup: int) -> tuple[float, float]:
     return statistics.median(cpu), statistics.median(wall)
 
 
+def _paired_seconds(fn, anchor, repeats: int, warmup: int, clock: str) -> tuple[float, float, float]:
+    """``(cpu, wall, anchor)``: `_median_seconds` of ``fn`` and the median ``clock`` time of ``anchor()``, called
+    alternately (``fn``, ``anchor``, ``fn``, ...), so a machine whose speed drifts slows both alike."""
+    for _ in range(warmup):
+        jax.block_until_ready(fn())
+        jax.block_until_ready(anchor())
+    cpu, wall, other = [], [], []
+    for _ in range(repeats):
+        c0, t0 = time.process_time(), time.perf_counter()
+        jax.block_until_ready(fn())
+        wall.append(time.perf_counter() - t0)
+        cpu.append(time.process_time() - c0)
+        c0, t0 = time.process_time(), time.perf_counter()
+        jax.block_until_ready(anchor())
+        other.append(time.process_time() - c0 if clock == "cpu" else time.perf_counter() - t0)
+    return statistics.median(cpu), statistics.median(wall), statistics.median(other)
+
+
 def _compile(jitted, *args, options=None):
     """``(compiled, flops, compile seconds)`` of ``jitted`` at ``args`` (``options``: XLA compiler options)."""
     t0 = time.perf_counter()
@@ -276,6 +296,15 @@ def _compile(jitted, *args, options=None):
     if isinstance(cost, (list, tuple)):  # older jax: one dict per computation
         cost = cost[0]
     return compiled, float(cost["flops"]), seconds
+
+
+def matmul_anchor(n: int, seed: int = 0):
+    """``(call, flops)``: a compiled float32 ``n x n`` matmul on fixed operands, and its 2 n^3 FLOPs."""
+    ka, kb = jax.random.split(jax.random.key(seed + n))
+    a = jax.random.normal(ka, (n, n), jnp.float32)
+    b = jax.random.normal(kb, (n, n), jnp.float32)
+    compiled = jax.jit(jnp.matmul).lower(a, b).compile()
+    return (lambda: compiled(a, b)), 2.0 * n ** 3
 
 
 def matmul_rows(sizes, repeats: int, warmup: int, seed: int = 0, clock: str = "cpu") -> list[dict]:
@@ -449,7 +478,7 @@ def _products(jaxpr, times: int, out: dict) -> dict:
 
 
 def product_ceiling(name: str, repeats: int, warmup: int, seed: int = 0, clock: str = "cpu",
-                    multiplier: int = 1) -> dict:
+                    multiplier: int = 1, anchor=None) -> dict:
     """The step's own products alone: a bound on its GFLOP/s with XLA's kernels at the network's shapes.
 
     Every ``dot_general`` and ``conv_general_dilated`` of network ``name``'s step (the old layout: XLA's own
@@ -460,7 +489,8 @@ def product_ceiling(name: str, repeats: int, warmup: int, seed: int = 0, clock: 
 
     Returns:
         ``{"products": count, "distinct": distinct count, "product_flops": XLA's FLOPs of the program,
-        "product_ms": its median time, "gflops": the bound}``.
+        "product_ms": its median time, "gflops": the bound}``; with ``anchor`` (`matmul_anchor`'s pair)
+        also ``"matmul_gflops"``, the anchor's timed alternately with the program (`_paired_seconds`).
 
     Raises:
         ValueError: a product inside a ``while`` or ``cond`` (its trip count is not known).
@@ -482,20 +512,25 @@ def product_ceiling(name: str, repeats: int, warmup: int, seed: int = 0, clock: 
         return tuple(prim.bind(*xs[at:at + k], **params) for prim, params, at, k in calls)
 
     compiled, flops, _ = _compile(jax.jit(products), *operands)
-    cpu, wall = _median_seconds(lambda: compiled(*operands), repeats, warmup)
+    out = {"products": len(calls), "distinct": len(found), "product_flops": flops}
+    if anchor is None:
+        cpu, wall = _median_seconds(lambda: compiled(*operands), repeats, warmup)
+    else:
+        cpu, wall, other = _paired_seconds(lambda: compiled(*operands), anchor[0], repeats, warmup, clock)
+        out["matmul_gflops"] = anchor[1] / other / 1e9
     seconds = cpu if clock == "cpu" else wall
-    return {"products": len(calls), "distinct": len(found), "product_flops": flops, "product_ms": 1e3 * seconds,
-            "gflops": flops / seconds / 1e9}
+    return {**out, "product_ms": 1e3 * seconds, "gflops": flops / seconds / 1e9}
 
 
 def network_row(name: str, multiplier: int, repeats: int, warmup: int, seed: int = 0, clock: str = "cpu",
-                which: str = "new", ynn: bool = True) -> dict:
+                which: str = "new", ynn: bool = True, anchor=None) -> dict:
     """One network's row: batch, parameters, FLOPs per step, ms per step (``clock``), GFLOP/s.
 
     FLOPs are XLA's count of the compiled step; for the networks of `CHANGED`
     that of the old layout (``which="old"``), whatever ``which`` times: the work is
     the same, and XLA counts a loop's body once, so the new layout's
-    kernel-gradient loop would read as fewer FLOPs.
+    kernel-gradient loop would read as fewer FLOPs. With ``anchor`` (`matmul_anchor`'s pair) the step and
+    the anchor are timed alternately (`_paired_seconds`) and the row gets the anchor's ``matmul_gflops``.
     """
     with layout(which):
         jitted, args, batch, params = build(name, multiplier, seed)
@@ -504,15 +539,23 @@ def network_row(name: str, multiplier: int, repeats: int, warmup: int, seed: int
         with layout("old"):
             ref, ref_args, _, _ = build(name, multiplier, seed)
             flops = _compile(ref, *ref_args)[1]
-    cpu, wall = _median_seconds(lambda: compiled(*args), repeats, warmup)
+    extra = {}
+    if anchor is None:
+        cpu, wall = _median_seconds(lambda: compiled(*args), repeats, warmup)
+    else:
+        cpu, wall, other = _paired_seconds(lambda: compiled(*args), anchor[0], repeats, warmup, clock)
+        extra["matmul_gflops"] = anchor[1] / other / 1e9
     s = cpu if clock == "cpu" else wall
-    return {"kind": "network", "network": name, "multiplier": multiplier, "batch": batch, "params": params,
+    return {**extra, "kind": "network", "network": name, "multiplier": multiplier, "batch": batch, "params": params,
             "layout": which, "ynn": ynn, "flops": flops, "ms": 1e3 * s, "cpu_ms": 1e3 * cpu, "wall_ms": 1e3 * wall,
             "gflops": flops / s / 1e9, "compile_s": compile_s}
 
 
 def run(cfg: Config, show=print) -> list[dict]:
     """Every row of ``cfg`` (the matmul anchor first); each row gets ``matmul_gflops`` and ``fraction`` (of it).
+
+    The matmul rows find the best ``n``; each network's step (and its products alone) is then timed alternately
+    with that matmul, whose GFLOP/s in the same window is the row's ``matmul_gflops``.
 
     Applies ``cfg.malloc`` (process-wide) before anything is measured.
     """
@@ -529,21 +572,25 @@ def run(cfg: Config, show=print) -> list[dict]:
     for r in rows:
         r["matmul_gflops"], r["fraction"] = best, r["gflops"] / best
         show(_fmt(r))
+    best_n = max(rows, key=lambda r: r["gflops"])["batch"]
+    anchor = matmul_anchor(best_n, cfg.seed)
     for m in cfg.batch_multipliers:
         for name in cfg.networks:
             paper = cfg.quick and name == "q_snake_paper"
             row = network_row(name, m, 1 if paper else repeats, 0 if paper else warmup, cfg.seed, cfg.clock,
-                              cfg.layout, cfg.ynn)
-            row["matmul_gflops"], row["fraction"] = best, row["gflops"] / best
+                              cfg.layout, cfg.ynn, anchor)
+            row["fraction"] = row["gflops"] / row["matmul_gflops"]
             rows.append(row)
             show(_fmt(row))
             if cfg.ceiling:
-                c = product_ceiling(name, repeats, warmup, cfg.seed, cfg.clock, m)
-                row["ceiling"] = {**c, "fraction": c["gflops"] / best, "flop_share": c["product_flops"] / row["flops"]}
+                c = product_ceiling(name, 1 if paper else repeats, 0 if paper else warmup, cfg.seed, cfg.clock, m,
+                                    anchor)
+                row["ceiling"] = {**c, "fraction": c["gflops"] / c["matmul_gflops"],
+                                  "flop_share": c["product_flops"] / row["flops"]}
                 show(f"|   its {c['products']} products alone ({c['distinct']} distinct, "
                      f"{100 * c['product_flops'] / row['flops']:.0f}% of the FLOPs) | | | "
                      f"{c['product_flops'] / 1e9:.3f} G | {c['product_ms']:.2f} | {c['gflops']:.1f} | "
-                     f"{100 * c['gflops'] / best:.1f}% | |")
+                     f"{100 * row['ceiling']['fraction']:.1f}% (matmul {c['matmul_gflops']:.0f}) | |")
     return rows
 
 
@@ -553,8 +600,9 @@ def rows(quick: bool) -> list[dict]:
 
 
 def _fmt(r: dict) -> str:
+    paired = f" (matmul {r['matmul_gflops']:.0f})" if r["kind"] == "network" else ""
     return (f"| {r['network']} | {r['batch']:,} | {r['params']:,} | {r['flops'] / 1e9:.3f} G | {r['ms']:.2f} | "
-            f"{r['gflops']:.1f} | {100 * r['fraction']:.1f}% | {r['compile_s']:.1f} |")
+            f"{r['gflops']:.1f} | {100 * r['fraction']:.1f}%{paired} | {r['compile_s']:.1f} |")
 
 
 def main(argv=None):

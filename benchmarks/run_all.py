@@ -368,9 +368,9 @@ def measure_networks(emit):
 
 
 TASKS = (
-    Task("matrix_boltzmann", 25, measure_matrix_boltzmann),
-    Task("matrix_epsilon_greedy", 25, measure_matrix_epsilon_greedy),
-    Task("matrix_lenient", 35, measure_matrix_lenient),
+    Task("matrix_boltzmann", 45, measure_matrix_boltzmann),
+    Task("matrix_epsilon_greedy", 45, measure_matrix_epsilon_greedy),
+    Task("matrix_lenient", 55, measure_matrix_lenient),
     Task("dab_3x3", 18, measure_dab_3x3),
     Task("dab_5x5", 18, measure_dab_5x5),
     Task("dab_solver", 12, measure_dab_solver),
