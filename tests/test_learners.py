@@ -249,3 +249,14 @@ def test_expected_update_rate_in_closed_form(exploration, kappa, beta):
     exact = float(np.sum(_binomial_pmf(t, 0.5) * (1 - alpha * w) ** (np.arange(t + 1) // kappa)))
     stderr = gap.std(ddof=1) / np.sqrt(gap.size)
     assert abs(gap.mean() - exact) <= 4 * stderr + 1e-6, (gap.mean(), exact, stderr)
+
+
+def test_stack_params_puts_each_run_on_a_leading_axis_and_keeps_dtypes():
+    runs = [tl.learner_params(learning_rate=0.01 * (i + 1), leniency=i + 1) for i in range(5)]
+    stacked = tl.stack_params(runs)
+    np.testing.assert_allclose(np.asarray(stacked.learning_rate), [0.01, 0.02, 0.03, 0.04, 0.05], rtol=1e-6)
+    np.testing.assert_array_equal(np.asarray(stacked.leniency), [1, 2, 3, 4, 5])
+    for one, many in zip(jax.tree.leaves(runs[0]), jax.tree.leaves(stacked)):
+        assert many.shape == (5,) + one.shape and many.dtype == one.dtype
+    with pytest.raises(ValueError, match="at least one"):
+        tl.stack_params([])
