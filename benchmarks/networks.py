@@ -30,7 +30,7 @@ steps on one thread). The anchor, measured in the same run: jitted float32
 ``a @ b`` of square ``n x n`` matrices, n = 256, 512, 1024, 2048 (2 n^3 FLOPs,
 median of ``repeats`` calls). Each network's step is then timed alternately
 with the best n's matmul (step, matmul, step, ...: a shared machine's speed
-drifts by a third within minutes), and its "% of matmul" is its GFLOP/s over
+drifts within minutes), and its "% of matmul" is its GFLOP/s over
 that matmul's GFLOP/s in the same window (printed beside it).
 
 The levers (before/after in ``benchmarks/README.md``): ``layout=old`` traces
