@@ -71,6 +71,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
+from jax.extend import core as jex
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
@@ -268,12 +269,16 @@ def _median_seconds(fn, repeats: int, warmup: int) -> tuple[float, float]:
     return statistics.median(cpu), statistics.median(wall)
 
 
-def _paired_seconds(fn, anchor, repeats: int, warmup: int, clock: str) -> tuple[float, float, float]:
-    """``(cpu, wall, anchor)``: `_median_seconds` of ``fn`` and the median ``clock`` time of ``anchor()``, called
-    alternately (``fn``, ``anchor``, ``fn``, ...), so a machine whose speed drifts slows both alike."""
+def _paired_seconds(fn, anchor, repeats: int, warmup: int, clock: str) -> tuple[float, float, dict]:
+    """``(cpu, wall, extra)``: `_median_seconds` of ``fn``; with ``anchor`` (`matmul_anchor`'s ``(call, flops)``)
+    the two are called alternately (``fn``, ``anchor``, ``fn``, ...), so a machine whose speed drifts slows both
+    alike, and ``extra`` is ``{"matmul_gflops": the anchor's GFLOP/s at its median clock time}`` (else ``{}``)."""
+    if anchor is None:
+        return (*_median_seconds(fn, repeats, warmup), {})
+    call, anchor_flops = anchor
     for _ in range(warmup):
         jax.block_until_ready(fn())
-        jax.block_until_ready(anchor())
+        jax.block_until_ready(call())
     cpu, wall, other = [], [], []
     for _ in range(repeats):
         c0, t0 = time.process_time(), time.perf_counter()
@@ -281,9 +286,9 @@ def _paired_seconds(fn, anchor, repeats: int, warmup: int, clock: str) -> tuple[
         wall.append(time.perf_counter() - t0)
         cpu.append(time.process_time() - c0)
         c0, t0 = time.process_time(), time.perf_counter()
-        jax.block_until_ready(anchor())
+        jax.block_until_ready(call())
         other.append(time.process_time() - c0 if clock == "cpu" else time.perf_counter() - t0)
-    return statistics.median(cpu), statistics.median(wall), statistics.median(other)
+    return statistics.median(cpu), statistics.median(wall), {"matmul_gflops": anchor_flops / statistics.median(other) / 1e9}
 
 
 def _compile(jitted, *args, options=None):
@@ -459,8 +464,6 @@ PRODUCTS = ("dot_general", "conv_general_dilated")
 def _products(jaxpr, times: int, out: dict) -> dict:
     """``{key: [equation, count]}``: the step's matrix products and convolutions, each distinct (primitive, operand
     shapes and dtypes, parameters) once, counted over nested jaxprs (a ``scan`` body ``length`` times)."""
-    from jax.extend import core as jex
-
     for eqn in jaxpr.eqns:
         name = eqn.primitive.name
         if name in PRODUCTS:
@@ -468,8 +471,8 @@ def _products(jaxpr, times: int, out: dict) -> dict:
                    repr(sorted(eqn.params.items(), key=lambda kv: kv[0])))
             out.setdefault(key, [eqn, 0])[1] += times
         if name in ("while", "cond"):
-            body = [p for p in jex.jaxprs_in_params(eqn.params)]
-            if any(e.primitive.name in PRODUCTS for b in body for e in getattr(b, "jaxpr", b).eqns):
+            bodies = jex.jaxprs_in_params(eqn.params)
+            if any(e.primitive.name in PRODUCTS for b in bodies for e in getattr(b, "jaxpr", b).eqns):
                 raise ValueError(f"a {name} holds products: its trip count is not known here")
         inner = times * int(eqn.params.get("length", 1)) if name == "scan" else times
         for sub in jex.jaxprs_in_params(eqn.params):
@@ -512,14 +515,10 @@ def product_ceiling(name: str, repeats: int, warmup: int, seed: int = 0, clock: 
         return tuple(prim.bind(*xs[at:at + k], **params) for prim, params, at, k in calls)
 
     compiled, flops, _ = _compile(jax.jit(products), *operands)
-    out = {"products": len(calls), "distinct": len(found), "product_flops": flops}
-    if anchor is None:
-        cpu, wall = _median_seconds(lambda: compiled(*operands), repeats, warmup)
-    else:
-        cpu, wall, other = _paired_seconds(lambda: compiled(*operands), anchor[0], repeats, warmup, clock)
-        out["matmul_gflops"] = anchor[1] / other / 1e9
+    cpu, wall, extra = _paired_seconds(lambda: compiled(*operands), anchor, repeats, warmup, clock)
     seconds = cpu if clock == "cpu" else wall
-    return {**out, "product_ms": 1e3 * seconds, "gflops": flops / seconds / 1e9}
+    return {**extra, "products": len(calls), "distinct": len(found), "product_flops": flops,
+            "product_ms": 1e3 * seconds, "gflops": flops / seconds / 1e9}
 
 
 def network_row(name: str, multiplier: int, repeats: int, warmup: int, seed: int = 0, clock: str = "cpu",
@@ -539,12 +538,7 @@ def network_row(name: str, multiplier: int, repeats: int, warmup: int, seed: int
         with layout("old"):
             ref, ref_args, _, _ = build(name, multiplier, seed)
             flops = _compile(ref, *ref_args)[1]
-    extra = {}
-    if anchor is None:
-        cpu, wall = _median_seconds(lambda: compiled(*args), repeats, warmup)
-    else:
-        cpu, wall, other = _paired_seconds(lambda: compiled(*args), anchor[0], repeats, warmup, clock)
-        extra["matmul_gflops"] = anchor[1] / other / 1e9
+    cpu, wall, extra = _paired_seconds(lambda: compiled(*args), anchor, repeats, warmup, clock)
     s = cpu if clock == "cpu" else wall
     return {**extra, "kind": "network", "network": name, "multiplier": multiplier, "batch": batch, "params": params,
             "layout": which, "ynn": ynn, "flops": flops, "ms": 1e3 * s, "cpu_ms": 1e3 * cpu, "wall_ms": 1e3 * wall,
