@@ -65,6 +65,31 @@ def test_every_move_but_one_dies():
         assert _move(SearchAgent(depth=depth, opponents=1), env, state) == DOWN
 
 
+def test_move_values_rank_the_only_living_move_first_and_sure_deaths_at_minus_two_or_below():
+    # ONLY_DOWN: up and left die at once (B's doubled tail, the wall), right is A's neck (not
+    # enumerated); down lives. A sure death costs the -1 loss reward plus an eliminated snake's -1.
+    env, state = _state(ONLY_DOWN, 2, stack={1: 1})
+    agent = SearchAgent(depth=1, opponents=1)
+    values = np.asarray(jax.jit(lambda s, k: agent.move_values(env, s, k, jnp.int32(0)))(state, jax.random.key(0)))
+    assert values.shape == (4,)
+    assert np.argmax(values) == DOWN and -1.0 < values[DOWN] < 1.0
+    for move in (UP, LEFT, RIGHT):
+        assert values[move] <= -2.0
+    batched = agent.batched_move_values(env)
+    states = jax.tree.map(lambda x: jnp.stack([x, x]), state)
+    both = np.asarray(jax.jit(batched)(states, jax.random.split(jax.random.key(0), 2), jnp.zeros(2, jnp.int32)))
+    np.testing.assert_allclose(both[0], values, rtol=1e-6)
+
+
+def test_state_from_board_is_the_state_the_env_starts_with():
+    env = Battlesnake(board_size=7, num_snakes=2, observation="egocentric")
+    start = env.init(jax.random.key(3))
+    made = env.state_from_board(start.board)
+    for field in ("current_player", "observation", "rewards", "terminated", "truncated", "legal_action_mask",
+                  "step_count"):
+        np.testing.assert_array_equal(np.asarray(getattr(made, field)), np.asarray(getattr(start, field)), err_msg=field)
+
+
 def test_head_to_head_against_a_shorter_snake_wins():
     # B (length 3) can only leave its corner by (1,1): down is A's doubled tail, up its neck.
     # A (length 5) takes (1,1): B dies whatever it does, and A wins at once.

@@ -223,11 +223,26 @@ class SearchAgent(JaxAgent):
 
         return fn
 
+    def move_values(self, env, state, key: jax.Array, player: jax.Array, depth: int | None = None) -> jax.Array:
+        """float32 ``[4]``: each absolute move's value for snake ``player``, as `policy` ranks them (pure, jittable).
+
+        The search's ``action_values`` less `HEAD_TO_HEAD_PENALTY` where a
+        snake outside the search, at least as long, can enter the same cell.
+        Rewards plus the leaf value: -2 (or ``finfo(float32).min`` for a move
+        not enumerated) for a sure death up to +1 for a win.
+        """
+        values = self.search(env, state, key, player, depth).action_values
+        return values - HEAD_TO_HEAD_PENALTY * self._unsearched_risk(env, state.board, player)
+
+    def batched_move_values(self, env, depth: int | None = None):
+        """``(states [B, ...], keys [B], players int32 [B]) -> float32 [B, 4]``: `move_values` over roots
+        (vmapped or one at a time, as ``vmap_roots`` says; not jitted)."""
+        return self._over_roots(lambda s, k, p: self.move_values(env, s, k, p, depth))
+
     def policy(self, env, state, key: jax.Array, player: jax.Array, depth: int | None = None) -> jax.Array:
         """int32 ``[]``: the maximin move of snake ``player``, ties broken uniformly with ``key``."""
         search_key, tie_key = jax.random.split(key)
-        values = self.search(env, state, search_key, player, depth).action_values
-        values = values - HEAD_TO_HEAD_PENALTY * self._unsearched_risk(env, state.board, player)
+        values = self.move_values(env, state, search_key, player, depth)
         best = values == jnp.max(values)
         return jnp.argmax(jnp.where(best, jax.random.uniform(tie_key, values.shape), -1.0)).astype(jnp.int32)
 
@@ -263,7 +278,9 @@ class SearchAgent(JaxAgent):
                                      on_build=lambda: self.check(env, depth))
 
     def _batched(self, env, depth: int):
-        one = lambda s, k, p: self.policy(env, s, k, p, depth)
+        return self._over_roots(lambda s, k, p: self.policy(env, s, k, p, depth))
+
+    def _over_roots(self, one):
         if self._vmap_roots():
             return jax.vmap(one)
         # One root at a time: on a CPU, vmapping the search over roots makes its gathers and scatters

@@ -54,7 +54,6 @@ from jaxgames.agents.base import Agent, HostAgent, JaxAgent
 from jaxgames.agents.battlesnake import HeuristicAgent, RandomAgent, RandomSafeAgent
 from jaxgames.agents.battlesnake_search import SearchAgent
 from jaxgames.agents.q_snake import QSnakeAgent
-from jaxgames.core import SIMULTANEOUS
 from jaxgames.games.battlesnake import api, rules
 from jaxgames.games.battlesnake.env import Battlesnake, BattlesnakeState
 from jaxgames.games.battlesnake.rules import Board
@@ -79,27 +78,8 @@ _FALLBACK_ORDER = (("up", 0, 1), ("right", 1, 0), ("down", 0, -1), ("left", -1, 
 
 
 def state_of(env: Battlesnake, board: Board) -> BattlesnakeState:
-    """The unbatched `BattlesnakeState` of a board in the middle of a game (pure, jittable).
-
-    ``observation`` and ``legal_action_mask`` are computed as the Env does
-    (``legal_action_mask`` all True for eliminated snakes); ``rewards`` are
-    zero, the game is not terminated or truncated, ``step_count`` is the
-    board's turn.
-
-    Args:
-        env: a `Battlesnake` Env of the board's size and number of snakes.
-        board: one `rules.Board`.
-    """
-    return BattlesnakeState(
-        current_player=jnp.int32(SIMULTANEOUS),
-        observation=env.observe_board(board),
-        rewards=jnp.zeros(board.num_snakes, jnp.float32),
-        terminated=jnp.bool_(False),
-        truncated=jnp.bool_(False),
-        legal_action_mask=rules.legal_moves(board) | ~board.alive[:, None],
-        step_count=jnp.asarray(board.turn, jnp.int32),
-        board=board,
-    )
+    """`Battlesnake.state_from_board`: the unbatched state of a board in the middle of a game (pure, jittable)."""
+    return env.state_from_board(board)
 
 
 def warmup_request(size: int) -> dict:

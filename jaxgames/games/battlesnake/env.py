@@ -191,6 +191,27 @@ class Battlesnake(Env):
         """``state`` as a state of `without_observation` (observation ``[S, 0]``)."""
         return state.replace(observation=jnp.zeros((self._num_snakes, 0), jnp.float32))
 
+    def state_from_board(self, board: Board) -> BattlesnakeState:
+        """The unbatched state of a board in the middle of a game (pure, jittable).
+
+        ``observation`` and ``legal_action_mask`` as `step` computes them
+        (``legal_action_mask`` all True for eliminated snakes); ``rewards``
+        zero; not terminated or truncated; ``step_count`` the board's turn.
+
+        Args:
+            board: one `rules.Board` of this game's size and number of snakes.
+        """
+        return BattlesnakeState(
+            current_player=jnp.int32(SIMULTANEOUS),
+            observation=self.observe_board(board),
+            rewards=jnp.zeros(board.num_snakes, jnp.float32),
+            terminated=jnp.bool_(False),
+            truncated=jnp.bool_(False),
+            legal_action_mask=rules.legal_moves(board) | ~board.alive[:, None],
+            step_count=jnp.asarray(board.turn, jnp.int32),
+            board=board,
+        )
+
     def observe(self, state: BattlesnakeState, player: jax.Array) -> jax.Array:
         """Snake ``player``'s row of ``state.observation``: float32 ``[2H-1, 2W-1, 3]`` (or ``[0]``)."""
         return state.observation[player]
