@@ -879,3 +879,77 @@ def test_shipped_weights_beat_random_safe_snakes():
     wins, games = int(np.asarray(res.won())[mine].sum()), int(mine.sum())
     assert games == 48
     assert binomtest(wins, games, 0.25, alternative="greater").pvalue < 1e-6, wins
+
+
+# ----------------------------------------------------------------------------- search targets (expert iteration)
+SEARCHED = qs.QSnakeConfig(**{**TINY.to_json(), "features": TINY.features, "walk_generations": 0, "search_depth": 1,
+                              "search_positions": 8, "search_opponents": 1})
+
+
+@pytest.mark.parametrize("learned_weight", [0.0, 0.5])
+def test_search_targets_are_zero_for_sure_deaths_and_train_every_entry(learned_weight):
+    """The hand-built position of the death-targets test: snake 0's right, (4, 3), is snake 1's neck, and its
+    straight, (3, 4), is next to snake 1's head (4, 4), of equal length: the searched answer there is a
+    head-to-head that kills both; its left, (2, 3), is out of every other head's reach. Snake 2 in the
+    top-left corner dies going left or straight (off the board). The search's targets are 0 where the
+    worst answer kills and above 0 elsewhere; every searched example trains all three entries."""
+    bodies = [[(3, 3), (3, 2), (3, 1)], [(4, 4), (4, 3), (4, 2)], [(0, 6), (0, 5), (0, 4)], [(6, 0), (6, 1), (6, 2)]]
+    board = jax.tree.map(lambda x: x[None, None], rules.board_from_bodies(bodies, size=7))
+    vector = jnp.full((1, 1, 4, 3), 0.5)
+    zeros = jnp.zeros((1, 1, 4), bool)
+    rec = qs.SelfPlayRecord(board, jnp.ones((1, 1, 4), jnp.int8), vector, ~zeros, zeros.astype(jnp.float32), zeros,
+                            zeros, zeros, {})
+    pad = jnp.zeros(8, jnp.int32)
+    data = qs.TrainingData(rec, vector, pad, pad, pad.at[1].set(2), jnp.int32(2), jnp.int32(1))
+    config = qs.QSnakeConfig(**{**SEARCHED.to_json(), "features": SEARCHED.features, "search_learned_weight": learned_weight})
+    learner = qs.QSnakeLearner(config)
+    variables = learner.init(jax.random.key(0)).best
+    out, metrics = jax.jit(learner._search_targets)(variables, data, jax.random.key(1))
+    assert int(out.count) == 8
+    seats = np.asarray(out.s[:8])
+    assert set(seats) <= {0, 2} and len(set(seats)) == 2  # 8 draws of 2 positions (key 1)
+    _, target, mask = jax.jit(jax.vmap(learner._example, in_axes=(None, 0)))(out, jnp.arange(8))
+    target = np.asarray(target)
+    np.testing.assert_array_equal(mask, np.ones((8, 3)))
+    for seat, row in zip(seats, target):
+        dies = [False, True, True] if seat == 0 else [True, True, False]
+        np.testing.assert_array_equal(row[dies], 0.0)
+        assert np.all(row[[not d for d in dies]] > 0.0) and np.all(row <= 1.0)
+    assert 0.0 <= float(metrics["search_agreement"]) <= 1.0
+
+
+def test_a_searched_generation_trains_from_the_given_weights_and_reports_the_search(tmp_path):
+    from jaxgames.agents.q_snake import save_weights
+
+    small = qs.QSnakeLearner(TINY)
+    start = small.init(jax.random.key(5)).best
+    save_weights(start, tmp_path / "w", {"features": list(TINY.features), "board_size": 7, "trained": False})
+    config = qs.QSnakeConfig(**{**SEARCHED.to_json(), "features": SEARCHED.features, "init_weights": str(tmp_path / "w")})
+    learner = qs.QSnakeLearner(config)
+    state = learner.init(jax.random.key(0))
+    for a, b in zip(jax.tree.leaves(state.best), jax.tree.leaves(start)):
+        np.testing.assert_array_equal(a, b)
+    state, row = learner.update(state)
+    assert row["samples"] >= 1 and 0.0 <= row["search_target_mean"] <= 1.0 and 0.0 <= row["search_agreement"] <= 1.0
+    assert np.isfinite(row["loss_mean"])
+
+
+@pytest.mark.parametrize(
+    "override, match",
+    [
+        (dict(walk_generations=1), "walk_generations"),
+        (dict(search_positions=16 * 4 * 4 + 1), "search_positions"),
+        (dict(search_opponents=4), "search_opponents"),
+        (dict(search_learned_weight=1.5), "search_learned_weight"),
+        (dict(search_depth=-1), "search_depth"),
+        (dict(init_weights=3), "init_weights"),
+    ],
+)
+def test_bad_search_settings_name_the_value(override, match):
+    with pytest.raises((ValueError, TypeError), match=match):
+        qs.QSnakeConfig(**{**SEARCHED.to_json(), "features": SEARCHED.features, **override})
+
+
+def test_init_weights_of_another_network_are_refused_before_anything_runs():
+    with pytest.raises(ValueError, match="init_weights='shipped' holds a network of"):
+        qs.QSnakeLearner(qs.QSnakeConfig(**{**TINY.to_json(), "features": TINY.features, "init_weights": "shipped"}))

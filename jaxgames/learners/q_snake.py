@@ -52,6 +52,17 @@ Where the report is ambiguous (measurements behind each choice:
   (slots against `HeuristicAgent` snakes, Psi 1 for the network's snake),
   ``ema_decay`` (the pit plays and promotes a Polyak average).
 
+**Search targets** (``search_depth >= 1``; expert iteration, Anthony,
+Tian & Barber 2017, "Thinking Fast and Slow with Deep Learning and Tree
+Search"): the network still plays self-play (the apprentice chooses the
+positions), but step 2 is replaced by a search at ``search_positions`` of the
+sampled positions: `jaxgames.agents.battlesnake_search.SearchAgent`'s
+best-reply search over the nearest snakes, whose leaves mix the hand-written
+evaluation with the *best* network's value (``search_learned_weight``). Its
+value of each relative move, mapped from ``[-1, 1]`` to ``[0, 1]``, is the
+target of every Q entry. A better network makes a better search, which makes
+better targets.
+
 The ``[T, B, S]`` record layout: ``T = num_turns`` turns, ``B = num_games``
 game slots, ``S = num_snakes`` snakes.
 """
@@ -76,6 +87,8 @@ from scipy.stats import binom
 
 from jaxgames import checks, parallel
 from jaxgames.agents.battlesnake import HeuristicAgent
+from jaxgames.agents.battlesnake_search import SearchAgent
+from jaxgames.agents.q_snake import QSnakeAgent, load_weights
 from jaxgames.games.battlesnake import observe, rules
 from jaxgames.games.battlesnake.env import Battlesnake, BattlesnakeParams, BattlesnakeState
 from jaxgames.games.battlesnake.rules import Board
@@ -159,6 +172,16 @@ class QSnakeConfig:
             format against the reference network (0: never).
         eval_games: games per format of that evaluation.
         reference_generation: the fixed earlier generation evaluated against (0: the initial network).
+        search_depth: 0 (the report's targets) or the plies of the search whose move values are the
+            targets ("Search targets"): ``search_positions`` of the sampled positions a generation,
+            every relative move trained (``targets`` and the chain targets are then unused).
+        search_positions: positions searched per generation (``search_depth >= 1``).
+        search_opponents: snakes the search enumerates besides the player (the nearest; best reply).
+        search_learned_weight: in [0, 1], the best network's share of the search's leaf value
+            (`jaxgames.agents.battlesnake_search.SearchAgent`'s ``learned_weight``; 0: the
+            hand-written evaluation only).
+        init_weights: ``""`` (a random network) or a weights folder (`jaxgames.agents.q_snake.load_weights`;
+            ``"shipped"``: the package's) that a fresh run starts from, as candidate, best and reference.
     """
 
     board_size: int = 11
@@ -196,6 +219,11 @@ class QSnakeConfig:
     eval_every: int = 5
     eval_games: int = 64
     reference_generation: int = 0
+    search_depth: int = 0
+    search_positions: int = 1024
+    search_opponents: int = 1
+    search_learned_weight: float = 0.5
+    init_weights: str = ""
 
     def __post_init__(self):
         rules.validate_size(self.board_size, self.num_snakes)
@@ -226,6 +254,19 @@ class QSnakeConfig:
         checks.real("ema_decay", self.ema_decay, lo=0.0, hi=1.0, hi_open=True)
         checks.real("pit_alpha", self.pit_alpha, lo=0.0, hi=1.0, lo_open=True, hi_open=True)
         pit_threshold(self.pit_team_games, self.pit_solo_games, self.num_snakes, self.pit_alpha)  # raises if unreachable
+        checks.non_negative_int("search_depth", self.search_depth)
+        checks.positive_int("search_positions", self.search_positions)
+        checks.integer("search_opponents", self.search_opponents, 0, self.num_snakes - 1)
+        checks.real("search_learned_weight", self.search_learned_weight, 0.0, 1.0, dtype=np.float32)
+        if self.search_depth and self.walk_generations:
+            raise ValueError(f"search_depth={self.search_depth} needs walk_generations=0 (the search plays the "
+                             f"standard health loss 1); got walk_generations={self.walk_generations}")
+        records = self.num_turns * self.num_games * self.num_snakes
+        if self.search_depth and self.search_positions > records:
+            raise ValueError(f"search_positions={self.search_positions} exceeds the positions a generation records "
+                             f"(num_turns * num_games * num_snakes = {records})")
+        if not isinstance(self.init_weights, str):
+            raise TypeError(f"init_weights must be a folder name or ''; got {self.init_weights!r}")
 
     @property
     def view_shape(self) -> tuple[int, int, int]:
@@ -942,6 +983,17 @@ class QSnakeLearner:
         slot = np.arange(c.num_games)[:, None]
         self.heuristic_seats = (slot < c.opponent_games) & (np.arange(c.num_snakes)[None, :] != slot % c.num_snakes)
         self.heuristic = HeuristicAgent() if c.opponent_games else None
+        self.initial = self._initial_variables()
+        self.searcher = None
+        if c.search_depth:  # the learned leaf's network is an argument (`with_arrays`): these variables only give shapes
+            learned = None
+            if c.search_learned_weight > 0:
+                learned = QSnakeAgent(self.initial or init_variables(self.net, jax.random.key(0), c.view_shape),
+                                      features=c.features, board_size=c.board_size, head_multiplier=c.head_multiplier,
+                                      body_multiplier=c.body_multiplier)
+            self.searcher = SearchAgent(depth=c.search_depth, opponents=c.search_opponents,
+                                        learned_weight=c.search_learned_weight, learned=learned)
+            self.searcher.check(self.env)
         jitted = _jitted(config)
         self.self_play = functools.partial(jitted["self_play"], self)
         self.versus = functools.partial(jitted["versus"], self)
@@ -972,10 +1024,25 @@ class QSnakeLearner:
         """int32: the curriculum's health loss in ``generation`` (``walk_health_loss`` for the first ``walk_generations``)."""
         return jnp.where(jnp.asarray(generation) < self.config.walk_generations, self.config.walk_health_loss, 1).astype(jnp.int32)
 
+    def _initial_variables(self) -> dict | None:
+        """The network of ``init_weights`` (None for ``""``), checked against the config's shapes."""
+        c = self.config
+        if not c.init_weights:
+            return None
+        variables, meta = load_weights(None if c.init_weights == "shipped" else c.init_weights)
+        theirs = {"features": tuple(meta["features"]), "board_size": int(meta["board_size"]),
+                  "head_multiplier": float(meta.get("head_multiplier", 0.1)),
+                  "body_multiplier": float(meta.get("body_multiplier", 0.1))}
+        ours = {"features": tuple(c.features), "board_size": c.board_size, "head_multiplier": float(c.head_multiplier),
+                "body_multiplier": float(c.body_multiplier)}
+        if theirs != ours:
+            raise ValueError(f"init_weights={c.init_weights!r} holds a network of {theirs}; this config needs {ours}")
+        return {"params": variables["params"], "batch_stats": variables["batch_stats"]}
+
     def init(self, key: jax.Array) -> LearnerState:
-        """A fresh `LearnerState`: one random network as candidate, best and reference; generation 0."""
+        """A fresh `LearnerState`: one network (random, or ``init_weights``) as candidate, best and reference; generation 0."""
         key, net_key = jax.random.split(key)
-        variables = init_variables(self.net, net_key, self.config.view_shape)
+        variables = self.initial or init_variables(self.net, net_key, self.config.view_shape)
         return LearnerState(
             params=variables["params"],
             batch_stats=variables["batch_stats"],
@@ -1096,6 +1163,9 @@ class QSnakeLearner:
         data = TrainingData(
             rec, vector, t[order].astype(jnp.int32), b[order].astype(jnp.int32), s[order].astype(jnp.int32), count, health
         )
+        search_metrics = {}
+        if c.search_depth:
+            data, search_metrics = self._search_targets(state.best, data, jax.random.fold_in(play_key, 1))
         decisions = jnp.maximum(jnp.sum(rec.acting), 1)
         q_taken = jnp.take_along_axis(rec.q, rec.action[..., None].astype(jnp.int32), -1)[..., 0]
         t1 = min(1, c.num_turns - 1)
@@ -1109,8 +1179,41 @@ class QSnakeLearner:
             # 100 - the health loss applied on the first turn (no snake can eat on its first move)
             first_turn_health=jnp.sum(jnp.where(rec.acting[t1], rec.boards.health[t1], 0)) / jnp.maximum(jnp.sum(rec.acting[t1]), 1),
             **rec.totals,
+            **search_metrics,
         )
         return data, jax.random.split(train_key, c.train_steps), metrics
+
+    def _search_targets(self, variables: dict, data: TrainingData, key: jax.Array):
+        """``data`` whose training positions are ``search_positions`` of the sampled ones, each with the search's targets.
+
+        A position's target for each relative move is ``clip((v + 1) / 2, 0, 1)``
+        of its value ``v`` (`SearchAgent.move_values` with ``variables`` as the
+        learned leaf): 0 for a sure death, 1 for a win. Positions are drawn
+        uniformly, with replacement, from the sampled ones.
+
+        Returns:
+            ``(data, metrics)``: ``search_target_mean`` (the targets' mean) and
+            ``search_agreement`` (the share of positions whose recorded
+            network's best move is the search's best).
+        """
+        c, P = self.config, self.config.search_positions
+        pick_key, search_key = jax.random.split(key)
+        j = jax.random.randint(pick_key, (P,), 0, jnp.maximum(data.count, 1))
+        t, b, s = data.t[j], data.b[j], data.s[j]
+        boards = jax.tree.map(lambda x: x[t, b], data.record.boards)
+        agent = self.searcher
+        if self.searcher.learned is not None:
+            agent = agent.with_arrays({"learned": {"variables": variables}})
+        values = agent.batched_move_values(self.env)(
+            jax.vmap(self.env.state_from_board)(boards), jax.random.split(search_key, P), s)  # [P, 4]
+        moves = jax.vmap(lambda board, seat: observe.relative_to_absolute(jnp.arange(3), rules.facing(board)[seat]))(boards, s)
+        target = jnp.clip((jnp.take_along_axis(values, moves, axis=1) + 1.0) / 2.0, 0.0, 1.0)  # [P, 3]
+        q = data.record.q[t, b, s]
+        agree = jnp.argmax(target, axis=1) == jnp.argmax(q, axis=1)
+        data = data._replace(vector=data.vector.at[t, b, s].set(target), t=data.t.at[:P].set(t),
+                             b=data.b.at[:P].set(b), s=data.s.at[:P].set(s),
+                             count=jnp.where(data.count > 0, P, 0).astype(jnp.int32))
+        return data, {"search_target_mean": jnp.mean(target), "search_agreement": jnp.mean(agree)}
 
     def _example(self, data: TrainingData, i):
         """Training example ``i`` of the sampled positions: rotated view ``[V, V, 3]``, target ``[3]``, loss mask ``[3]``."""
@@ -1118,7 +1221,7 @@ class QSnakeLearner:
         board = jax.tree.map(lambda x: x[t, b], data.record.boards)
         view = self.views(board)[s]
         target = data.vector[t, b, s]
-        if self.config.targets == "vector":
+        if self.config.targets == "vector" or self.config.search_depth:
             mask = jnp.ones((3,), jnp.float32)
         else:
             mask = (jnp.arange(3) == data.record.action[t, b, s]).astype(jnp.float32)
@@ -1315,6 +1418,9 @@ def _summary(generation: int, m: dict, seconds: float) -> dict:
         row[k] = m[k]
     row["decisions_per_second"] = m["decisions"] / seconds if seconds > 0 else float("nan")
     row["first_turn_health"] = m["first_turn_health"]
+    for k in ("search_target_mean", "search_agreement"):
+        if k in m:
+            row[k] = m[k]
     return row
 
 
