@@ -50,6 +50,7 @@ from jaxgames import checks, experiment
 from jaxgames.agents.battlesnake import HeuristicAgent, RandomSafeAgent
 from jaxgames.agents.battlesnake_public import TailChaserAgent
 from jaxgames.agents.battlesnake_search import SearchAgent
+from jaxgames.agents.q_snake import QSnakeAgent
 from jaxgames.evaluation import arena
 from jaxgames.evaluation.stats import wilson_interval
 from jaxgames.games.battlesnake import Battlesnake, rules
@@ -71,6 +72,9 @@ class Config:
         branching: moves enumerated per searched snake and node, from
             `candidate_moves` (1-4; 0: every legal move, certain deaths included).
         best_reply: best-reply search over the searched snakes instead of paranoid.
+        learned_weight: the learned value's share of the leaf (`SearchAgent`'s ``learned_weight``; 0: the
+            hand-written evaluation only).
+        learned_dir: the Q-snake weights folder whose network values the leaves (``""``: the shipped one).
         max_turns: turn limit (the game is truncated there).
         think_positions: boards timed one at a time (0: no think-time measurement).
         speed_batch: roots per call in the batched speed measurement (0: none).
@@ -85,6 +89,8 @@ class Config:
     search_opponents: int = 2
     branching: int = 3
     best_reply: bool = True
+    learned_weight: float = 0.0
+    learned_dir: str = ""
     max_turns: int = 1000
     think_positions: int = 300
     speed_batch: int = 256
@@ -101,11 +107,17 @@ class Config:
         if not isinstance(self.best_reply, bool):
             raise TypeError(f"best_reply must be a bool; got {self.best_reply!r}")
         checks.non_negative_int("seed", self.seed)
+        checks.real("learned_weight", self.learned_weight, 0.0, 1.0)
+        if self.learned_dir and not self.learned_weight:
+            raise ValueError(f"learned_dir={self.learned_dir!r} needs learned_weight > 0")
+        if self.learned_dir:
+            QSnakeAgent(weights_dir=self.learned_dir)  # a missing or malformed folder fails here, before any game
         experiment.check_names("opponents", self.opponents, tuple(OPPONENTS))
 
     def agent(self) -> SearchAgent:
+        learned = QSnakeAgent(weights_dir=self.learned_dir or None) if self.learned_weight else None
         return SearchAgent(depth=self.depth, opponents=self.search_opponents, branching=self.branching or None,
-                           best_reply=self.best_reply)
+                           best_reply=self.best_reply, learned_weight=self.learned_weight, learned=learned)
 
 
 def _env(cfg: Config) -> Battlesnake:
@@ -119,7 +131,8 @@ def play_games(cfg: Config, kind: str, key: jax.Array) -> dict:
     chunks = -(-cfg.games // cfg.chunk)
     settings = json.dumps({k: v for k, v in dataclasses.asdict(cfg).items()
                            if k in ("chunk", "depth", "search_opponents", "branching", "best_reply", "max_turns",
-                                     "seed")}, sort_keys=True)
+                                     "seed") or (cfg.learned_weight and k in ("learned_weight", "learned_dir"))},
+                          sort_keys=True)  # the learned settings only when used: earlier game files still resume
     done = dict(np.load(path)) if os.path.exists(path) else {}
     if done and str(done.get("settings")) != settings:
         raise ValueError(f"{path} holds games of other settings ({done.get('settings')}); "
