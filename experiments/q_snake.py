@@ -36,7 +36,8 @@ last run stopped (``generations=``, the run's ``num_iterations``, or
 
 With ``ship=trained`` the final best network is written to
 ``jaxgames/weights/q_snake/`` (the weights the server's ``--agent q_snake``
-loads) with the command, the budget and the evaluation beside it;
+loads; ``ship_dir=`` names another folder) with the command, the budget and
+the evaluation beside it;
 ``ship=placeholder`` writes the same but marked untrained.
 
     python experiments/q_snake.py                                   # small CPU run, a few minutes
@@ -78,7 +79,7 @@ from jaxgames.learners import q_snake as qs
 
 BASELINES = ("random_safe", "heuristic")
 SHIP = ("none", "trained", "placeholder")
-NEUTRAL = NEUTRAL_FIELDS + ("generations", "budget_minutes", "ship", "checkpoint_every", "baseline_games",
+NEUTRAL = NEUTRAL_FIELDS + ("generations", "budget_minutes", "ship", "ship_dir", "checkpoint_every", "baseline_games",
                             "baseline_max_turns", "gif_turns")
 """Settings a resumed run may change (how long it trains, and the final evaluation: not what training computes)."""
 
@@ -99,7 +100,8 @@ class Config:
         baseline_max_turns: turn limit of those games (turns).
         gif_turns: turns drawn at most in ``game.gif`` (0: no GIF).
         ship: ``none``, ``trained`` or ``placeholder``: write the final best network into
-            ``jaxgames/weights/q_snake/`` (module docstring).
+            ``ship_dir`` (module docstring).
+        ship_dir: the weights folder ``ship`` writes (``""``: the shipped ``jaxgames/weights/q_snake/``).
         out: results folder (checkpoints in ``<out>/checkpoints``).
         overwrite: replace the results and checkpoints of another configuration in ``out``.
         progress: show progress bars.
@@ -116,6 +118,7 @@ class Config:
     baseline_max_turns: int = 500
     gif_turns: int = 150
     ship: str = "none"
+    ship_dir: str = ""
     out: str = "results/q_snake"
     overwrite: bool = False
     progress: bool = True
@@ -132,6 +135,8 @@ class Config:
         checks.integer("baseline_max_turns", self.baseline_max_turns, 1, 2**30)  # the game's range (`Battlesnake`)
         checks.non_negative_int("gif_turns", self.gif_turns)
         checks.choice("ship", self.ship, SHIP)
+        if not isinstance(self.ship_dir, str):
+            raise TypeError(f"ship_dir must be a folder name or ''; got {self.ship_dir!r}")
         if self.ship != "none" and self.learner.num_snakes != 4:
             raise ValueError("ship: the shipped snake is evaluated in 4-snake games; "
                              f"got learner.num_snakes={self.learner.num_snakes}")
@@ -538,7 +543,7 @@ def _fields(rows: list) -> list:
 
 
 def ship_weights(config: Config, result: loop.TrainResult, baselines: list, argv) -> pathlib.Path:
-    """Writes the final best network and its metadata (command, budget, evaluation) into the shipped weights folder."""
+    """Writes the final best network and its metadata (command, budget, evaluation) into ``ship_dir`` (default the shipped folder)."""
     from jaxgames.agents.q_snake import WEIGHTS_DIR, save_weights
 
     trained = config.ship == "trained"
@@ -563,8 +568,9 @@ def ship_weights(config: Config, result: loop.TrainResult, baselines: list, argv
         "config": dataclasses.asdict(config),
         "baselines": baselines,
     }
-    save_weights(result.state.best, WEIGHTS_DIR, metadata)
-    return WEIGHTS_DIR
+    directory = pathlib.Path(config.ship_dir) if config.ship_dir else WEIGHTS_DIR
+    save_weights(result.state.best, directory, metadata)
+    return directory
 
 
 def main(argv=None):

@@ -543,7 +543,7 @@ def test_experiment_help_errors_and_resume_rules(tmp_path, capsys):
     assert page.returncode == 0 and "\n  learner.num_games: int = 32\n" in page.stdout and "  generations: int = 4" in page.stdout
     config = parse_config(exp.Config, ["num_games=64", "generations=3"])  # the flat spelling reaches the learner
     assert config.learner.num_games == 64 and config.learner.num_turns == 96 and config.generations == 3
-    assert_resume_rules(exp, tmp_path / "run", ["features=8"], ["generations=9", "baseline_games=8", "ship=trained"],
+    assert_resume_rules(exp, tmp_path / "run", ["features=8"], ["generations=9", "baseline_games=8", "ship=trained", "ship_dir=elsewhere"],
                         ["learner.num_games=16"], "learner.num_games")
 
 
@@ -953,3 +953,21 @@ def test_bad_search_settings_name_the_value(override, match):
 def test_init_weights_of_another_network_are_refused_before_anything_runs():
     with pytest.raises(ValueError, match="init_weights='shipped' holds a network of"):
         qs.QSnakeLearner(qs.QSnakeConfig(**{**TINY.to_json(), "features": TINY.features, "init_weights": "shipped"}))
+
+
+def test_ship_dir_writes_the_best_network_and_its_metadata_there(tmp_path):
+    from jaxgames.agents.q_snake import load_weights
+
+    exp = load_experiment("q_snake")
+    config = parse_config(exp.Config, ["features=4", f"ship_dir={tmp_path / 'w'}", "ship=trained", "board_size=7"])
+    learner = qs.QSnakeLearner(config.learner)
+    state = learner.init(jax.random.key(2))
+    result = loop.TrainResult(state=state, history=[{"accepted": 1, "seconds": 2.0}], evaluations=[], resumed_from=0,
+                              stopped_by_budget=False)
+    assert exp.ship_weights(config, result, [], ["ship=trained"]) == tmp_path / "w"
+    variables, meta = load_weights(tmp_path / "w")
+    for a, b in zip(jax.tree.leaves(variables), jax.tree.leaves(state.best)):
+        np.testing.assert_array_equal(a, b)
+    assert meta["trained"] and meta["features"] == [4] and meta["board_size"] == 7 and meta["accepted"] == 1
+    with pytest.raises(TypeError, match="ship_dir"):
+        exp.Config(ship_dir=3)
