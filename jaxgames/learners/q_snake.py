@@ -699,7 +699,7 @@ class TrainingData(NamedTuple):
         record: the `SelfPlayRecord`.
         vector: float32 ``[T, B, S, 3]``: the refined Q-vectors (`chain_targets`).
         t, b, s: int32 ``[T * B * S]``: the sampled positions first (turn, slot, seat).
-        count: int32 ``[]``: how many positions were sampled.
+        count: int32 ``[]``: how many positions were sampled (``search_positions`` with search targets).
         health_loss: int32 ``[]``: the self-play's health loss per turn (for `rules.certain_deaths`).
     """
 
@@ -1196,7 +1196,7 @@ class QSnakeLearner:
             ``search_agreement`` (the share of positions whose recorded
             network's best move is the search's best).
         """
-        c, P = self.config, self.config.search_positions
+        P = self.config.search_positions
         pick_key, search_key = jax.random.split(key)
         j = jax.random.randint(pick_key, (P,), 0, jnp.maximum(data.count, 1))
         t, b, s = data.t[j], data.b[j], data.s[j]
