@@ -34,11 +34,9 @@ last run stopped (``generations=``, the run's ``num_iterations``, or
   self-play games growing longer), and after each promotion how the later
   candidates fared in the pit against the promoted network.
 
-With ``ship=trained`` the final best network is written to
-``jaxgames/weights/q_snake/`` (the weights the server's ``--agent q_snake``
-loads; ``ship_dir=`` names another folder) with the command, the budget and
-the evaluation beside it;
-``ship=placeholder`` writes the same but marked untrained.
+``ship=trained`` writes the final best network, with the command, budget and
+evaluation, to ``jaxgames/weights/q_snake/`` (what ``--agent q_snake`` loads)
+or ``ship_dir``; ``ship=placeholder`` the same, marked untrained.
 
     python experiments/q_snake.py                                   # small CPU run, a few minutes
     python experiments/q_snake.py generations=10                    # go on to generation 10 (resumes)

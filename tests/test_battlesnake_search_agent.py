@@ -17,7 +17,6 @@ from jaxgames.games.battlesnake import Battlesnake, rules
 from jaxgames.games.battlesnake.render import from_ascii
 from jaxgames.games.matrix import MatrixGame
 from jaxgames.search import simultaneous as sim
-from jaxgames.serve.battlesnake import state_of
 
 UP, RIGHT, DOWN, LEFT = rules.UP, rules.RIGHT, rules.DOWN, rules.LEFT
 
@@ -50,7 +49,7 @@ TRAP_AT_DEPTH_2 = """
 def _state(text, num_snakes, **kw):
     board = from_ascii(text, **kw)
     env = Battlesnake(board_size=board.size, num_snakes=num_snakes, observation="none")
-    return env, jax.device_put(state_of(env, board))
+    return env, jax.device_put(env.state_from_board(board))
 
 
 def _move(agent, env, state, player=0, seed=0):

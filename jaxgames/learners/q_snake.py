@@ -10,8 +10,7 @@ one ``update`` is one generation:
    *best* network, sampling the power-softmax pi_n of its Q-vector (eq. 4).
    A finished game restarts at once in its slot, so no slot sits idle; chains
    still running when the record ends have no outcome and are not trained on.
-   The record keeps the boards, not the 21x21x3 views (about 0.9 kB against
-   21 kB per turn); the views of the sampled positions are recomputed.
+   The record keeps boards; the sampled positions' views are recomputed.
 2. **Targets** (`chain_targets`): the backward recursion of eqs. 5-7 along
    each snake's chain, with Psi of eq. 8 (`transition_weights`).
 3. **Training**: ``train_steps`` Optax steps of the *candidate* on positions
@@ -52,19 +51,11 @@ Where the report is ambiguous (measurements behind each choice:
   (slots against `HeuristicAgent` snakes, Psi 1 for the network's snake),
   ``ema_decay`` (the pit plays and promotes a Polyak average).
 
-**Search targets** (``search_depth >= 1``; expert iteration, Anthony,
-Tian & Barber 2017, "Thinking Fast and Slow with Deep Learning and Tree
-Search"): the network still plays self-play (the apprentice chooses the
-positions), but step 2 is replaced by a search at ``search_positions`` of the
-sampled positions: `jaxgames.agents.battlesnake_search.SearchAgent`'s
-best-reply search over the nearest snakes, whose leaves mix the hand-written
-evaluation with the *best* network's value (``search_learned_weight``). Its
-value of each relative move, mapped from ``[-1, 1]`` to ``[0, 1]``, is the
-target of every Q entry. A better network makes a better search, which makes
-better targets.
-
-The ``[T, B, S]`` record layout: ``T = num_turns`` turns, ``B = num_games``
-game slots, ``S = num_snakes`` snakes.
+**Search targets** (``search_depth >= 1``; expert iteration: Anthony, Tian &
+Barber 2017): step 2 becomes a best-reply search (`SearchAgent.move_values`,
+leaves partly valued by the best network) at ``search_positions`` sampled
+positions; ``(v + 1) / 2`` of each relative move's value is its target.
+Records are ``[T, B, S]``: turns, game slots, snakes.
 """
 
 from __future__ import annotations
@@ -924,6 +915,8 @@ class QSnakeLearner:
             ``[num_turns + 1]`` marks them.
         mesh: None, or the `jax.sharding.Mesh` (`jaxgames.parallel.make_mesh`)
             the games and training batches are split over.
+        initial: the ``init_weights`` network ``{"params", "batch_stats"}``, or None.
+        searcher: the `SearchAgent` of the search targets (``search_depth >= 1``), or None.
 
     Data parallelism (``mesh``): the self-play slots and the pit games are
     constrained to the mesh's batch sharding (split over its devices) and so

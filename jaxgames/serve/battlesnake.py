@@ -47,7 +47,6 @@ import time
 from typing import NamedTuple
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 from jaxgames.agents.base import Agent, HostAgent, JaxAgent
@@ -55,8 +54,7 @@ from jaxgames.agents.battlesnake import HeuristicAgent, RandomAgent, RandomSafeA
 from jaxgames.agents.battlesnake_search import SearchAgent
 from jaxgames.agents.q_snake import QSnakeAgent
 from jaxgames.games.battlesnake import api, rules
-from jaxgames.games.battlesnake.env import Battlesnake, BattlesnakeState
-from jaxgames.games.battlesnake.rules import Board
+from jaxgames.games.battlesnake.env import Battlesnake
 
 _log = logging.getLogger(__name__)
 
@@ -75,11 +73,6 @@ to the agent's depth."""
 
 _INT32_MAX = 2**31 - 1
 _FALLBACK_ORDER = (("up", 0, 1), ("right", 1, 0), ("down", 0, -1), ("left", -1, 0))
-
-
-def state_of(env: Battlesnake, board: Board) -> BattlesnakeState:
-    """`Battlesnake.state_from_board`: the unbatched state of a board in the middle of a game (pure, jittable)."""
-    return env.state_from_board(board)
 
 
 def warmup_request(size: int) -> dict:
@@ -308,7 +301,7 @@ class BattlesnakeServer:
             env = Battlesnake(board_size=size, num_snakes=self.num_snakes, observation=self.observation)
             agent = self.agent
             if isinstance(agent, SearchAgent) and agent.time_budget is not None:
-                build = jax.jit(lambda board: state_of(env, board))
+                build = jax.jit(lambda board: env.state_from_board(board))
                 base_key = self._key
 
                 def decide(board, index, you):
@@ -318,14 +311,14 @@ class BattlesnakeServer:
             elif isinstance(agent, JaxAgent):
                 base_key = self._key
                 policy = jax.jit(
-                    lambda board, index, you: agent.policy(env, state_of(env, board), jax.random.fold_in(base_key, index), you)
+                    lambda board, index, you: agent.policy(env, env.state_from_board(board), jax.random.fold_in(base_key, index), you)
                 )
 
                 def decide(board, index, you):
                     return int(policy(board, np.uint32(index), np.int32(you)))
 
             else:
-                build = jax.jit(lambda board: state_of(env, board))
+                build = jax.jit(lambda board: env.state_from_board(board))
 
                 def decide(board, index, you):
                     del index
