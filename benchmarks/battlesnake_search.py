@@ -49,7 +49,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from jaxgames import checks, experiment
 from jaxgames.agents.battlesnake import HeuristicAgent, RandomSafeAgent
 from jaxgames.agents.battlesnake_public import TailChaserAgent
-from jaxgames.agents.battlesnake_search import SearchAgent
+from jaxgames.agents.battlesnake_search import TIE_BREAKS, SearchAgent
 from jaxgames.agents.q_snake import QSnakeAgent
 from jaxgames.evaluation import arena
 from jaxgames.evaluation.stats import wilson_interval
@@ -75,6 +75,7 @@ class Config:
         learned_weight: the learned value's share of the leaf (`SearchAgent`'s ``learned_weight``; 0: the
             hand-written evaluation only).
         learned_dir: the Q-snake weights folder whose network values the leaves (``""``: the shipped one).
+        tie_break: `SearchAgent`'s ``tie_break`` (``random`` or ``mean``).
         max_turns: turn limit (the game is truncated there).
         think_positions: boards timed one at a time (0: no think-time measurement).
         speed_batch: roots per call in the batched speed measurement (0: none).
@@ -91,6 +92,7 @@ class Config:
     best_reply: bool = True
     learned_weight: float = 0.0
     learned_dir: str = ""
+    tie_break: str = "random"
     max_turns: int = 1000
     think_positions: int = 300
     speed_batch: int = 256
@@ -113,11 +115,14 @@ class Config:
         if self.learned_dir:
             QSnakeAgent(weights_dir=self.learned_dir)  # a missing or malformed folder fails here, before any game
         experiment.check_names("opponents", self.opponents, tuple(OPPONENTS))
+        if self.tie_break not in TIE_BREAKS:
+            raise ValueError(f"tie_break must be one of {TIE_BREAKS}; got {self.tie_break!r}")
 
     def agent(self) -> SearchAgent:
         learned = QSnakeAgent(weights_dir=self.learned_dir or None) if self.learned_weight else None
         return SearchAgent(depth=self.depth, opponents=self.search_opponents, branching=self.branching or None,
-                           best_reply=self.best_reply, learned_weight=self.learned_weight, learned=learned)
+                           best_reply=self.best_reply, learned_weight=self.learned_weight, learned=learned,
+                           tie_break=self.tie_break)
 
 
 def _env(cfg: Config) -> Battlesnake:
@@ -131,8 +136,9 @@ def play_games(cfg: Config, kind: str, key: jax.Array) -> dict:
     chunks = -(-cfg.games // cfg.chunk)
     settings = json.dumps({k: v for k, v in dataclasses.asdict(cfg).items()
                            if k in ("chunk", "depth", "search_opponents", "branching", "best_reply", "max_turns",
-                                     "seed") or (cfg.learned_weight and k in ("learned_weight", "learned_dir"))},
-                          sort_keys=True)  # the learned settings only when used: earlier game files still resume
+                                     "seed") or (cfg.learned_weight and k in ("learned_weight", "learned_dir"))
+                           or (cfg.tie_break != "random" and k == "tie_break")},
+                          sort_keys=True)  # the newer settings only when used: earlier game files still resume
     done = dict(np.load(path)) if os.path.exists(path) else {}
     if done and str(done.get("settings")) != settings:
         raise ValueError(f"{path} holds games of other settings ({done.get('settings')}); "

@@ -46,14 +46,25 @@ TRAP_AT_DEPTH_2 = """
 """
 
 
+def jitted(search, env, state, key, **settings):
+    """``search(env, state, key, **settings)`` compiled (one compile; eagerly, each op would dispatch on its own)."""
+    return jax.jit(lambda s, k: search(env, s, k, **settings))(state, key)
+
+
 def _state(text, num_snakes, **kw):
     board = from_ascii(text, **kw)
     env = Battlesnake(board_size=board.size, num_snakes=num_snakes, observation="none")
     return env, jax.device_put(env.state_from_board(board))
 
 
+_POLICIES = {}  # id(agent) -> (agent, env, jitted policy): one compile per agent and game
+
+
 def _move(agent, env, state, player=0, seed=0):
-    return int(jax.jit(lambda s, k: agent.policy(env, s, k, jnp.int32(player)))(state, jax.random.key(seed)))
+    held = _POLICIES.get(id(agent))
+    if held is None or held[0] is not agent or held[1] is not env:
+        held = _POLICIES[id(agent)] = (agent, env, jax.jit(lambda s, k, p: agent.policy(env, s, k, p)))
+    return int(held[2](state, jax.random.key(seed), jnp.int32(player)))
 
 
 def test_every_move_but_one_dies():
@@ -114,12 +125,47 @@ def test_a_trap_visible_only_at_depth_two():
     env, state = _state(TRAP_AT_DEPTH_2, 2, stack={1: 2})
     flat = lambda s, k: jnp.zeros(2, jnp.float32)
     for depth, trap_seen in ((1, False), (2, True)):
-        out = sim.maximin(env, state, jax.random.key(0), player=0, depth=depth, evaluate=flat)
+        out = jitted(sim.maximin, env, state, jax.random.key(0), player=0, depth=depth, evaluate=flat)
         v = np.asarray(out.action_values)
         if trap_seen:
             assert v[LEFT] == -1.0 and v[DOWN] == 0.0, v  # A's death is the loss reward; B is left alone
         else:
             assert v[LEFT] == v[DOWN] == 0.0, v
+
+
+# A (length 3) between two longer snakes: up (3,4) can be entered by B (moving right) and by C (moving
+# left), left (2,3) only by B (moving down), right (4,3) only by C (moving down); down is A's neck.
+# Each of A's moves dies against the worst answer.
+BETWEEN_TWO = """
+    b b b . c c c
+    . . b . c . .
+    . . B . C . .
+    . . . A . . .
+    . . . a . . .
+    . . . a . . .
+    . . . . . . .
+"""
+
+
+def test_mean_values_count_the_answers_that_kill():
+    # Best reply over B and C, defaults B left and C right (away from A), a flat leaf: the 7 answers
+    # are "nobody deviates" and the 3 legal moves of each of B and C. A's death costs the -1 loss
+    # reward (B and C live on, the leaf is 0). Up dies against 2 answers, left and right against 1.
+    env, state = _state(BETWEEN_TWO, 3)
+    flat = lambda s, k: jnp.zeros(3, jnp.float32)  # noqa: E731
+    default = lambda s, k: jnp.array([UP, LEFT, RIGHT], jnp.int32)  # noqa: E731
+    out = jitted(sim.maximin, env, state, jax.random.key(0), player=0, depth=1, evaluate=flat, best_reply=True,
+                      default_policy=default)
+    np.testing.assert_array_equal(np.asarray(out.action_values)[[UP, RIGHT, LEFT]], [-1.0, -1.0, -1.0])
+    np.testing.assert_allclose(np.asarray(out.mean_values)[[UP, RIGHT, LEFT]], [-2 / 7, -1 / 7, -1 / 7], rtol=1e-6)
+    assert float(out.mean_values[DOWN]) == np.finfo(np.float32).min  # the neck
+    # The agent with tie_break="mean" never takes up (it loses to the most answers); "random" does.
+    mean_agent = SearchAgent(depth=1, opponents=2, tie_break="mean")
+    random_agent = SearchAgent(depth=1, opponents=2)
+    assert {_move(random_agent, env, state, seed=s) for s in range(12)} >= {UP}
+    assert UP not in {_move(mean_agent, env, state, seed=s) for s in range(12)}
+    with pytest.raises(ValueError, match="tie_break"):
+        SearchAgent(tie_break="first")
 
 
 def test_candidate_moves_and_the_searches_over_them():
@@ -147,7 +193,7 @@ def test_candidate_moves_and_the_searches_over_them():
     # The depth-2 trap of the drawing above, with branching 3: still seen (left is the loss reward).
     env, state = _state(TRAP_AT_DEPTH_2, 2, stack={1: 2})
     flat = lambda s, k: jnp.zeros(2, jnp.float32)  # noqa: E731
-    out = sim.maximin(env, state, jax.random.key(0), player=0, depth=2, evaluate=flat, branching=3,
+    out = jitted(sim.maximin, env, state, jax.random.key(0), player=0, depth=2, evaluate=flat, branching=3,
                       candidates=lambda s: candidate_moves(s.board))
     v = np.asarray(out.action_values)
     assert v[LEFT] == -1.0 and v[DOWN] == 0.0, v
@@ -160,9 +206,10 @@ def test_maximin_over_a_subset_is_the_best_reply_to_the_default_policy():
     env = MatrixGame(row, -row)
     state = env.init(jax.random.key(0))
     fixed = lambda s, k: jnp.array([0, 1], jnp.int32)
-    out = sim.maximin(env, state, jax.random.key(1), player=0, depth=1, searched=jnp.array([0]), default_policy=fixed)
+    out = jitted(sim.maximin, env, state, jax.random.key(1), player=0, depth=1, searched=jnp.array([0]),
+                 default_policy=fixed)
     assert int(out.action) == 1 and float(out.value) == 1.0
-    both = sim.maximin(env, state, jax.random.key(1), player=0, depth=1)
+    both = jitted(sim.maximin, env, state, jax.random.key(1), player=0, depth=1)
     assert float(both.value) == -1.0
     traced = jax.jit(lambda p: sim.maximin(env, state, jax.random.key(1), player=p, depth=1,
                                            searched=jnp.array([0]), default_policy=fixed).value)
@@ -269,13 +316,14 @@ def test_server_serves_the_search_agent_and_refuses_its_settings_for_others():
     from jaxgames.serve.battlesnake import server_from_args, warmup_request
 
     srv, line = server_from_args(["--agent", "search", "--depth", "1", "--time-budget-ms", "300", "--port", "0",
-                                  "--warmup-sizes", "7", "--branching", "2"])
+                                  "--warmup-sizes", "7", "--branching", "2", "--tie-break", "mean"])
     assert "search" in line
     assert srv.agent.depth == 1 and srv.agent.time_budget == 0.3 and srv.agent.branching == 2
+    assert srv.agent.tie_break == "mean"
     assert srv.move(warmup_request(7))["move"] in ("up", "down", "left", "right")
     with pytest.raises(SystemExit):
         server_from_args(["--agent", "heuristic", "--depth", "2", "--port", "0", "--warmup-sizes", ""])
-    for bad in (["--depth", "0"], ["--branching", "5"]):
+    for bad in (["--depth", "0"], ["--branching", "5"], ["--tie-break", "first"]):
         with pytest.raises(SystemExit):
             server_from_args(["--agent", "search", *bad, "--port", "0", "--warmup-sizes", ""])
     srv, _ = server_from_args(["--agent", "search", "--port", "0", "--warmup-sizes", ""])

@@ -27,6 +27,11 @@ def batch_of(state, b):
     return jax.tree.map(lambda x: jnp.broadcast_to(x, (b,) + x.shape), state)
 
 
+def jitted(search, env, state, key, **settings):
+    """``search(env, state, key, **settings)`` compiled (one compile; eagerly, each op would dispatch on its own)."""
+    return jax.jit(lambda s, k: search(env, s, k, **settings))(state, key)
+
+
 def run_sm_mcts(env, keys, **settings):
     state = env.init(jax.random.key(0))
     search = jax.jit(lambda s, k: sim.sm_mcts_batch(env, s, k, **settings))
@@ -81,15 +86,33 @@ def test_maximin_of_hand_solved_matrix_games():
     # the column player's minima over rows are -4 and -3 -> action 1, value -3; its padding action 2 is illegal.
     env = MatrixGame(np.array([[4, -1], [2, 1], [0, 3]]), -np.array([[4, -1], [2, 1], [0, 3]]))
     state = env.init(jax.random.key(0))
-    row = sim.maximin(env, state, key, player=0, depth=1)
+    row = jitted(sim.maximin, env, state, key, player=0, depth=1)
     assert int(row.action) == 1 and float(row.value) == 1.0
     np.testing.assert_array_equal(np.asarray(row.action_values), [-1.0, 1.0, 0.0])
-    col = sim.maximin(env, state, key, player=1, depth=1)
+    col = jitted(sim.maximin, env, state, key, player=1, depth=1)
     assert int(col.action) == 1 and float(col.value) == -3.0
     assert float(col.action_values[2]) == np.finfo(np.float32).min
     # A one-shot game ends after one ply: deeper search adds nothing.
-    deep = sim.maximin(env, state, key, player=0, depth=3)
+    deep = jitted(sim.maximin, env, state, key, player=0, depth=3)
     assert int(deep.action) == 1 and float(deep.value) == 1.0
+    np.testing.assert_array_equal(np.asarray(deep.mean_values), np.asarray(row.mean_values))
+
+
+def test_mean_values_average_the_answers_and_break_ties_of_the_worst_case():
+    # Row payoffs [[-1, -1], [-1, 3], [-2, 9]]: row minima -1, -1, -2 (actions 0 and 1 tie), row means
+    # -1, 1, 3.5. At depth 1 every node's own action is a leaf, so mean_values are the row means.
+    a = np.array([[-1, -1], [-1, 3], [-2, 9]])
+    env = MatrixGame(a, -a)
+    state, key = env.init(jax.random.key(0)), jax.random.key(0)
+    out = jax.jit(lambda s, k: sim.maximin(env, s, k, player=0, depth=1))(state, key)
+    np.testing.assert_array_equal(np.asarray(out.action_values), [-1.0, -1.0, -2.0])
+    np.testing.assert_array_equal(np.asarray(out.mean_values), [-1.0, 1.0, 3.5])
+    assert int(out.action) == 0  # `action` stays the lowest index among the worst-case ties
+    # Best reply with two players: the answers are "nobody deviates" (the default column 1) and each
+    # column, so the default column counts twice: (-1 + 3 + 3) / 3 for row 1.
+    default = lambda s, k: jnp.array([0, 1], jnp.int32)  # noqa: E731
+    br = jitted(sim.maximin, env, state, key, player=0, depth=1, best_reply=True, default_policy=default)
+    np.testing.assert_allclose(np.asarray(br.mean_values), [-1.0, 5.0 / 3.0, 16.0 / 3.0], rtol=1e-6)
 
 
 def test_jit_and_vmap_equal_single_calls():
@@ -100,7 +123,7 @@ def test_jit_and_vmap_equal_single_calls():
     batched = jax.jit(lambda s, k: sim.sm_mcts_batch(env, s, k, **settings))(batch_of(state, 3), keys)
     vmapped = jax.vmap(lambda s, k: sim.sm_mcts(env, s, k, **settings))(batch_of(state, 3), keys)
     for i in range(3):
-        single = sim.sm_mcts(env, state, keys[i], **settings)
+        single = jitted(sim.sm_mcts, env, state, keys[i], **settings)
         np.testing.assert_allclose(np.asarray(batched.policy[i]), np.asarray(single.policy), rtol=1e-5, atol=1e-6)
         np.testing.assert_allclose(np.asarray(vmapped.value[i]), np.asarray(single.value), rtol=1e-5, atol=1e-6)
         np.testing.assert_array_equal(np.asarray(batched.tree.visits[i]), np.asarray(single.tree.visits))
@@ -108,7 +131,7 @@ def test_jit_and_vmap_equal_single_calls():
     games = MatrixGame([[3, 0], [1, 2]], [[2, 1], [0, 4]])
     root = games.init(jax.random.key(0))
     many = jax.jit(lambda s, k: sim.maximin_batch(games, s, k, player=0, depth=2))(batch_of(root, 2), keys[:2])
-    one = sim.maximin(games, root, keys[0], player=0, depth=2)
+    one = jitted(sim.maximin, games, root, keys[0], player=0, depth=2)
     np.testing.assert_array_equal(np.asarray(many.action), [int(one.action)] * 2)
     np.testing.assert_array_equal(np.asarray(many.action_values[1]), np.asarray(one.action_values))
 
@@ -178,9 +201,9 @@ def test_node_table_lookup_equals_dense_child_table(monkeypatch):
     # node table; with the same keys both lookups must grow the same tree.
     env = jaxgames.make("biased_rock_paper_scissors")
     state, key = env.init(jax.random.key(0)), jax.random.key(5)
-    dense = sim.sm_mcts(env, state, key, num_simulations=200, rollout_steps=1)
+    dense = jitted(sim.sm_mcts, env, state, key, num_simulations=200, rollout_steps=1)
     monkeypatch.setattr(sim, "DENSE_CHILDREN_LIMIT", 0)
-    table = sim.sm_mcts(env, state, key, num_simulations=200, rollout_steps=1)
+    table = jitted(sim.sm_mcts, env, state, key, num_simulations=200, rollout_steps=1)
     assert dense.tree.children.shape == (201, 9) and table.tree.children.shape == (1, 1)
     assert int(dense.tree.num_nodes) == 10  # the root and its 9 joint actions
     np.testing.assert_array_equal(np.asarray(table.tree.parent), np.asarray(dense.tree.parent))
@@ -196,19 +219,19 @@ def test_maximin_branching_enumerates_only_the_candidates():
     env = MatrixGame(a, -a)
     state, key = env.init(jax.random.key(0)), jax.random.key(0)
     fmin = np.finfo(np.float32).min
-    plain = sim.maximin(env, state, key, player=0, depth=1)
+    plain = jitted(sim.maximin, env, state, key, player=0, depth=1)
     assert int(plain.action) == 1 and float(plain.value) == -1.0
-    full = sim.maximin(env, state, key, player=0, depth=1, branching=3)  # every action: the same values
+    full = jitted(sim.maximin, env, state, key, player=0, depth=1, branching=3)  # every action: the same values
     np.testing.assert_array_equal(np.asarray(full.action_values), np.asarray(plain.action_values))
     no_col2 = lambda s: jnp.array([[True, True, True], [True, True, False]])  # noqa: E731
     out = jax.jit(lambda s, k: sim.maximin(env, s, k, player=0, depth=1, candidates=no_col2))(state, key)
     np.testing.assert_array_equal(np.asarray(out.action_values), [-2.0, 0.0, 2.0])
     assert int(out.action) == 2 and float(out.value) == 2.0
-    two = sim.maximin(env, state, key, player=0, depth=1, branching=2, candidates=no_col2)
+    two = jitted(sim.maximin, env, state, key, player=0, depth=1, branching=2, candidates=no_col2)
     np.testing.assert_array_equal(np.asarray(two.action_values), [-2.0, 0.0, fmin])
     # A player with no candidate falls back to its legal actions: all three columns, the plain values.
     none_for_col = lambda s: jnp.array([[True, True, True], [False, False, False]])  # noqa: E731
-    back = sim.maximin(env, state, key, player=0, depth=1, candidates=none_for_col)
+    back = jitted(sim.maximin, env, state, key, player=0, depth=1, candidates=none_for_col)
     np.testing.assert_array_equal(np.asarray(back.action_values), np.asarray(plain.action_values))
     # The count of stepped states follows branching: (2 ** 2) + (2 ** 2) ** 2 = 20 at depth 2.
     assert sim.check_maximin_settings(env, player=0, depth=2, branching=2) == 20
@@ -230,7 +253,7 @@ def test_best_reply_with_two_players_is_paranoid_and_counts_its_states():
     out = jax.jit(lambda s, k: sim.maximin(env, s, k, player=0, depth=1, best_reply=True,
                                            default_policy=default))(state, key)
     np.testing.assert_array_equal(np.asarray(out.action_values), [-2.0, -1.0, -3.0])
-    col = sim.maximin(env, state, key, player=1, depth=1, best_reply=True, default_policy=default)
+    col = jitted(sim.maximin, env, state, key, player=1, depth=1, best_reply=True, default_policy=default)
     np.testing.assert_array_equal(np.asarray(col.action_values), -a.max(axis=0).astype(np.float32))
     # K * M * K joint actions a node: 3 * 2 * 3 = 18; 18 + 18 ** 2 = 342 states at depth 2.
     assert sim.check_maximin_settings(env, player=0, depth=2, best_reply=True, default_policy=default) == 342

@@ -43,6 +43,9 @@ DEFAULT_WEIGHTS = {"food_weight": 0.6, "longest_weight": 0.4}
 length, chosen over trials of 48-100 games against `HeuristicAgent` snakes (starvation was the first cause
 of death with the defaults); never tried against `jaxgames.agents.battlesnake_public`."""
 
+TIE_BREAKS = ("random", "mean")
+"""`SearchAgent`'s ``tie_break`` settings."""
+
 HEAD_TO_HEAD_PENALTY = 1.0
 """Subtracted from a move's value when a snake outside the search, at least as long, can enter the same cell
 (paranoid at the first ply for every snake; a sure death is worth -2)."""
@@ -130,6 +133,9 @@ class SearchAgent(JaxAgent):
         **weights: keyword arguments of `evaluation.evaluate` (weights,
             ``length_scale``, ``rounds``); unset ones take `DEFAULT_WEIGHTS`,
             then `evaluate`'s defaults.
+        tie_break: among moves of equal value, ``"mean"`` takes the highest
+            `simultaneous.MaximinOutput` ``mean_values`` (the move that loses
+            against fewer answers), ``"random"`` any, uniformly.
         name: a label.
 
     Raises:
@@ -140,7 +146,7 @@ class SearchAgent(JaxAgent):
     def __init__(self, *, depth: int = 3, opponents: int = 2, max_states: int = simultaneous.DEFAULT_MAX_STATES,
                  branching: int | None = 3, best_reply: bool = True, learned_weight: float = 0.0,
                  learned=None, time_budget: float | None = None, vmap_roots: bool | None = None,
-                 name: str = "search", **weights):
+                 tie_break: str = "random", name: str = "search", **weights):
         self.depth = checks.positive_int("depth", depth)
         self.branching = None if branching is None else checks.integer("branching", branching, 1, 4)
         if not isinstance(best_reply, bool):
@@ -149,6 +155,9 @@ class SearchAgent(JaxAgent):
         if vmap_roots is not None and not isinstance(vmap_roots, bool):
             raise TypeError(f"vmap_roots must be a bool or None; got {vmap_roots!r}")
         self.vmap_roots = vmap_roots
+        if tie_break not in TIE_BREAKS:
+            raise ValueError(f"tie_break must be one of {TIE_BREAKS}; got {tie_break!r}")
+        self.tie_break = tie_break
         self.time_budget = None if time_budget is None else checks.positive_float("time_budget", time_budget)
         self.opponents = checks.integer("opponents", opponents, 0, 7)
         self.max_states = checks.positive_int("max_states", max_states)
@@ -165,7 +174,7 @@ class SearchAgent(JaxAgent):
         """The agent's settings (what its compiled policy depends on)."""
         return {"depth": self.depth, "opponents": self.opponents, "max_states": self.max_states,
                 "branching": self.branching, "best_reply": self.best_reply, "learned_weight": self.learned_weight,
-                "vmap_roots": self._vmap_roots(), **self.weights}
+                "vmap_roots": self._vmap_roots(), "tie_break": self.tie_break, **self.weights}
 
     def _vmap_roots(self) -> bool:
         return jax.default_backend() != "cpu" if self.vmap_roots is None else self.vmap_roots
@@ -231,8 +240,13 @@ class SearchAgent(JaxAgent):
         Rewards plus the leaf value: -2 (or ``finfo(float32).min`` for a move
         not enumerated) for a sure death up to +1 for a win.
         """
-        values = self.search(env, state, key, player, depth).action_values
-        return values - HEAD_TO_HEAD_PENALTY * self._unsearched_risk(env, state.board, player)
+        return self._ranked_values(env, state, key, player, depth)[0]
+
+    def _ranked_values(self, env, state, key, player, depth):
+        """``(values, means)``, float32 ``[4]`` each: `move_values` and the search's ``mean_values`` less the same penalty."""
+        out = self.search(env, state, key, player, depth)
+        risk = HEAD_TO_HEAD_PENALTY * self._unsearched_risk(env, state.board, player)
+        return out.action_values - risk, out.mean_values - risk
 
     def batched_move_values(self, env, depth: int | None = None):
         """``(states [B, ...], keys [B], players int32 [B]) -> float32 [B, 4]``: `move_values` over roots
@@ -240,10 +254,13 @@ class SearchAgent(JaxAgent):
         return self._over_roots(lambda s, k, p: self.move_values(env, s, k, p, depth))
 
     def policy(self, env, state, key: jax.Array, player: jax.Array, depth: int | None = None) -> jax.Array:
-        """int32 ``[]``: the maximin move of snake ``player``, ties broken uniformly with ``key``."""
+        """int32 ``[]``: the maximin move of snake ``player``; ties go to the highest mean value over the
+        answers (``tie_break="mean"``), then uniformly at random with ``key``."""
         search_key, tie_key = jax.random.split(key)
-        values = self.move_values(env, state, search_key, player, depth)
+        values, means = self._ranked_values(env, state, search_key, player, depth)
         best = values == jnp.max(values)
+        if self.tie_break == "mean":
+            best = best & (means == jnp.max(jnp.where(best, means, -jnp.inf)))
         return jnp.argmax(jnp.where(best, jax.random.uniform(tie_key, values.shape), -1.0)).astype(jnp.int32)
 
     def _unsearched_risk(self, env, board: rules.Board, player: jax.Array) -> jax.Array:

@@ -562,11 +562,18 @@ class MaximinOutput(NamedTuple):
         action_values: float32 ``[num_actions]``: each own action's value
             against the worst joint action of the others; ``finfo(float32).min``
             for illegal actions.
+        mean_values: float32 ``[num_actions]``: each own action's mean over
+            the others' enumerated answers of reward plus the next node's
+            mean value, where each node takes the action of highest value,
+            ties to the highest mean (a tie-break among actions of equal
+            worst case: the one that loses against fewer answers);
+            ``finfo(float32).min`` where ``action_values`` is.
     """
 
     action: jax.Array
     value: jax.Array
     action_values: jax.Array
+    mean_values: jax.Array
 
 
 def maximin(
@@ -741,8 +748,9 @@ def _maximin(env, state, key, player, depth, evaluate, rollout_steps, params, se
     leaves = levels[-1]
     leaf_keys = jax.random.split(ply_keys[depth], leaves.rewards.shape[0])
     value = jax.vmap(lambda s, k: _leaf_value(evaluate, s, k, n)[player])(leaves, leaf_keys)
+    mean = value
 
-    action_values = None
+    action_values = mean_values = None
     for k in reversed(range(depth)):
         acts, valid = level_slots[k]  # [K, M, b]
         q = (rewards[k] + value).reshape(-1, c)  # [K, C]
@@ -755,11 +763,18 @@ def _maximin(env, state, key, player, depth, evaluate, rollout_steps, params, se
         own_valid = code_valid[:, own_slot][:, None, :]
         groups = (own_act[:, None, :] == jnp.arange(a)[None, :, None]) & own_valid  # [K, A, C]
         worst = jnp.min(jnp.where(groups, q[:, None, :], _FMAX), axis=2)  # [K, A]
-        action_values = jnp.where(jnp.any(groups, axis=2), worst, _FMIN)
+        answers = groups & (q < _FMAX)[:, None, :]  # [K, A, C]: the enumerated answers
+        q_mean = (rewards[k] + mean).reshape(-1, c)[:, None, :]
+        average = jnp.sum(jnp.where(answers, q_mean, 0.0), axis=2) / jnp.maximum(jnp.sum(answers, axis=2), 1)
+        enumerated_action = jnp.any(groups, axis=2)
+        action_values = jnp.where(enumerated_action, worst, _FMIN)
+        mean_values = jnp.where(enumerated_action, average, _FMIN)
         value = action_values.max(axis=1)
+        mean = jnp.max(jnp.where(action_values == value[:, None], mean_values, _FMIN), axis=1)
     action_values = action_values[0].astype(jnp.float32)
     return MaximinOutput(
         action=jnp.argmax(action_values).astype(jnp.int32),
         value=action_values.max().astype(jnp.float32),
         action_values=action_values,
+        mean_values=mean_values[0].astype(jnp.float32),
     )
