@@ -115,8 +115,7 @@ class Config:
         if self.learned_dir:
             QSnakeAgent(weights_dir=self.learned_dir)  # a missing or malformed folder fails here, before any game
         experiment.check_names("opponents", self.opponents, tuple(OPPONENTS))
-        if self.tie_break not in TIE_BREAKS:
-            raise ValueError(f"tie_break must be one of {TIE_BREAKS}; got {self.tie_break!r}")
+        checks.choice("tie_break", self.tie_break, TIE_BREAKS)
 
     def agent(self) -> SearchAgent:
         learned = QSnakeAgent(weights_dir=self.learned_dir or None) if self.learned_weight else None

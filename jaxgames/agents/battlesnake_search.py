@@ -156,9 +156,7 @@ class SearchAgent(JaxAgent):
         if vmap_roots is not None and not isinstance(vmap_roots, bool):
             raise TypeError(f"vmap_roots must be a bool or None; got {vmap_roots!r}")
         self.vmap_roots = vmap_roots
-        if tie_break not in TIE_BREAKS:
-            raise ValueError(f"tie_break must be one of {TIE_BREAKS}; got {tie_break!r}")
-        self.tie_break = tie_break
+        self.tie_break = checks.choice("tie_break", tie_break, TIE_BREAKS)
         self.time_budget = None if time_budget is None else checks.positive_float("time_budget", time_budget)
         self.opponents = checks.integer("opponents", opponents, 0, 7)
         self.max_states = checks.positive_int("max_states", max_states)

@@ -918,28 +918,16 @@ class QSnakeLearner:
         initial: the ``init_weights`` network ``{"params", "batch_stats"}``, or None.
         searcher: the `SearchAgent` of the search targets (``search_depth >= 1``), or None.
 
-    Data parallelism (``mesh``): the self-play slots and the pit games are
-    constrained to the mesh's batch sharding (split over its devices) and so
-    is every training minibatch; the networks stay replicated and XLA
-    all-reduces the gradients and the BatchNorm batch statistics. A batch
-    whose size is not a multiple of the device count is left to XLA's
-    placement. Versus one device: each game runs the same per-game program
-    with its own key, but the network's convolutions may round differently
-    on a per-device batch of another size, and the loss, gradients and batch
-    statistics are summed in another order, so the results agree up to
-    float32 rounding, not bitwise (`tests/test_parallel.py` checks one
-    generation of a tiny config with a tolerance).
+    Data parallelism (``mesh``): self-play slots, pit games and training
+    minibatches are split over the mesh's batch sharding; the networks stay
+    replicated and XLA all-reduces gradients and BatchNorm statistics. The
+    results agree with one device up to float32 rounding, not bitwise
+    (`tests/test_parallel.py`).
 
     Donation (``donate``, the default): ``update`` copies the `TRAINED`
-    fields of the state it is given once, then runs its ``train_steps``
-    steps through ``train_step_donated``, so each step updates those copies
-    in place. The copies keep the state passed in valid (``update`` may be
-    called again on it) and untangle the arrays that the candidate shares
-    with the best, reference and averaged networks after `init` and
-    `promote`, which a donated step would otherwise delete. The results
-    are the same bits either way. The generation's largest array, the
-    self-play record in ``TrainingData``, is read by every step and so is
-    not donated; the networks are small, so the gain is small too.
+    fields of the state it is given once and runs its steps through
+    ``train_step_donated`` on those copies, so the state passed in stays
+    valid and the results are the same bits either way.
 
     Raises:
         TypeError: ``config`` is not a `QSnakeConfig`.
