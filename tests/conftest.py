@@ -179,6 +179,28 @@ def pytest_configure(config):
         jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
 
 
+# Modules whose tests share an expensive module-scoped fixture (the 8-device subprocess, DDPG's full run, the one
+# interpreter of every benchmark's command line). A module-scoped fixture is built once per xdist worker, so under
+# `-n 2` one worker runs each of these modules whole. (xdist's `xdist_group` marks with `--dist loadgroup` do not
+# here: that mode renames the items' node ids, which pytest 9 ignores, and the group's tests still split.)
+WHOLE_MODULES = ("tests/test_parallel.py", "tests/test_ddpg.py", "tests/test_benchmarks_cli.py")
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """Under ``-n`` (xdist's default ``load`` mode): load balancing with `WHOLE_MODULES` as single work units."""
+    if config.getvalue("dist") != "load":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class WholeModules(LoadScopeScheduling):
+        def _split_scope(self, nodeid):
+            module = nodeid.split("::", 1)[0]
+            return module if module in WHOLE_MODULES else nodeid
+
+    return WholeModules(config, log)
+
+
 def pytest_unconfigure(config):
     directory = getattr(config, "_jaxgames_cache_dir", None)
     if directory:

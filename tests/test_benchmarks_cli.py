@@ -1,14 +1,15 @@
 """Every benchmark's command line (issue 31): ``--help`` lists each setting with its type, default and meaning
 (exit 0), and a bad value is one line naming it on stderr (exit 2), not a traceback, before any work.
 
-Each benchmark runs as a user runs it, ``python benchmarks/<name>.py ...`` in a fresh interpreter, so a
-benchmark that does work at import (or parses ``sys.argv`` itself) fails here. The subprocesses run a few at a
-time, started once for the whole module.
+Each benchmark runs as a user runs it, as ``__main__`` with its command line in ``sys.argv``, so a benchmark that
+does work at import (or parses ``sys.argv`` itself) fails here. All of them run in ONE fresh interpreter, started
+once for the whole module (`runpy.run_path` each in turn: a start-up and an import of JAX per command cost about
+2 CPU-minutes of the suite).
 """
 
 from __future__ import annotations
 
-import concurrent.futures
+import json
 import pathlib
 import re
 import subprocess
@@ -41,19 +42,39 @@ BAD_VALUES = {
 ROW = re.compile(r"^  (?P<key>[\w.]+): (?P<type>.+) = (?P<default>.*)$")
 
 
-def _run(name: str, arg: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, f"benchmarks/{name}.py", arg], cwd=ROOT, capture_output=True, text=True,
-                          timeout=120)
+# Run in the subprocess: each job as `python benchmarks/<name>.py <arg>`, its exit status and output as JSON.
+_DRIVER = """
+import contextlib, io, json, runpy, sys, traceback
+out = {}
+for name, arg in json.loads(sys.argv[1]):
+    path = f"benchmarks/{name}.py"
+    stdout, stderr, code = io.StringIO(), io.StringIO(), 0
+    sys.argv = [path, arg]
+    with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
+        try:
+            runpy.run_path(path, run_name="__main__")
+        except SystemExit as exit:
+            code = exit.code if isinstance(exit.code, int) else 0 if exit.code is None else 1
+            if not isinstance(exit.code, (int, type(None))):
+                print(exit.code, file=sys.stderr)
+        except BaseException:
+            traceback.print_exc()
+            code = 1
+    out[f"{name} {arg}"] = [code, stdout.getvalue(), stderr.getvalue()]
+print("\\nRESULTS " + json.dumps(out))
+"""
 
 
 @pytest.fixture(scope="module")
 def answers():
-    """``(name, "help" | "bad") -> CompletedProcess`` for every benchmark."""
+    """``(name, "help" | "bad") -> CompletedProcess`` for every benchmark, all run in one fresh interpreter."""
     jobs = {(n, "help"): "--help" for n in BENCHMARKS}
     jobs.update({(n, "bad"): BAD_VALUES[n] for n in BENCHMARKS if n in BAD_VALUES})
-    with concurrent.futures.ThreadPoolExecutor(max_workers=4) as pool:
-        futures = {job: pool.submit(_run, job[0], arg) for job, arg in jobs.items()}
-        return {job: f.result() for job, f in futures.items()}
+    done = subprocess.run([sys.executable, "-c", _DRIVER, json.dumps([[n, a] for (n, _), a in jobs.items()])],
+                          cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0 and "\nRESULTS " in done.stdout, done.stderr[-3000:]
+    results = json.loads(done.stdout.rsplit("\nRESULTS ", 1)[1])
+    return {job: subprocess.CompletedProcess(arg, *results[f"{job[0]} {arg}"]) for job, arg in jobs.items()}
 
 
 def test_every_benchmark_has_a_bad_value_here():
