@@ -18,10 +18,14 @@ in-process decision, Gambit, the best square matmul), so the ratio is what to
 compare on a shared machine.
 
 Drift = measured / stated - 1 (for ratio figures the ratio, for absolute
-figures such as seconds or milliseconds the value itself); ``FLAG`` where
-``|drift| > tolerance`` (0.15). A figure measured at another size than the
-stated one says so and gets no drift ("n/a (different size)"); a figure the
-READMEs do not state (yet) is "not stated".
+figures such as seconds or milliseconds the value itself; against a stated
+range, from its nearer end). The ``FLAG`` (``|drift| > tolerance``, 0.15) is
+taken against this CPU model's quiet runs where ``benchmarks/README.md``
+records some (`recorded_runs`, table "Quiet runs by CPU model"), else against
+the stated figure: the ratios against a CPU anchor differ by a third or more
+between CPU models. A figure measured at another size than the stated one says
+so and gets no drift ("n/a (different size)"); a figure the READMEs do not
+state (yet) is "not stated".
 
 Each task runs in a fresh interpreter of its own (in a new session) with a
 time limit: its share of what is left of ``budget_minutes``, in proportion to
@@ -68,6 +72,8 @@ TOLERANCE = 0.15
 KILL_GRACE_S = 15.0  # at most this long from a task's time limit to the end of its process group
 GO_TWO_CORE_STEPS_PER_S = 170_000.0  # the official Go engine's two-core figure (benchmarks/README.md, "Battlesnake")
 _NUM = r"(\d[\d,]*(?:\.\d+)?)"  # a stated number: 1,013,043 or 16.4
+_SPAN = r"(\d[\d,]*(?:\.\d+)?(?:-\d[\d,]*(?:\.\d+)?)?)"  # a number or a range of them: 19.6 or 14.7-19.6
+RECORDS_HEADING = "### Quiet runs by CPU model"  # benchmarks/README.md: the table `check` compares with
 
 
 # ----------------------------------------------------------------------------- the registry
@@ -158,11 +164,15 @@ MATRIX_RUNS, MATRIX_ITERATIONS = 10_000, 20_000
 
 
 def _matrix(exploration: str, figure: str, emit) -> None:
+    # The anchor is a 1-2 s pure-Python loop, ours one 10-20 s call: one anchor window read 8.9 k and 18 k
+    # iterations/s in two runs on one CPU. Three windows around ours (one before, two after), their median.
     m = _bench("matrix_learners")
-    anchor = m.openspiel_iterations_per_second(MATRIX_ITERATIONS)
+    anchors = [m.openspiel_iterations_per_second(MATRIX_ITERATIONS)]
     rate, compile_s = m.ours(exploration, MATRIX_RUNS, MATRIX_ITERATIONS)
-    emit(figure, ours=rate, ours_unit="learner-iterations/s", anchor=anchor, anchor_unit="iterations/s",
-         anchor_label="OpenSpiel BoltzmannQLearner x2", note=f"compile {compile_s:.1f} s excluded")
+    anchors += [m.openspiel_iterations_per_second(MATRIX_ITERATIONS) for _ in range(2)]
+    emit(figure, ours=rate, ours_unit="learner-iterations/s", anchor=statistics.median(anchors),
+         anchor_unit="iterations/s", anchor_label="OpenSpiel BoltzmannQLearner x2 (median of 3 windows)",
+         note=f"compile {compile_s:.1f} s excluded; anchor windows " + ", ".join(f"{a:,.0f}" for a in anchors))
 
 
 def measure_matrix_boltzmann(emit):
@@ -417,30 +427,30 @@ _DAB_SIZE = "batch 16,384, 3 windows of 1 s (as stated)"
 FIGURES = (
     # README.md, "Headline results"
     Figure("matrix_boltzmann", "matrix_boltzmann", "tabular Boltzmann Q-learners, per-run throughput",
-           "x OpenSpiel", README, _prose(rf"\bBoltzmann {_NUM}x, epsilon-greedy"), _MATRIX_SIZE),
+           "x OpenSpiel", README, _prose(rf"\bBoltzmann {_SPAN}x, epsilon-greedy"), _MATRIX_SIZE),
     Figure("matrix_epsilon_greedy", "matrix_epsilon_greedy", "tabular epsilon-greedy Q-learners, per-run throughput",
-           "x OpenSpiel", README, _prose(rf"\bepsilon-greedy {_NUM}x, lenient"), _MATRIX_SIZE),
+           "x OpenSpiel", README, _prose(rf"\bepsilon-greedy {_SPAN}x, lenient"), _MATRIX_SIZE),
     Figure("matrix_lenient", "matrix_lenient", "tabular lenient Boltzmann Q-learners, per-run throughput",
-           "x OpenSpiel", README, _prose(rf"\blenient {_NUM}x the per-run throughput of OpenSpiel"),
+           "x OpenSpiel", README, _prose(rf"\blenient {_SPAN}x the per-run throughput of OpenSpiel"),
            _MATRIX_SIZE),
     Figure("dab_3x3_playout", "dab_3x3", "Dots-and-Boxes 3x3 random playouts, playout kernel", "x OpenSpiel C++ loop",
-           README, _prose(rf"{_NUM}x \(3x3\) and [\d.]+x \(5x5\) the steps/s of OpenSpiel's all-C\+\+ loop"),
+           README, _prose(rf"{_SPAN}x \(3x3\) and [\d.,-]+x \(5x5\) the steps/s of OpenSpiel's all-C\+\+ loop"),
            _DAB_SIZE),
     Figure("dab_5x5_playout", "dab_5x5", "Dots-and-Boxes 5x5 random playouts, playout kernel", "x OpenSpiel C++ loop",
-           README, _prose(rf"[\d.]+x \(3x3\) and {_NUM}x \(5x5\) the steps/s of OpenSpiel's all-C\+\+ loop"),
+           README, _prose(rf"[\d.,-]+x \(3x3\) and {_SPAN}x \(5x5\) the steps/s of OpenSpiel's all-C\+\+ loop"),
            _DAB_SIZE),
     Figure("dab_3x3_env_step", "dab_3x3", "Dots-and-Boxes 3x3 random playouts, full env.step", "x OpenSpiel C++ loop",
-           README, _prose(rf"the full `env\.step` contract {_NUM}x and [\d.]+x"), _DAB_SIZE),
+           README, _prose(rf"the full `env\.step` contract {_SPAN}x and [\d.,-]+x"), _DAB_SIZE),
     Figure("dab_5x5_env_step", "dab_5x5", "Dots-and-Boxes 5x5 random playouts, full env.step", "x OpenSpiel C++ loop",
-           README, _prose(rf"the full `env\.step` contract [\d.]+x and {_NUM}x"), _DAB_SIZE),
+           README, _prose(rf"the full `env\.step` contract [\d.,-]+x and {_SPAN}x"), _DAB_SIZE),
     Figure("dab_solver_3x3", "dab_solver", "exact 3x3 Dots-and-Boxes solve, first call (compilation included)",
-           "seconds", README, rf"exact 3x3 Dots-and-Boxes solve[^|]*\| {_NUM} s including compilation",
+           "seconds", README, rf"exact 3x3 Dots-and-Boxes solve[^|]*\| {_SPAN} s including compilation",
            "all 2^24 edge sets (as stated)", kind="absolute"),
     Figure("battlesnake_vs_reference", "battlesnake", "Battlesnake 11x11, 4 snakes, random games, steps/s",
-           "x plain-Python reference", README, _prose(rf"{_NUM}x our plain-Python reference"),
+           "x plain-Python reference", README, _prose(rf"{_SPAN}x our plain-Python reference"),
            "batch 1,024, 4 s (as stated)"),
     Figure("battlesnake_vs_go", "battlesnake", "Battlesnake 11x11, 4 snakes, random games, steps/s",
-           "x Go engine (2 cores)", README, _prose(rf"{_NUM}x the official Go engine's two-core figure"),
+           "x Go engine (2 cores)", README, _prose(rf"{_SPAN}x the official Go engine's two-core figure"),
            "batch 1,024, 4 s (as stated)"),
     Figure("server_p99_worst", "server", "Battlesnake HTTP server, 16 kept-alive clients, p99 latency",
            "p99 ms", README, _prose(rf"p99 under 50 ms in \d+ of \d+ rounds \(worst {_NUM} ms\)"),
@@ -507,12 +517,26 @@ def _number(text: str) -> float:
     return float(text.replace(",", ""))
 
 
-def stated_figure(figure: Figure, texts: dict[str, str]) -> float | None:
-    """The figure ``figure.source`` states (read by ``figure.pattern``), or None where the text does not match."""
+Stated = float | tuple[float, float]  # one figure, or the (low, high) of a range
+
+
+def _span(text: str) -> Stated:
+    """``"19.6"`` -> 19.6; ``"14.7-19.6"`` -> (14.7, 19.6)."""
+    low, sep, high = text.partition("-")
+    return (_number(low), _number(high)) if sep else _number(low)
+
+
+def stated_figure(figure: Figure, texts: dict[str, str]) -> Stated | None:
+    """The figure ``figure.source`` states (read by ``figure.pattern``), or None where the text does not match.
+
+    A group reading a range (``14.7-19.6``, see `_SPAN`) gives ``(low, high)``.
+    """
     text = texts.get(figure.source)
     match = re.search(figure.pattern, text, re.M) if text is not None else None
     if match is None:
         return None
+    if figure.combine is None and "-" in match.group(1):
+        return _span(match.group(1))
     values = [_number(v) for g in match.groups() for v in g.split(", ")]  # a group may hold a list: "41.4, 18.8"
     return figure.combine(values) if figure.combine else values[0]
 
@@ -520,9 +544,54 @@ def stated_figure(figure: Figure, texts: dict[str, str]) -> float | None:
 def read_texts(root: pathlib.Path = ROOT) -> dict[str, str]:
     """The text of every file the figures are read from (a missing file reads as empty)."""
     out = {}
-    for source in sorted({f.source for f in FIGURES}):
+    for source in sorted({f.source for f in FIGURES} | {BENCH_README}):
         path = root / source
         out[source] = path.read_text() if path.exists() else ""
+    return out
+
+
+_CELL = re.compile(r"^(\d[\d,]*(?:\.\d+)?)\s*(x|%|s|ms)?$")
+
+
+def recorded_runs(text: str) -> dict[str, dict[str, list[float]]]:
+    """``{entry: {CPU model: [value, ...]}}`` from the table under `RECORDS_HEADING` in benchmarks/README.md.
+
+    The table's header names one CPU model per column (as `cpu_model` prints it); a row is
+    ``| `entry` | 564x; 786x | 15.3% | - |``: each cell the compared values of that model's quiet runs, separated
+    by ``;`` (``%`` cells are fractions, ``s`` and ``ms`` cells the value itself; ``-`` or empty: none).
+
+    Raises:
+        ValueError: a cell that does not read as numbers, naming it.
+    """
+    start = text.find(RECORDS_HEADING)
+    if start < 0:
+        return {}
+    lines = text[start:].splitlines()[1:]
+    table = []
+    for line in lines:
+        if line.startswith("#"):
+            break
+        if line.startswith("|"):
+            table.append([c.strip() for c in line.strip().strip("|").split("|")])
+        elif table:
+            break
+    if len(table) < 2:
+        return {}
+    models, out = table[0][1:], {}
+    for cells in table[2:]:
+        entry = cells[0].strip("`")
+        out[entry] = {}
+        for model, cell in zip(models, cells[1:]):
+            values = []
+            for part in filter(None, (p.strip() for p in cell.split(";"))):
+                if part == "-":
+                    continue
+                m = _CELL.match(part)
+                if m is None:
+                    raise ValueError(f"{RECORDS_HEADING!r}: entry {entry!r}, column {model!r}: {part!r} is not a value")
+                values.append(_number(m.group(1)) / (100.0 if m.group(2) == "%" else 1.0))
+            if values:
+                out[entry][model] = values
     return out
 
 
@@ -532,11 +601,12 @@ def compared_value(figure: Figure, row: dict) -> float | None:
     return None if value is None or not math.isfinite(value) else float(value)
 
 
-def drift(measured: float | None, stated: float | None, same_size: bool = True,
+def drift(measured: float | None, stated: Stated | None, same_size: bool = True,
           tolerance: float = TOLERANCE) -> tuple[float | None, str, bool]:
     """``(drift, text, flagged)``: drift = measured / stated - 1, flagged where ``|drift| > tolerance``.
 
-    No drift (None) where nothing was measured, nothing is stated, or the sizes differ.
+    Against a range ``(low, high)``: 0 inside it, else measured / (the nearer end) - 1. No drift (None) where
+    nothing was measured, nothing is stated, or the sizes differ.
     """
     if measured is None:
         return None, "n/a (not measured)", False
@@ -544,10 +614,12 @@ def drift(measured: float | None, stated: float | None, same_size: bool = True,
         return None, "n/a (not stated)", False
     if not same_size:
         return None, "n/a (different size)", False
-    if stated == 0:
+    low, high = stated if isinstance(stated, tuple) else (stated, stated)
+    if low <= 0:
         return None, "n/a (stated 0)", False
-    d = measured / stated - 1.0
-    return d, f"{100 * d:+.1f}%", abs(d) > tolerance
+    d = measured / low - 1.0 if measured < low else measured / high - 1.0 if measured > high else 0.0
+    text = "within" if low != high and d == 0.0 else f"{100 * d:+.1f}%"
+    return d, text, abs(d) > tolerance
 
 
 # ----------------------------------------------------------------------------- formatting
@@ -574,9 +646,15 @@ def _fmt_compared(figure: Figure, value: float | None) -> str:
 
 
 def rows_for(figures: Sequence[Figure], measured: dict[str, dict], texts: dict[str, str],
-             tolerance: float = TOLERANCE) -> list[dict]:
+             tolerance: float = TOLERANCE, cpu: str | None = None) -> list[dict]:
     """One table row per figure: the measurement (``measured[name]``: ``ours``, ``anchor``, ``ratio``, units,
-    ``status``), the stated figure read from ``texts`` and the drift."""
+    ``status``), the stated figure read from ``texts`` and its drift, and this CPU model's quiet runs
+    (`recorded_runs`, column ``cpu``) with the drift from their range.
+
+    The flag is the drift from this CPU model's quiet runs where it has any, else from the stated figure: a
+    ratio against a CPU anchor moves by a third or more from one CPU model to the next with nothing stale.
+    """
+    records = recorded_runs(texts.get(BENCH_README, ""))
     rows = []
     for f in figures:
         m = dict(measured.get(f.name, {}))
@@ -585,20 +663,38 @@ def rows_for(figures: Sequence[Figure], measured: dict[str, dict], texts: dict[s
         stated = stated_figure(f, texts)
         value = compared_value(f, m)
         d, d_text, flagged = drift(value, stated, f.same_size, tolerance)
+        runs = records.get(f.name, {}).get(cpu, []) if cpu else []
+        recorded = (min(runs), max(runs)) if runs else None
+        rd, rd_text, r_flagged = drift(value, recorded, f.same_size, tolerance)
+        if not runs:
+            rd_text = "n/a (no record)"
         rows.append({
             "entry": f.name, "task": f.task, "work": f.work, "size": f.size, "same_size": f.same_size,
             "metric": f.metric, "kind": f.kind,
             "anchor_label": m.get("anchor_label", ""), "anchor": m.get("anchor"), "anchor_unit": m.get("anchor_unit", ""),
             "ours": m.get("ours"), "ours_unit": m.get("ours_unit", ""), "ratio": m.get("ratio"), "compared": value,
-            "stated": stated, "stated_source": f.source, "drift": d, "drift_text": d_text, "flag": "FLAG" if flagged else "",
+            "stated": list(stated) if isinstance(stated, tuple) else stated, "stated_source": f.source,
+            "drift": d, "drift_text": d_text,
+            "recorded": list(recorded) if recorded else None, "recorded_runs": len(runs),
+            "record_drift": rd, "record_drift_text": rd_text,
+            "flag": "FLAG" if (r_flagged if runs else flagged) else "",
             "status": m.get("status", "ok" if value is not None else "not measured"), "task_seconds": m.get("task_seconds"),
             "note": m.get("note", ""),
         })
     return rows
 
 
+def _fmt_stated(figure: Figure, stated) -> str:
+    if isinstance(stated, (list, tuple)):
+        low, high = stated
+        return _fmt_compared(figure, low) if low == high else \
+            f"{_fmt_compared(figure, low)} - {_fmt_compared(figure, high)}"
+    return _fmt_compared(figure, stated)
+
+
 def table(rows: Sequence[dict], figures: Sequence[Figure] = FIGURES) -> str:
-    """The Markdown table: entry, work, size, anchor, ours, ratio (what is compared), stated, drift, flag."""
+    """The Markdown table: entry, work, size, anchor, ours, ratio (what is compared), stated and its drift, this CPU
+    model's quiet runs and the drift from them, flag."""
     by_name = {f.name: f for f in figures}
     shown = []
     for r in rows:
@@ -607,14 +703,18 @@ def table(rows: Sequence[dict], figures: Sequence[Figure] = FIGURES) -> str:
         if r["anchor"] is None and r["anchor_label"]:
             anchor = r["anchor_label"]
         status = "" if r["status"] == "ok" else f" ({r['status']})"
+        recorded = r.get("recorded")
         shown.append({
             "entry": r["entry"], "work": r["work"], "size": r["size"], "anchor (same run)": anchor,
             "ours": _fmt(r["ours"], r["ours_unit"]) + status,
             "compared": _fmt_compared(f, r["compared"]) + ("" if f.kind == "ratio" else " (absolute)"),
-            "stated": "not stated" if r["stated"] is None else f"{_fmt_compared(f, r['stated'])} ({r['stated_source']})",
-            "drift": r["drift_text"], "flag": r["flag"],
+            "stated": "not stated" if r["stated"] is None else f"{_fmt_stated(f, r['stated'])} ({r['stated_source']})",
+            "drift": r["drift_text"],
+            "this CPU": "-" if not recorded else f"{_fmt_stated(f, recorded)} ({r['recorded_runs']} runs)",
+            "vs this CPU": r.get("record_drift_text", "n/a (no record)"), "flag": r["flag"],
         })
-    return experiment.markdown_table(shown, headers={"compared": "ratio / value"})
+    return experiment.markdown_table(shown, headers={"compared": "ratio / value", "drift": "drift from stated",
+                                                     "this CPU": "this CPU model's quiet runs"})
 
 
 def cpu_model(cpuinfo: pathlib.Path = pathlib.Path("/proc/cpuinfo")) -> str:
@@ -717,7 +817,8 @@ class Config:
         only: task or figure names to run, comma separated (a figure runs its whole task; empty: all).
         out_dir: where run_all.json, run_all.csv, run_all.md and the tasks' logs are written.
         budget_minutes: wall-time budget of the whole run; each task's time limit is its share of what is left.
-        tolerance: the drift, |measured / stated - 1|, above which a figure is flagged.
+        tolerance: the drift (|measured / stated - 1|, or from this CPU model's recorded range) above which a
+            figure is flagged.
         check: exit with status 1 when any figure is flagged (for CI-like use).
     """
 
@@ -776,7 +877,8 @@ def run(cfg: Config, argv=None) -> list[dict]:
                     entry["task_seconds"] = seconds
                     measured[f.name] = entry
             bar.update(1)
-    rows = rows_for(figures, measured, read_texts(), cfg.tolerance)
+    cpu = cpu_model()
+    rows = rows_for(figures, measured, read_texts(), cfg.tolerance, cpu)
     total = time.perf_counter() - start
     try:
         cores = len(os.sched_getaffinity(0))
@@ -788,9 +890,12 @@ def run(cfg: Config, argv=None) -> list[dict]:
               f"load average {load_start:.1f} at the start and {os.getloadavg()[0]:.1f} at the end, jax {jax.__version__}")
     text = table(rows)
     flagged = [r["entry"] for r in rows if r["flag"]]
-    footer = (f"{len(flagged)} of {len(rows)} figures drift by more than {100 * cfg.tolerance:.0f}% from the stated figure"
+    recorded = sum(1 for r in rows if r["recorded_runs"])
+    footer = (f"{len(flagged)} of {len(rows)} figures flagged (drift over {100 * cfg.tolerance:.0f}%)"
               + (f": {', '.join(flagged)}" if flagged else "")
-              + ". Drift = measured / stated - 1; 'n/a (different size)': the short form measures another size.")
+              + f". {recorded} of them are compared with the quiet runs recorded for this CPU model ({cpu}) in "
+              f"benchmarks/README.md, '{RECORDS_HEADING[4:]}', the others with the stated figure. Drift = measured / "
+              "stated - 1 (0 inside a range); 'n/a (different size)': the short form measures another size.")
     print(f"\n{header}\n\n{text}\n\n{footer}")
     meta = {"recorded": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()), "seconds": total, "budget_s": budget,
             "platform": platform.platform(), "cpu_model": cpu_model(), "cpu_count": os.cpu_count(), "cores_usable": cores,

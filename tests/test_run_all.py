@@ -94,6 +94,12 @@ def test_editing_the_text_changes_the_stated_figure():
     assert ra.stated_figure(fig, {"R.md": "Boltzmann 700x, epsilon-greedy 794x"}) == 700.0
 
 
+def test_a_range_reads_as_its_two_ends():
+    fig = _figure(pattern=ra._prose(rf"\bBoltzmann {ra._SPAN}x, epsilon-greedy"))
+    assert ra.stated_figure(fig, {"R.md": "Boltzmann 564-897x, epsilon-greedy"}) == (564.0, 897.0)
+    assert ra.stated_figure(fig, {"R.md": "Boltzmann 1,100x, epsilon-greedy"}) == 1100.0
+
+
 # ----------------------------------------------------------------------------- drift and flag
 @pytest.mark.parametrize("measured, stated, expected, flagged", [
     (18.0, 20.0, -0.10, False),   # 18 / 20 - 1
@@ -174,6 +180,59 @@ def test_table_shows_every_column():
     assert "| 800x |" in text and "25.6 M learner-iterations/s" in text  # 2.56e7 / 3.2e4 = 800
 
 
+@pytest.mark.parametrize("measured, expected, text, flagged", [
+    (15.0, 0.0, "within", False),                 # inside 12-20
+    (12.0, 0.0, "within", False),                 # an end
+    (24.0, 0.2, "+20.0%", True),                  # 24 / 20 - 1: from the nearer end
+    (10.5, -0.125, "-12.5%", False),              # 10.5 / 12 - 1
+    (9.0, -0.25, "-25.0%", True),
+])
+def test_drift_from_a_range_is_from_its_nearer_end(measured, expected, text, flagged):
+    d, shown, flag = ra.drift(measured, (12.0, 20.0))
+    assert d == pytest.approx(expected) and shown == text and flag is flagged
+
+
+_RECORDS = f"""
+{ra.RECORDS_HEADING}
+
+Some prose.
+
+| entry | stated (CPU model not recorded) | Fast CPU (family 1, model 2) | Slow CPU (family 3, model 4) |
+|---|---:|---:|---:|
+| `r` | 20x | 1,100x; 786x | - |
+| `p` | 12.8% | 15.5%; 15.3% | 23.0% |
+| `a` | 13.6 ms | 11.1 ms; 16.5 ms | |
+
+## The next section
+| `r` | 1x | 1x | 1x |
+"""
+
+
+def test_recorded_runs_read_each_cpu_models_column():
+    got = ra.recorded_runs(_RECORDS)
+    assert got["r"] == {"stated (CPU model not recorded)": [20.0], "Fast CPU (family 1, model 2)": [1100.0, 786.0]}
+    assert got["p"]["Fast CPU (family 1, model 2)"] == pytest.approx([0.155, 0.153])
+    assert got["p"]["Slow CPU (family 3, model 4)"] == pytest.approx([0.23])
+    assert got["a"]["Fast CPU (family 1, model 2)"] == [11.1, 16.5] and "Slow CPU (family 3, model 4)" not in got["a"]
+    assert ra.recorded_runs("no such table") == {}
+    with pytest.raises(ValueError, match="'r'.*about 3"):
+        ra.recorded_runs(_RECORDS.replace("1,100x; 786x", "about 3"))
+
+
+def test_the_flag_follows_this_cpu_models_runs_where_it_has_any():
+    texts = {"R.md": "the kernel is 20x our reference", ra.BENCH_README: _RECORDS}
+    fig = _figure(name="r", pattern=rf"{ra._NUM}x our reference")
+    measured = {"r": dict(ratio=900.0)}  # 45x the stated 20x, inside the fast CPU's 786-1,100x
+    fast = ra.rows_for([fig], measured, texts, cpu="Fast CPU (family 1, model 2)")[0]
+    assert fast["recorded"] == [786.0, 1100.0] and fast["recorded_runs"] == 2
+    assert fast["drift"] == pytest.approx(44.0) and fast["record_drift"] == 0.0 and fast["flag"] == ""
+    slow = ra.rows_for([fig], measured, texts, cpu="Slow CPU (family 3, model 4)")[0]  # no runs: the stated figure
+    assert slow["recorded"] is None and slow["record_drift_text"] == "n/a (no record)" and slow["flag"] == "FLAG"
+    low = ra.rows_for([fig], {"r": dict(ratio=600.0)}, texts, cpu="Fast CPU (family 1, model 2)")[0]
+    assert low["record_drift"] == pytest.approx(600 / 786 - 1) and low["flag"] == "FLAG"
+    assert "786x - 1,100x (2 runs)" in ra.table([fast], [fig])
+
+
 # ----------------------------------------------------------------------------- the budget
 def test_task_limit_is_a_share_of_what_is_left():
     assert ra.task_limit([100.0, 200.0, 300.0], 600.0) == pytest.approx(100.0)   # 600 x 100 / 600
@@ -210,7 +269,9 @@ def test_every_entry_finds_its_figure_in_the_readmes(figure):
     matches = re.findall(figure.pattern, texts[figure.source], re.M)
     assert len(matches) == 1, f"{figure.name}: {len(matches)} matches of its pattern in {figure.source}"
     stated = ra.stated_figure(figure, texts)
-    assert stated is not None and math.isfinite(stated) and stated > 0
+    assert stated is not None
+    for value in stated if isinstance(stated, tuple) else (stated,):
+        assert math.isfinite(value) and value > 0
 
 
 def test_network_entries_read_the_new_layout_column_of_the_readme_table():
@@ -271,8 +332,39 @@ def test_the_headline_figures_read_as_the_readme_states_them():
     readme = texts["README.md"]
     for name in ("matrix_boltzmann", "dab_3x3_playout", "battlesnake_vs_reference", "server_p99_worst"):
         value = by_name[name]
-        shown = f"{value:g}"
+        shown = "-".join(f"{v:,g}" for v in value) if isinstance(value, tuple) else f"{value:,g}"
         assert shown in readme, (name, shown)
+
+
+def _shown(value: float) -> float:
+    """A value as the front page writes it: whole from 100 up, else 3 significant digits."""
+    return float(round(value)) if value >= 100 else float(f"{value:.3g}")
+
+
+def test_front_page_ranges_are_the_envelope_of_the_recorded_quiet_runs():
+    # README.md states a figure as the range of its quiet runs on every CPU model recorded in benchmarks/README.md:
+    # a new record outside it, or a front-page edit, fails here until the two agree
+    texts = ra.read_texts()
+    records = ra.recorded_runs(texts[ra.BENCH_README])
+    ranged = []
+    for f in ra.FIGURES:
+        stated = ra.stated_figure(f, texts)
+        if f.source == ra.README and isinstance(stated, tuple):
+            values = [v for runs in records[f.name].values() for v in runs]
+            assert stated == (_shown(min(values)), _shown(max(values))), f.name
+            ranged.append(f.name)
+    assert len(ranged) >= 10, ranged
+
+
+def test_the_records_name_cpu_models_as_the_run_header_does_and_cover_every_entry():
+    records = ra.recorded_runs(ra.read_texts()[ra.BENCH_README])
+    models = {m for runs in records.values() for m in runs}
+    measured_models = [m for m in models if not m.startswith("stated")]
+    assert len(measured_models) >= 2
+    for m in measured_models:  # as `cpu_model` prints it, so that a run on that model finds its column
+        assert re.fullmatch(r".+ \(family \d+, model \d+\)", m), m
+    same_size = {f.name for f in ra.FIGURES if f.same_size}
+    assert set(records) == same_size
 
 
 def test_cpu_model_names_the_generation_a_virtual_machine_hides(tmp_path):
