@@ -16,12 +16,12 @@ numbers copied from the code under test.
   justified at the check).
 
 Speed: all the 8-device checks run in ONE subprocess (one JAX start-up, one
-import of the learners), started once by the ``eight_devices``
-fixture (one xdist worker runs this module: `tests/conftest.py`); each test then reports its own check's outcome. That subprocess
-inherits the session's XLA flags (`tests/conftest.py`: cheaper CPU
-compilation unless ``JAXGAMES_TEST_XLA_DEFAULTS=1``). Both sides of every
-comparison (1 device and 8) are compiled with the same flags in the same
-process.
+import of the learners), started once by the ``eight_devices`` fixture (one
+xdist worker runs this module: `tests/conftest.py`); each test then reports
+its own check's outcome. That subprocess inherits the session's XLA flags
+(`tests/conftest.py`: cheaper CPU compilation unless
+``JAXGAMES_TEST_XLA_DEFAULTS=1``). Both sides of every comparison (1 device
+and 8) are compiled with the same flags in the same process.
 """
 
 from __future__ import annotations
