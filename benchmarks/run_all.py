@@ -851,6 +851,7 @@ def run(cfg: Config, argv=None) -> list[dict]:
 
     import jax
 
+    recorded_runs(read_texts().get(BENCH_README, ""))  # a malformed records table fails here, before any work
     start = time.perf_counter()
     budget = 60.0 * cfg.budget_minutes
     tasks = selected_tasks(cfg.only)
