@@ -164,8 +164,8 @@ MATRIX_RUNS, MATRIX_ITERATIONS = 10_000, 20_000
 
 
 def _matrix(exploration: str, figure: str, emit) -> None:
-    # The anchor is a 1-2 s pure-Python loop, ours one 10-20 s call: one anchor window read 8.9 k and 18 k
-    # iterations/s in two runs on one CPU. Three windows around ours (one before, two after), their median.
+    # The anchor is a short pure-Python loop and swings more than our one long call (benchmarks/README.md,
+    # "Quiet runs by CPU model"): three windows around ours (one before, two after), their median.
     m = _bench("matrix_learners")
     anchors = [m.openspiel_iterations_per_second(MATRIX_ITERATIONS)]
     rate, compile_s = m.ours(exploration, MATRIX_RUNS, MATRIX_ITERATIONS)
@@ -886,7 +886,7 @@ def run(cfg: Config, argv=None) -> list[dict]:
     except AttributeError:
         cores = os.cpu_count()
     header = (f"run_all: {len(tasks)} tasks, {len(rows)} figures in {total:.0f} s (budget {budget:.0f} s); "
-              f"{jax.devices()[0].platform} ({jax.devices()[0].device_kind}), CPU {cpu_model()}, "
+              f"{jax.devices()[0].platform} ({jax.devices()[0].device_kind}), CPU {cpu}, "
               f"{cores} of {os.cpu_count()} CPU cores usable, "
               f"load average {load_start:.1f} at the start and {os.getloadavg()[0]:.1f} at the end, jax {jax.__version__}")
     text = table(rows)
@@ -899,7 +899,7 @@ def run(cfg: Config, argv=None) -> list[dict]:
               "stated - 1 (0 inside a range); 'n/a (different size)': the short form measures another size.")
     print(f"\n{header}\n\n{text}\n\n{footer}")
     meta = {"recorded": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()), "seconds": total, "budget_s": budget,
-            "platform": platform.platform(), "cpu_model": cpu_model(), "cpu_count": os.cpu_count(), "cores_usable": cores,
+            "platform": platform.platform(), "cpu_model": cpu, "cpu_count": os.cpu_count(), "cores_usable": cores,
             "load_average_start": load_start, "load_average_end": os.getloadavg()[0], "jax": jax.__version__,
             "device": f"{jax.devices()[0].platform} {jax.devices()[0].device_kind}", "tolerance": cfg.tolerance,
             "tasks": [t.name for t in tasks]}

@@ -3,8 +3,7 @@
 
 Each benchmark runs as a user runs it, as ``__main__`` with its command line in ``sys.argv``, so a benchmark that
 does work at import (or parses ``sys.argv`` itself) fails here. All of them run in ONE fresh interpreter, started
-once for the whole module (`runpy.run_path` each in turn: a start-up and an import of JAX per command cost about
-2 CPU-minutes of the suite).
+once for the whole module (`runpy.run_path` each in turn), not one interpreter start-up and JAX import per command.
 """
 
 from __future__ import annotations
