@@ -297,19 +297,19 @@ def test_act_in_time_deepens_within_the_budget():
     move, depth = agent.act_in_time(env, state, jax.random.key(0), 0, 1e-9)
     assert depth == 1  # depth 1 always runs; depth 2 is not started past the budget
     # A depth is not started when the time it took on the game's last move that ran it does not fit,
-    # even where the growth estimate (depth 1's milliseconds x 18) would.
+    # even where the growth estimate (depth 1's milliseconds x 12) would.
     agent._seconds_at_depth[(env, 2)] = 10.0
     assert agent.act_in_time(env, state, jax.random.key(0), 0, 5.0)[1] == 1
     assert agent._seconds_at_depth[(env, 2)] == pytest.approx(8.0)  # cut by a fifth at each skip
     assert agent.act_in_time(env, state, jax.random.key(0), 0, 60.0)[1] == 2
     # The first growth estimate is the joint moves per node. Paranoid: 3 ** 2 (two snakes, 3 candidates
-    # each), 4 ** 2 with every legal move. Best reply: 3 moves x 2 deviators (the other or nobody) x 3;
-    # over 4 snakes, 3 x 4 x 3.
+    # each), 4 ** 2 with every legal move. Best reply: 3 moves against nobody deviating, and against the
+    # other snake's 3: 3 + 3 x 3; over 4 snakes, 3 + 3 x 3 x 3.
     four = Battlesnake(board_size=7, num_snakes=4)
     assert SearchAgent(opponents=1, best_reply=False).joint_actions(env) == 9
     assert SearchAgent(opponents=1, best_reply=False, branching=None).joint_actions(env) == 16
-    assert agent.joint_actions(env) == 18
-    assert SearchAgent(opponents=3).joint_actions(four) == 36
+    assert agent.joint_actions(env) == 12
+    assert SearchAgent(opponents=3).joint_actions(four) == 30
 
 
 def test_server_serves_the_search_agent_and_refuses_its_settings_for_others():
@@ -383,3 +383,75 @@ def test_learned_leaf_variables_are_an_argument_of_one_shared_compile():
     np.testing.assert_array_equal(shared[0], own[0])
     np.testing.assert_array_equal(shared[1], own[1])
     assert (own[0] != own[1]).any()  # the variables matter: a constant baked in would show
+
+
+# Three snakes close together (C's head two cells from A's, B's three): every move of each meets the others'.
+THREE_CLOSE = """
+    . . . . . . .
+    . . . . . . .
+    . . c C . . .
+    . . . . . . .
+    A a . . B b .
+    . . . . . b .
+    . . . . . . .
+"""
+
+
+def _best_reply_oracle(env, state, keys, player, searched, depth, leaf, ply=0):
+    """float ``[4]``: each own legal move's best-reply value (Schadd & Winands 2011) by plain enumeration, one
+    ``env.step`` at a time: the worst, over nobody deviating from `default_moves` and each other searched
+    snake's each legal move, of the player's reward plus the value below (a finished game is worth 0, a
+    leaf ``leaf``); -inf for an illegal move."""
+    values = np.full(4, -np.inf)
+    legal = np.asarray(state.legal_action_mask)
+    base = np.asarray(default_moves(state.board, keys[ply]))
+    for o in np.flatnonzero(legal[player]):
+        answers = [base.copy()]
+        for d in searched:
+            if d != player:
+                for k in np.flatnonzero(legal[d]):
+                    answers.append(base.copy())
+                    answers[-1][d] = k
+        worst = np.inf
+        for joint in answers:
+            joint[player] = o
+            child = _STEP(env)(state, jnp.asarray(joint, jnp.int32), keys[ply])
+            if bool(child.terminated | child.truncated):
+                below = 0.0
+            elif depth == 1:
+                below = float(leaf(child, keys[-1])[player])
+            else:
+                below = _best_reply_oracle(env, child, keys, player, searched, depth - 1, leaf, ply + 1).max()
+            worst = min(worst, float(child.rewards[player]) + below)
+        values[o] = worst
+    return values
+
+
+_STEPS = {}
+
+
+def _STEP(env):
+    return _STEPS.setdefault(env, jax.jit(env.step))
+
+
+def test_best_reply_values_equal_a_plain_enumeration_with_the_player_amid_the_searched():
+    # The player (B, snake 1) is the middle of `searched`, so the deviators are the snakes before and after it.
+    from jaxgames.games.battlesnake import evaluation
+
+    env, state = _state(THREE_CLOSE, 3)
+    leaf = jax.jit(evaluation.leaf_value(env))
+    searched = np.array([2, 1, 0], np.int32)
+    key = jax.random.key(5)
+    out = jitted(sim.maximin, env, state, key, player=1, depth=2, evaluate=leaf, searched=jnp.asarray(searched),
+                 default_policy=lambda s, k: default_moves(s.board, k), best_reply=True)
+    keys = jax.random.split(key, 3)  # maximin's ply keys (the default policy ignores its key)
+    legal = np.asarray(state.legal_action_mask)[1]
+    got = np.asarray(out.action_values)
+    assert got[~legal].tolist() == [float(np.finfo(np.float32).min)] * int((~legal).sum())
+    want = _best_reply_oracle(env, state, keys, 1, searched.tolist(), 2, leaf)
+    np.testing.assert_allclose(got[legal], want[legal], atol=1e-5)
+    assert len(set(np.round(want[legal], 4))) > 1  # the moves differ in value: the comparison can fail
+    # 4 legal moves each: 4 + 4 * 2 * 4 = 36 joint moves a node, 36 + 36 ** 2 states at depth 2.
+    default = lambda s, k: default_moves(s.board, k)  # noqa: E731
+    assert sim.check_maximin_settings(env, player=1, depth=2, searched=searched, default_policy=default,
+                                      best_reply=True) == 36 + 36**2

@@ -255,7 +255,7 @@ def test_best_reply_with_two_players_is_paranoid_and_counts_its_states():
     np.testing.assert_array_equal(np.asarray(out.action_values), [-2.0, -1.0, -3.0])
     col = jitted(sim.maximin, env, state, key, player=1, depth=1, best_reply=True, default_policy=default)
     np.testing.assert_array_equal(np.asarray(col.action_values), -a.max(axis=0).astype(np.float32))
-    # K * M * K joint actions a node: 3 * 2 * 3 = 18; 18 + 18 ** 2 = 342 states at depth 2.
-    assert sim.check_maximin_settings(env, player=0, depth=2, best_reply=True, default_policy=default) == 342
+    # K + K (M - 1) K joint actions a node: 3 + 3 * 1 * 3 = 12; 12 + 12 ** 2 = 156 states at depth 2.
+    assert sim.check_maximin_settings(env, player=0, depth=2, best_reply=True, default_policy=default) == 156
     with pytest.raises(ValueError, match="best_reply needs a default_policy"):
         sim.maximin(env, state, key, player=0, depth=1, best_reply=True)

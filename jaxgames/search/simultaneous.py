@@ -27,7 +27,7 @@ Both searches are written for ONE root, pure JAX; `sm_mcts_batch` and
   actions per player and node (``candidates``: e.g. the moves that are not
   certain deaths), ``(K ** num_players) ** depth`` states. ``best_reply``
   lets one opponent at a time answer (Schadd & Winands 2011), the others on
-  a default policy: ``K * num_players * K`` joint actions a node.
+  a default policy: ``K + K (M - 1) K`` joint actions a node.
 
 Errors (before tracing): ``TypeError``/``ValueError`` naming the value for a
 sequential env, a batched root given to a one-root function, a root not
@@ -155,7 +155,7 @@ def check_maximin_settings(
         ``sum_{k=1..depth} (K ** M) ** k``, ``M`` the number of searched
         players (all ``num_players`` unless ``searched`` is given), ``K`` the
         ``branching`` (``num_actions`` unless given); with ``best_reply``,
-        ``K * M * K`` joint actions a node instead of ``K ** M``.
+        ``K + K (M - 1) K`` joint actions a node instead of ``K ** M``.
 
     Raises:
         ValueError: a sequential env; a concrete ``player`` outside
@@ -223,14 +223,15 @@ def check_maximin_settings(
 
 
 def joint_action_count(k: int, m: int, *, best_reply: bool = False) -> int:
-    """Joint actions enumerated at one node: ``k ** m`` (paranoid), or ``k * m * k`` with ``best_reply``.
+    """Joint actions enumerated at one node: ``k ** m`` (paranoid), or ``k + k (m - 1) k`` with ``best_reply``
+    (each own move against nobody deviating, and against each opponent's each deviation).
 
     Args:
         k: actions per searched player and node (``branching``, else ``num_actions``).
         m: searched players, the root player included.
         best_reply: one searched opponent deviates at a time (Schadd & Winands 2011).
     """
-    return k * m * k if best_reply else k**m
+    return k + k * (m - 1) * k if best_reply else k**m
 
 
 # ---------------------------------------------------------------- leaf evaluation
@@ -636,7 +637,7 @@ def maximin(
             opponent answers the player's move (each in turn, each of its
             candidates), the others play ``default_policy``; the player
             takes the minimum over these replies (and over nobody
-            deviating). ``K * M * K`` joint actions a node instead of ``K ** M``.
+            deviating). ``K + K (M - 1) K`` joint actions a node instead of ``K ** M``.
 
     Returns:
         `MaximinOutput`: ``action`` int32 ``[]``, ``value`` float32 ``[]``,
@@ -697,21 +698,22 @@ def _maximin(env, state, key, player, depth, evaluate, rollout_steps, params, se
     own_slot = jnp.argmax(searched == player)
     position = jnp.arange(m)[None, :]
     if best_reply:
-        # Code (o, d, k): the player takes its slot o; searched player d (the deviator) takes its slot k; the
-        # other searched players play the default policy. d = the player means nobody deviates (k > 0: a
-        # duplicate, never counted).
-        o, d, kk = (jnp.asarray(x, jnp.int32) for x in np.unravel_index(np.arange(b * m * b), (b, m, b)))
-        c = b * m * b
+        # Codes: first (o, nobody) for each of the player's slots o; then (o, j, k): the player takes its slot o,
+        # the j-th searched opponent (the deviator) its slot k, the other searched players the default policy.
+        o, j, kk = (np.asarray(x, np.int32) for x in np.unravel_index(np.arange(b * (m - 1) * b), (b, m - 1, b)))
+        o = jnp.asarray(np.concatenate([np.arange(b, dtype=np.int32), o]))
+        j = jnp.asarray(np.concatenate([np.full(b, -1, np.int32), j]))
+        kk = jnp.asarray(np.concatenate([np.zeros(b, np.int32), kk]))
+        c = joint_action_count(b, m, best_reply=True)
+        d = jnp.where(j < 0, own_slot, j + (j >= own_slot))  # the deviator's place in searched (own_slot: nobody)
         enumerated = (position == own_slot) | (position == d[:, None])  # [C, M]
         combos = jnp.where(position == own_slot, o[:, None], kk[:, None])  # [C, M]
-        duplicate = (d == own_slot) & (kk > 0)  # [C]
     else:
         # combos[c] = the searched players' slots of code c (first searched player most significant); a slot is
         # an action index, or (branching / candidates) a place in the node's list of candidate actions.
         c = b**m
         combos = jnp.asarray(np.stack(np.unravel_index(np.arange(c), (b,) * m), axis=-1), jnp.int32)  # [C, M]
         enumerated = jnp.ones((c, m), bool)
-        duplicate = jnp.zeros(c, bool)
     ply_keys = jax.random.split(key, depth + 1)
     compact = branching is not None or candidates is not None
 
@@ -758,7 +760,6 @@ def _maximin(env, state, key, player, depth, evaluate, rollout_steps, params, se
         code_valid = jnp.take_along_axis(valid, index, axis=2) | ~enumerated.T[None]  # [K, M, C]: each slot enumerated
         own_act = jnp.take_along_axis(acts, index, axis=2)[:, own_slot]  # [K, C]
         others_valid = jnp.all(jnp.where((searched == player)[None, :, None], True, code_valid), axis=1)  # [K, C]
-        others_valid = others_valid & ~duplicate[None, :]
         q = jnp.where(others_valid, q, _FMAX)
         own_valid = code_valid[:, own_slot][:, None, :]
         groups = (own_act[:, None, :] == jnp.arange(a)[None, :, None]) & own_valid  # [K, A, C]
