@@ -451,6 +451,10 @@ def test_best_reply_values_equal_a_plain_enumeration_with_the_player_amid_the_se
     want = _best_reply_oracle(env, state, keys, 1, searched.tolist(), 2, leaf)
     np.testing.assert_allclose(got[legal], want[legal], atol=1e-5)
     assert len(set(np.round(want[legal], 4))) > 1  # the moves differ in value: the comparison can fail
+    # The leaves valued 5 at a time (1,296 leaves: the last batch is short) give the same values.
+    batched = jitted(sim.maximin, env, state, key, player=1, depth=2, evaluate=leaf, searched=jnp.asarray(searched),
+                     default_policy=lambda s, k: default_moves(s.board, k), best_reply=True, leaf_batch=5)
+    np.testing.assert_allclose(np.asarray(batched.action_values)[legal], want[legal], atol=1e-5)
     # 4 legal moves each: 4 + 4 * 2 * 4 = 36 joint moves a node, 36 + 36 ** 2 states at depth 2.
     default = lambda s, k: default_moves(s.board, k)  # noqa: E731
     assert sim.check_maximin_settings(env, player=1, depth=2, searched=searched, default_policy=default,

@@ -158,6 +158,8 @@ def test_bad_input_raises_before_any_work():
             sim.sm_mcts(env, state, key, num_simulations=bad)
         with pytest.raises(ValueError, match=rf"depth must be >= 1; got {bad}"):
             sim.maximin(env, state, key, player=0, depth=bad)
+    with pytest.raises(ValueError, match="leaf_batch must be >= 1; got 0"):
+        sim.maximin(env, state, key, player=0, depth=1, leaf_batch=0)
     with pytest.raises(TypeError, match="num_simulations must be an int; got 2.5"):
         sim.sm_mcts(env, state, key, num_simulations=2.5)
     for bad in (float("nan"), float("inf"), -0.1, 1.5):

@@ -47,6 +47,10 @@ of death with the defaults); never tried against `jaxgames.agents.battlesnake_pu
 TIE_BREAKS = ("random", "mean")
 """`SearchAgent`'s ``tie_break`` settings."""
 
+LEAF_BATCH = 64
+"""Leaves valued at a time (`simultaneous.maximin`'s ``leaf_batch``) when the roots run one at a time (a CPU),
+where batches of tens of leaves run several times faster than all of them at once (`benchmarks/README.md`)."""
+
 HEAD_TO_HEAD_PENALTY = 1.0
 """Subtracted from a move's value when a snake outside the search, at least as long, can enter the same cell
 (paranoid at the first ply for every snake; a sure death is worth -2)."""
@@ -130,7 +134,8 @@ class SearchAgent(JaxAgent):
         vmap_roots: the batched policy vmaps the search over roots (True) or
             runs one root at a time with ``lax.map`` (False); None (default):
             vmap on a GPU or TPU, ``lax.map`` on a CPU, where the vmapped
-            gathers run about 10x slower per root. The moves are the same.
+            gathers run about 10x slower per root. One root at a time also
+            values its leaves `LEAF_BATCH` at a time. The moves are the same.
         **weights: keyword arguments of `evaluation.evaluate` (weights,
             ``length_scale``, ``rounds``); unset ones take `DEFAULT_WEIGHTS`,
             then `evaluate`'s defaults.
@@ -212,7 +217,7 @@ class SearchAgent(JaxAgent):
             lean, env.strip_observation(state), key, player=player, depth=depth, evaluate=leaf, max_states=self.max_states,
             searched=searched, default_policy=default_policy, branching=self.branching,
             candidates=None if self.branching is None else (lambda s: candidate_moves(s.board)),
-            best_reply=self.best_reply)
+            best_reply=self.best_reply, leaf_batch=None if self._vmap_roots() else LEAF_BATCH)
 
     def _mixed_leaf(self, player: jax.Array):
         """The leaf evaluation with the learned value (``learned_weight``); only ``player``'s entry is computed."""

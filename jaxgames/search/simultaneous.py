@@ -147,7 +147,7 @@ def check_sm_mcts_settings(
 
 def check_maximin_settings(
     env, *, player, depth, max_states=DEFAULT_MAX_STATES, rollout_steps=DEFAULT_ROLLOUT_STEPS, searched=None,
-    default_policy=None, branching=None, candidates=None, best_reply=False,
+    default_policy=None, branching=None, candidates=None, best_reply=False, leaf_batch=None,
 ) -> int:
     """Raises for bad `maximin` settings; returns the number of states it would step.
 
@@ -165,9 +165,9 @@ def check_maximin_settings(
             (concrete) repeats a player, is out of range or lacks ``player``;
             fewer searched players than ``num_players`` without a
             ``default_policy``; a ``branching`` outside ``[1, num_actions]``;
-            ``best_reply`` without a ``default_policy``.
-        TypeError: a non-int player, depth, bound or branching; a ``candidates``
-            that is not callable.
+            ``best_reply`` without a ``default_policy``; a ``leaf_batch`` < 1.
+        TypeError: a non-int player, depth, bound, branching or leaf batch; a
+            ``candidates`` that is not callable.
     """
     _check_env(env)
     n = int(env.num_players)
@@ -211,6 +211,8 @@ def check_maximin_settings(
         raise TypeError(f"best_reply must be a bool; got {best_reply!r}")
     if best_reply and default_policy is None:
         raise ValueError("best_reply needs a default_policy (the move of the opponents that do not deviate)")
+    if leaf_batch is not None:
+        _positive_int("leaf_batch", leaf_batch)
     joint = joint_action_count(k_actions, m, best_reply=best_reply)
     count = sum(joint**k for k in range(1, depth + 1))
     if count > max_states:
@@ -593,6 +595,7 @@ def maximin(
     branching: int | None = None,
     candidates: Callable[[Any], jax.Array] | None = None,
     best_reply: bool = False,
+    leaf_batch: int | None = None,
 ) -> MaximinOutput:
     """Paranoid / maximin depth-limited search from one root, for one player (module docstring).
 
@@ -638,6 +641,11 @@ def maximin(
             candidates), the others play ``default_policy``; the player
             takes the minimum over these replies (and over nobody
             deviating). ``K + K (M - 1) K`` joint actions a node instead of ``K ** M``.
+        leaf_batch: evaluate the leaves ``leaf_batch`` at a time (``lax.map``;
+            static). None: all at once (``vmap``). The values are the same; on a
+            CPU, batches of tens of leaves run several times faster than one
+            batch of thousands (a vmapped evaluation with a ``while_loop`` runs
+            every leaf until the slowest finishes).
 
     Returns:
         `MaximinOutput`: ``action`` int32 ``[]``, ``value`` float32 ``[]``,
@@ -649,10 +657,11 @@ def maximin(
     """
     check_maximin_settings(env, player=player, depth=depth, max_states=max_states, rollout_steps=rollout_steps,
                            searched=searched, default_policy=default_policy, branching=branching,
-                           candidates=candidates, best_reply=best_reply)
+                           candidates=candidates, best_reply=best_reply, leaf_batch=leaf_batch)
     _check_state(env, state, batched=False)
     return _maximin(env, state, key, jnp.asarray(player, jnp.int32), int(depth), evaluate, int(rollout_steps), params,
-                    searched, default_policy, None if branching is None else int(branching), candidates, best_reply)
+                    searched, default_policy, None if branching is None else int(branching), candidates, best_reply,
+                    leaf_batch)
 
 
 def maximin_batch(env, states, keys: jax.Array, **settings) -> MaximinOutput:
@@ -682,13 +691,14 @@ def maximin_batch(env, states, keys: jax.Array, **settings) -> MaximinOutput:
         branching=settings.get("branching"),
         candidates=settings.get("candidates"),
         best_reply=settings.get("best_reply", False),
+        leaf_batch=settings.get("leaf_batch"),
     )
     _check_state(env, states, batched=True)
     return jax.vmap(lambda s, k: maximin(env, s, k, **settings))(states, keys)
 
 
 def _maximin(env, state, key, player, depth, evaluate, rollout_steps, params, searched=None,
-             default_policy=None, branching=None, candidates=None, best_reply=False) -> MaximinOutput:
+             default_policy=None, branching=None, candidates=None, best_reply=False, leaf_batch=None) -> MaximinOutput:
     n, a = int(env.num_players), int(env.num_actions)
     searched = jnp.arange(n, dtype=jnp.int32) if searched is None else jnp.asarray(searched, jnp.int32)
     m = int(searched.shape[0])
@@ -749,7 +759,11 @@ def _maximin(env, state, key, player, depth, evaluate, rollout_steps, params, se
 
     leaves = levels[-1]
     leaf_keys = jax.random.split(ply_keys[depth], leaves.rewards.shape[0])
-    value = jax.vmap(lambda s, k: _leaf_value(evaluate, s, k, n)[player])(leaves, leaf_keys)
+    one_leaf = lambda s, k: _leaf_value(evaluate, s, k, n)[player]  # noqa: E731
+    if leaf_batch is None:
+        value = jax.vmap(one_leaf)(leaves, leaf_keys)
+    else:
+        value = jax.lax.map(lambda x: one_leaf(*x), (leaves, leaf_keys), batch_size=leaf_batch)
     mean = value
 
     action_values = mean_values = None
