@@ -285,6 +285,13 @@ def test_vmapped_roots_give_the_moves_of_one_root_at_a_time():
     one = jax.jit(lambda s, k, p: mapped.policy(env, s, k, p, 2))
     for b in range(4):  # and each is the one-board policy's move
         assert int(one(jax.tree.map(lambda x: x[b], states), keys[b], players[b])) == want[b]
+    # On a CPU a root whose snake is eliminated (root 1), or whose game is over (root 2), is not searched:
+    # move 0. The other roots keep their moves.
+    board = states.board.replace(eliminated_cause=states.board.eliminated_cause.at[1, 1].set(1))
+    inactive = states.replace(board=board, terminated=states.terminated.at[2].set(True))
+    got = np.asarray(mapped.compiled(env)(inactive, keys, players))
+    assert got[1] == 0 and got[2] == 0 and got[0] == want[0] and got[3] == want[3]
+    assert want[1] != 0 or want[2] != 0  # searched, they would not both have been move 0
 
 
 def test_act_in_time_deepens_within_the_budget():

@@ -135,7 +135,9 @@ class SearchAgent(JaxAgent):
             runs one root at a time with ``lax.map`` (False); None (default):
             vmap on a GPU or TPU, ``lax.map`` on a CPU, where the vmapped
             gathers run about 10x slower per root. One root at a time also
-            values its leaves `LEAF_BATCH` at a time. The moves are the same.
+            values its leaves `LEAF_BATCH` at a time, and skips a root whose
+            snake is eliminated or whose game is over (move 0, which the
+            game ignores). The moves are the same.
         **weights: keyword arguments of `evaluation.evaluate` (weights,
             ``length_scale``, ``rounds``); unset ones take `DEFAULT_WEIGHTS`,
             then `evaluate`'s defaults.
@@ -299,13 +301,21 @@ class SearchAgent(JaxAgent):
                                      on_build=lambda: self.check(env, depth))
 
     def _batched(self, env, depth: int):
-        return self._over_roots(lambda s, k, p: self.policy(env, s, k, p, depth))
+        return self._over_roots(lambda s, k, p: self.policy(env, s, k, p, depth), skip_inactive=True)
 
-    def _over_roots(self, one):
+    def _over_roots(self, one, skip_inactive: bool = False):
         if self._vmap_roots():
             return jax.vmap(one)
         # One root at a time: on a CPU, vmapping the search over roots makes its gathers and scatters
-        # batched, about 10x slower per root.
+        # batched, about 10x slower per root. With ``skip_inactive``, a root whose snake is eliminated or
+        # whose game is over is not searched (move 0, which the game ignores).
+        if skip_inactive:
+            searched = one
+
+            def one(s, k, p):
+                active = s.board.alive[p] & ~(s.terminated | s.truncated)
+                return jax.lax.cond(active, searched, lambda *_: jnp.int32(0), s, k, p)
+
         return lambda states, keys, players: jax.lax.map(lambda x: one(*x), (states, keys, players))
 
     def batched_policy(self, env):
