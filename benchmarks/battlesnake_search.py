@@ -21,9 +21,10 @@
     python benchmarks/battlesnake_search.py games=1000 depth=2 opponents=heuristic  # a CPU-sized run
     python benchmarks/battlesnake_search.py --help
 
-The default depth (3, the shipped snake's) costs about 0.27 s a move on
-one CPU core: 1,000 games take most of a day on a CPU and minutes on a GPU,
-where the search is vmapped over the games (`SearchAgent`'s ``vmap_roots``).
+The default depth (3, the shipped snake's) costs tens of milliseconds a
+move on one CPU core: 1,000 games take hours on a CPU (games against
+``public`` snakes last longest) and minutes on a GPU, where the search is
+vmapped over the games (`SearchAgent`'s ``vmap_roots``).
 
 Writes ``results.json``, ``config.json`` and ``README.md`` into ``out_dir``
 (default ``results/benchmarks/battlesnake_search``), and per opponent
@@ -92,7 +93,7 @@ class Config:
     best_reply: bool = True
     learned_weight: float = 0.0
     learned_dir: str = ""
-    tie_break: str = "random"
+    tie_break: str = "mean"
     max_turns: int = 1000
     think_positions: int = 300
     speed_batch: int = 256
@@ -137,7 +138,8 @@ def play_games(cfg: Config, kind: str, key: jax.Array) -> dict:
                            if k in ("chunk", "depth", "search_opponents", "branching", "best_reply", "max_turns",
                                      "seed") or (cfg.learned_weight and k in ("learned_weight", "learned_dir"))
                            or (cfg.tie_break != "random" and k == "tie_break")},
-                          sort_keys=True)  # the newer settings only when used: earlier game files still resume
+                          sort_keys=True)  # the newer settings only when used: earlier game files (random
+    # ties, the default before) still resume with tie_break=random
     done = dict(np.load(path)) if os.path.exists(path) else {}
     if done and str(done.get("settings")) != settings:
         raise ValueError(f"{path} holds games of other settings ({done.get('settings')}); "

@@ -159,9 +159,9 @@ def test_mean_values_count_the_answers_that_kill():
     np.testing.assert_array_equal(np.asarray(out.action_values)[[UP, RIGHT, LEFT]], [-1.0, -1.0, -1.0])
     np.testing.assert_allclose(np.asarray(out.mean_values)[[UP, RIGHT, LEFT]], [-2 / 7, -1 / 7, -1 / 7], rtol=1e-6)
     assert float(out.mean_values[DOWN]) == np.finfo(np.float32).min  # the neck
-    # The agent with tie_break="mean" never takes up (it loses to the most answers); "random" does.
-    mean_agent = SearchAgent(depth=1, opponents=2, tie_break="mean")
-    random_agent = SearchAgent(depth=1, opponents=2)
+    # The agent with tie_break="mean" (the default) never takes up (it loses to the most answers); "random" does.
+    mean_agent = SearchAgent(depth=1, opponents=2)
+    random_agent = SearchAgent(depth=1, opponents=2, tie_break="random")
     assert {_move(random_agent, env, state, seed=s) for s in range(12)} >= {UP}
     assert UP not in {_move(mean_agent, env, state, seed=s) for s in range(12)}
     with pytest.raises(ValueError, match="tie_break"):

@@ -13,8 +13,8 @@ search: Sturtevant & Korf 2000, "On Pruning Techniques for Multi-Player
 Games"; Sturtevant 2002, "A Comparison of Algorithms for Multi-player
 Games"). Cutting the enumeration to the nearby snakes is the common practice
 of strong Battlesnakes (the others cannot reach the searched snake's cells
-within a shallow horizon). Moves of equal worst case go to any of them
-(default) or, with ``tie_break="mean"``, to the highest mean over the answers.
+within a shallow horizon). Moves of equal worst case go to the highest mean
+over the answers (default) or, with ``tie_break="random"``, to any of them.
 
 The batched agent is one jitted call (`JaxAgent.compiled`); `act_in_time`
 adds the wall-clock budget for one board: iterative deepening, one depth at
@@ -141,9 +141,10 @@ class SearchAgent(JaxAgent):
         **weights: keyword arguments of `evaluation.evaluate` (weights,
             ``length_scale``, ``rounds``); unset ones take `DEFAULT_WEIGHTS`,
             then `evaluate`'s defaults.
-        tie_break: among moves of equal value, ``"mean"`` takes the highest
-            `simultaneous.MaximinOutput` ``mean_values`` (the move that loses
-            against fewer answers), ``"random"`` any, uniformly.
+        tie_break: among moves of equal value, ``"mean"`` (default) takes the
+            highest `simultaneous.MaximinOutput` ``mean_values`` (the move that
+            loses against fewer answers), then any of those; ``"random"`` any,
+            uniformly.
         name: a label.
 
     Raises:
@@ -154,7 +155,7 @@ class SearchAgent(JaxAgent):
     def __init__(self, *, depth: int = 3, opponents: int = 2, max_states: int = simultaneous.DEFAULT_MAX_STATES,
                  branching: int | None = 3, best_reply: bool = True, learned_weight: float = 0.0,
                  learned=None, time_budget: float | None = None, vmap_roots: bool | None = None,
-                 tie_break: str = "random", name: str = "search", **weights):
+                 tie_break: str = "mean", name: str = "search", **weights):
         self.depth = checks.positive_int("depth", depth)
         self.branching = None if branching is None else checks.integer("branching", branching, 1, 4)
         if not isinstance(best_reply, bool):
