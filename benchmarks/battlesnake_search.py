@@ -138,8 +138,8 @@ def play_games(cfg: Config, kind: str, key: jax.Array) -> dict:
                            if k in ("chunk", "depth", "search_opponents", "branching", "best_reply", "max_turns",
                                      "seed") or (cfg.learned_weight and k in ("learned_weight", "learned_dir"))
                            or (cfg.tie_break != "random" and k == "tie_break")},
-                          sort_keys=True)  # the newer settings only when used: earlier game files (random
-    # ties, the default before) still resume with tie_break=random
+                          sort_keys=True)  # the newer settings only when used: earlier game files still resume
+    # (those of random ties, the default before, with tie_break=random)
     done = dict(np.load(path)) if os.path.exists(path) else {}
     if done and str(done.get("settings")) != settings:
         raise ValueError(f"{path} holds games of other settings ({done.get('settings')}); "
