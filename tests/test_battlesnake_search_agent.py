@@ -405,13 +405,14 @@ THREE_CLOSE = """
 
 
 def _best_reply_oracle(env, state, keys, player, searched, depth, leaf, ply=0):
-    """float ``[4]``: each own legal move's best-reply value (Schadd & Winands 2011) by plain enumeration, one
-    ``env.step`` at a time: the worst, over nobody deviating from `default_moves` and each other searched
-    snake's each legal move, of the player's reward plus the value below (a finished game is worth 0, a
-    leaf ``leaf``); -inf for an illegal move."""
+    """float ``[4]``: each own legal move's best-reply value (Schadd & Winands 2011) by plain enumeration: the
+    worst, over nobody deviating from `default_moves` and each other searched snake's each legal move, of the
+    player's reward plus the value below (a finished game is worth 0, a leaf ``leaf``); -inf for an illegal
+    move. The joint moves of a node are listed here and stepped in one vmapped call."""
     values = np.full(4, -np.inf)
     legal = np.asarray(state.legal_action_mask)
     base = np.asarray(default_moves(state.board, keys[ply]))
+    own, joints = [], []
     for o in np.flatnonzero(legal[player]):
         answers = [base.copy()]
         for d in searched:
@@ -419,26 +420,37 @@ def _best_reply_oracle(env, state, keys, player, searched, depth, leaf, ply=0):
                 for k in np.flatnonzero(legal[d]):
                     answers.append(base.copy())
                     answers[-1][d] = k
-        worst = np.inf
         for joint in answers:
             joint[player] = o
-            child = _STEP(env)(state, jnp.asarray(joint, jnp.int32), keys[ply])
-            if bool(child.terminated | child.truncated):
-                below = 0.0
-            elif depth == 1:
-                below = float(leaf(child, keys[-1])[player])
-            else:
-                below = _best_reply_oracle(env, child, keys, player, searched, depth - 1, leaf, ply + 1).max()
-            worst = min(worst, float(child.rewards[player]) + below)
-        values[o] = worst
+            own.append(o)
+            joints.append(joint)
+    padded = np.stack(joints + joints[-1:] * (4 * (1 + 3 * 4) - len(joints)))  # one shape: one compile
+    stepped = _STEP(env)(state, jnp.asarray(padded, jnp.int32), keys[ply])
+    children = jax.tree.map(lambda x: x[:len(joints)], stepped)
+    done = np.asarray(children.terminated | children.truncated)
+    rewards = np.asarray(children.rewards)[:, player]
+    if depth == 1:
+        below = np.asarray(_LEAVES(leaf)(stepped, keys[-1]))[:len(joints), player]
+    else:
+        below = np.array([_best_reply_oracle(env, jax.tree.map(lambda x: x[i], children), keys, player, searched,
+                                             depth - 1, leaf, ply + 1).max() if not done[i] else 0.0
+                          for i in range(len(joints))])
+    q = rewards + np.where(done, 0.0, below)
+    for o, v in zip(own, q):
+        values[o] = min(values[o], v) if np.isfinite(values[o]) else v
     return values
 
 
-_STEPS = {}
+_STEPS, _LEAF_FNS = {}, {}
 
 
 def _STEP(env):
-    return _STEPS.setdefault(env, jax.jit(env.step))
+    """``(state, joints int32 [J, S], key) -> J children``, jitted once per env."""
+    return _STEPS.setdefault(env, jax.jit(jax.vmap(env.step, in_axes=(None, 0, None))))
+
+
+def _LEAVES(leaf):
+    return _LEAF_FNS.setdefault(leaf, jax.jit(jax.vmap(leaf, in_axes=(0, None))))
 
 
 def test_best_reply_values_equal_a_plain_enumeration_with_the_player_amid_the_searched():
@@ -446,7 +458,7 @@ def test_best_reply_values_equal_a_plain_enumeration_with_the_player_amid_the_se
     from jaxgames.games.battlesnake import evaluation
 
     env, state = _state(THREE_CLOSE, 3)
-    leaf = jax.jit(evaluation.leaf_value(env))
+    leaf = evaluation.leaf_value(env)
     searched = np.array([2, 1, 0], np.int32)
     key = jax.random.key(5)
     out = jitted(sim.maximin, env, state, key, player=1, depth=2, evaluate=leaf, searched=jnp.asarray(searched),
@@ -458,9 +470,11 @@ def test_best_reply_values_equal_a_plain_enumeration_with_the_player_amid_the_se
     want = _best_reply_oracle(env, state, keys, 1, searched.tolist(), 2, leaf)
     np.testing.assert_allclose(got[legal], want[legal], atol=1e-5)
     assert len(set(np.round(want[legal], 4))) > 1  # the moves differ in value: the comparison can fail
-    # The leaves valued 5 at a time (1,296 leaves: the last batch is short) give the same values.
-    batched = jitted(sim.maximin, env, state, key, player=1, depth=2, evaluate=leaf, searched=jnp.asarray(searched),
+    # At depth 1, the leaves valued 5 at a time (36 leaves: the last batch is short) give the plain values.
+    batched = jitted(sim.maximin, env, state, key, player=1, depth=1, evaluate=leaf, searched=jnp.asarray(searched),
                      default_policy=lambda s, k: default_moves(s.board, k), best_reply=True, leaf_batch=5)
+    keys = jax.random.split(key, 2)
+    want = _best_reply_oracle(env, state, keys, 1, searched.tolist(), 1, leaf)
     np.testing.assert_allclose(np.asarray(batched.action_values)[legal], want[legal], atol=1e-5)
     # 4 legal moves each: 4 + 4 * 2 * 4 = 36 joint moves a node, 36 + 36 ** 2 states at depth 2.
     default = lambda s, k: default_moves(s.board, k)  # noqa: E731
