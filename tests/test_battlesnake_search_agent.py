@@ -409,8 +409,8 @@ def _best_reply_oracle(env, state, keys, player, searched, depth, leaf, ply=0):
     worst, over nobody deviating from `default_moves` and each other searched snake's each legal move, of the
     player's reward plus the value below (a finished game is worth 0, a leaf ``leaf``); -inf for an illegal
     move. The joint moves of a node are listed here and stepped in one vmapped call."""
-    values = np.full(4, -np.inf)
     legal = np.asarray(state.legal_action_mask)
+    values = np.where(legal[player], np.inf, -np.inf)
     base = np.asarray(default_moves(state.board, keys[ply]))
     own, joints = [], []
     for o in np.flatnonzero(legal[player]):
@@ -424,32 +424,34 @@ def _best_reply_oracle(env, state, keys, player, searched, depth, leaf, ply=0):
             joint[player] = o
             own.append(o)
             joints.append(joint)
-    padded = np.stack(joints + joints[-1:] * (4 * (1 + 3 * 4) - len(joints)))  # one shape: one compile
-    stepped = _STEP(env)(state, jnp.asarray(padded, jnp.int32), keys[ply])
+    most = 4 * (1 + (len(searched) - 1) * 4)  # every node pads to the most joint moves: one compile
+    padded = np.stack(joints + joints[-1:] * (most - len(joints)))
+    stepped = _stepper(env)(state, jnp.asarray(padded, jnp.int32), keys[ply])
     children = jax.tree.map(lambda x: x[:len(joints)], stepped)
     done = np.asarray(children.terminated | children.truncated)
     rewards = np.asarray(children.rewards)[:, player]
     if depth == 1:
-        below = np.asarray(_LEAVES(leaf)(stepped, keys[-1]))[:len(joints), player]
+        below = np.asarray(_leaves(leaf)(stepped, keys[-1]))[:len(joints), player]
     else:
         below = np.array([_best_reply_oracle(env, jax.tree.map(lambda x: x[i], children), keys, player, searched,
                                              depth - 1, leaf, ply + 1).max() if not done[i] else 0.0
                           for i in range(len(joints))])
     q = rewards + np.where(done, 0.0, below)
     for o, v in zip(own, q):
-        values[o] = min(values[o], v) if np.isfinite(values[o]) else v
+        values[o] = min(values[o], v)
     return values
 
 
 _STEPS, _LEAF_FNS = {}, {}
 
 
-def _STEP(env):
+def _stepper(env):
     """``(state, joints int32 [J, S], key) -> J children``, jitted once per env."""
     return _STEPS.setdefault(env, jax.jit(jax.vmap(env.step, in_axes=(None, 0, None))))
 
 
-def _LEAVES(leaf):
+def _leaves(leaf):
+    """``(states [J], key) -> float32 [J, S]``: ``leaf`` vmapped and jitted once per leaf function."""
     return _LEAF_FNS.setdefault(leaf, jax.jit(jax.vmap(leaf, in_axes=(0, None))))
 
 

@@ -310,14 +310,12 @@ class SearchAgent(JaxAgent):
         # One root at a time: on a CPU, vmapping the search over roots makes its gathers and scatters
         # batched, about 10x slower per root. With ``skip_inactive``, a root whose snake is eliminated or
         # whose game is over is not searched (move 0, which the game ignores).
-        if skip_inactive:
-            searched = one
+        def guarded(s, k, p):
+            active = s.board.alive[p] & ~(s.terminated | s.truncated)
+            return jax.lax.cond(active, one, lambda *_: jnp.int32(0), s, k, p)
 
-            def one(s, k, p):
-                active = s.board.alive[p] & ~(s.terminated | s.truncated)
-                return jax.lax.cond(active, searched, lambda *_: jnp.int32(0), s, k, p)
-
-        return lambda states, keys, players: jax.lax.map(lambda x: one(*x), (states, keys, players))
+        root = guarded if skip_inactive else one
+        return lambda states, keys, players: jax.lax.map(lambda x: root(*x), (states, keys, players))
 
     def batched_policy(self, env):
         return self._batched(env, self.depth)

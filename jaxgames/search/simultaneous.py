@@ -710,11 +710,10 @@ def _maximin(env, state, key, player, depth, evaluate, rollout_steps, params, se
     if best_reply:
         # Codes: first (o, nobody) for each of the player's slots o; then (o, j, k): the player takes its slot o,
         # the j-th searched opponent (the deviator) its slot k, the other searched players the default policy.
-        o, j, kk = (np.asarray(x, np.int32) for x in np.unravel_index(np.arange(b * (m - 1) * b), (b, m - 1, b)))
-        o = jnp.asarray(np.concatenate([np.arange(b, dtype=np.int32), o]))
-        j = jnp.asarray(np.concatenate([np.full(b, -1, np.int32), j]))
-        kk = jnp.asarray(np.concatenate([np.zeros(b, np.int32), kk]))
         c = joint_action_count(b, m, best_reply=True)
+        o, j, kk = np.unravel_index(np.arange(b * (m - 1) * b), (b, m - 1, b))
+        o, j, kk = (jnp.asarray(np.concatenate([head, x]), jnp.int32)
+                    for head, x in ((np.arange(b), o), (np.full(b, -1), j), (np.zeros(b), kk)))
         d = jnp.where(j < 0, own_slot, j + (j >= own_slot))  # the deviator's place in searched (own_slot: nobody)
         enumerated = (position == own_slot) | (position == d[:, None])  # [C, M]
         combos = jnp.where(position == own_slot, o[:, None], kk[:, None])  # [C, M]
