@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import inspect
 import json
 import os
 import sys
@@ -55,6 +56,7 @@ from jaxgames.agents.q_snake import QSnakeAgent
 from jaxgames.evaluation import arena
 from jaxgames.evaluation.stats import wilson_interval
 from jaxgames.games.battlesnake import Battlesnake, rules
+from jaxgames.games.battlesnake.evaluation import evaluate
 from jaxgames.search import simultaneous
 
 OPPONENTS = {"heuristic": HeuristicAgent, "public": TailChaserAgent, "random_safe": RandomSafeAgent}
@@ -77,6 +79,9 @@ class Config:
             hand-written evaluation only).
         learned_dir: the Q-snake weights folder whose network values the leaves (``""``: the shipped one).
         tie_break: `SearchAgent`'s ``tie_break`` (``random`` or ``mean``).
+        evaluation: `evaluation.evaluate` keywords for the search snake's leaves, ``name:value`` comma
+            separated (e.g. ``hungry_unless_longest:true,food_weight:0.8``); unset ones keep
+            `SearchAgent`'s defaults.
         max_turns: turn limit (the game is truncated there).
         think_positions: boards timed one at a time (0: no think-time measurement).
         speed_batch: roots per call in the batched speed measurement (0: none).
@@ -94,6 +99,7 @@ class Config:
     learned_weight: float = 0.0
     learned_dir: str = ""
     tie_break: str = "mean"
+    evaluation: tuple[str, ...] = ()
     max_turns: int = 1000
     think_positions: int = 300
     speed_batch: int = 256
@@ -117,12 +123,37 @@ class Config:
             QSnakeAgent(weights_dir=self.learned_dir)  # a missing or malformed folder fails here, before any game
         experiment.check_names("opponents", self.opponents, tuple(OPPONENTS))
         checks.choice("tie_break", self.tie_break, TIE_BREAKS)
+        SearchAgent(**self.weights())  # an unknown name or a bad value fails here, before any game
+
+    def weights(self) -> dict:
+        """``evaluation`` as keyword arguments, each value converted to its default's type in `evaluate`."""
+        defaults = inspect.signature(evaluate).parameters
+        out = {}
+        for item in self.evaluation:
+            name, sep, text = item.partition(":")
+            name, text = name.strip(), text.strip()
+            if not sep or name not in defaults or name in ("board", "rounds"):
+                known = ", ".join(k for k in defaults if k not in ("board", "rounds"))
+                raise ValueError(f"evaluation item {item!r} must be name:value with a name from: {known}")
+            if name in out:
+                raise ValueError(f"evaluation names {name} twice")
+            kind = type(defaults[name].default)
+            if kind is bool:
+                if text.lower() not in ("true", "false"):
+                    raise ValueError(f"evaluation {name} must be true or false; got {text!r}")
+                out[name] = text.lower() == "true"
+            else:
+                try:
+                    out[name] = kind(text)
+                except ValueError:
+                    raise ValueError(f"evaluation {name} must be {kind.__name__}; got {text!r}") from None
+        return out
 
     def agent(self) -> SearchAgent:
         learned = QSnakeAgent(weights_dir=self.learned_dir or None) if self.learned_weight else None
         return SearchAgent(depth=self.depth, opponents=self.search_opponents, branching=self.branching or None,
                            best_reply=self.best_reply, learned_weight=self.learned_weight, learned=learned,
-                           tie_break=self.tie_break)
+                           tie_break=self.tie_break, **self.weights())
 
 
 def _env(cfg: Config) -> Battlesnake:
@@ -137,7 +168,8 @@ def play_games(cfg: Config, kind: str, key: jax.Array) -> dict:
     settings = json.dumps({k: v for k, v in dataclasses.asdict(cfg).items()
                            if k in ("chunk", "depth", "search_opponents", "branching", "best_reply", "max_turns",
                                      "seed") or (cfg.learned_weight and k in ("learned_weight", "learned_dir"))
-                           or (cfg.tie_break != "random" and k == "tie_break")},
+                           or (cfg.tie_break != "random" and k == "tie_break")
+                           or (cfg.evaluation and k == "evaluation")},
                           sort_keys=True)  # the newer settings only when used: earlier game files still resume
     # (those of random ties, the default before, with tie_break=random)
     done = dict(np.load(path)) if os.path.exists(path) else {}
@@ -263,7 +295,8 @@ def search_speed(cfg: Config, key: jax.Array) -> dict:
 
 def _readme(cfg: Config, results: dict) -> str:
     lines = [f"# The search snake (`SearchAgent(depth={cfg.depth}, opponents={cfg.search_opponents}, "
-             f"branching={cfg.branching or None}, best_reply={cfg.best_reply})`)", "",
+             f"branching={cfg.branching or None}, best_reply={cfg.best_reply}"
+             + "".join(f", {k}={v}" for k, v in cfg.weights().items()) + ")`)", "",
              "Command: `python benchmarks/battlesnake_search.py " + " ".join(
                  f"{k}={','.join(v) if isinstance(v, tuple) else v}" for k, v in dataclasses.asdict(cfg).items()) + "`",
              f"Device: {jax.devices()[0].device_kind} ({os.cpu_count()} cores).", "",

@@ -8,6 +8,7 @@ once for the whole module (`runpy.run_path` each in turn), not one interpreter s
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import pathlib
 import re
@@ -104,3 +105,26 @@ def test_a_bad_value_is_one_line_naming_it_and_exit_2(name, answers):
     errors = done.stderr.strip().splitlines()
     assert len(errors) == 1 and "Traceback" not in done.stderr, done.stderr[-2000:]
     assert errors[0].startswith(f"benchmarks/{name}.py: error: ") and key in errors[0], errors[0]
+
+
+def _search_benchmark():
+    name = "benchmarks_battlesnake_search"
+    if name not in sys.modules:  # dataclasses look their module up there
+        spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / "battlesnake_search.py")
+        sys.modules[name] = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(sys.modules[name])
+    return sys.modules[name]
+
+
+def test_search_benchmark_evaluation_setting_reaches_the_agent_and_refuses_bad_items():
+    bs = _search_benchmark()
+    cfg = bs.Config(evaluation=("hungry_unless_longest:true", "food_weight:0.8", "hunger_health:70"))
+    assert cfg.weights() == {"hungry_unless_longest": True, "food_weight": 0.8, "hunger_health": 70}
+    agent = cfg.agent()
+    assert agent.weights["hungry_unless_longest"] is True and agent.weights["food_weight"] == 0.8
+    assert agent.weights["longest_weight"] == 0.4  # the agent's own default, untouched
+    for bad, words in ((("speed:1",), "name:value"), (("food_weight",), "name:value"), (("board:1",), "name:value"),
+                       (("hunger_health:7.5",), "int"), (("hungry_unless_longest:1",), "true or false"),
+                       (("food_weight:1", "food_weight:2"), "twice"), (("food_weight:-1",), "food_weight")):
+        with pytest.raises(ValueError, match=words):
+            bs.Config(evaluation=bad)
