@@ -482,3 +482,19 @@ def test_best_reply_values_equal_a_plain_enumeration_with_the_player_amid_the_se
     default = lambda s, k: default_moves(s.board, k)  # noqa: E731
     assert sim.check_maximin_settings(env, player=1, depth=2, searched=searched, default_policy=default,
                                       best_reply=True) == 36 + 36**2
+
+
+@pytest.mark.parametrize("best_reply", [True, False])
+def test_last_ply_of_real_children_only_gives_the_values_of_every_child(best_reply):
+    # One root at a time (a CPU) steps and values only the last ply's children whose every slot is a valid
+    # candidate, `LEAF_BATCH` at a time, skipping batches with none; vmapped roots step all of them. Snake A (by
+    # the wall, its body behind) has fewer candidates than the branching, so some codes are padding.
+    env, state = _state(THREE_CLOSE, 3)
+    assert int(np.asarray(candidate_moves(state.board)).sum(axis=1).min()) < 3  # padding codes exist at the root
+    key = jax.random.key(2)
+    outs = [jax.jit(lambda s, k, a=a: a.search(env, s, k, jnp.int32(0)))(state, key)
+            for a in (SearchAgent(depth=2, best_reply=best_reply, vmap_roots=v) for v in (True, False))]
+    for name in ("action_values", "mean_values"):
+        every, real = (np.asarray(getattr(o, name)) for o in outs)
+        np.testing.assert_allclose(real, every, atol=1e-6)
+    assert len(set(np.round(np.asarray(outs[0].action_values)[np.asarray(state.legal_action_mask)[0]], 4))) > 1

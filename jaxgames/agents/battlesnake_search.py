@@ -48,8 +48,9 @@ TIE_BREAKS = ("random", "mean")
 """`SearchAgent`'s ``tie_break`` settings."""
 
 LEAF_BATCH = 64
-"""Leaves valued at a time (`simultaneous.maximin`'s ``leaf_batch``) when the roots run one at a time (a CPU),
-where batches of tens of leaves run several times faster than all of them at once (`benchmarks/README.md`)."""
+"""Leaves stepped and valued at a time (`simultaneous.maximin`'s ``leaf_batch``: only the real ones) when the roots
+run one at a time (a CPU), where batches of tens of leaves run several times faster than all of them at once
+(`benchmarks/README.md`)."""
 
 HEAD_TO_HEAD_PENALTY = 1.0
 """Subtracted from a move's value when a snake outside the search, at least as long, can enter the same cell
@@ -135,9 +136,10 @@ class SearchAgent(JaxAgent):
             runs one root at a time with ``lax.map`` (False); None (default):
             vmap on a GPU or TPU, ``lax.map`` on a CPU, where the vmapped
             gathers run about 10x slower per root. One root at a time also
-            values its leaves `LEAF_BATCH` at a time, and skips a root whose
-            snake is eliminated or whose game is over (move 0, which the
-            game ignores). The moves are the same.
+            steps and values the last ply's children `LEAF_BATCH` at a
+            time, only those of valid moves, and skips a root whose snake is
+            eliminated or whose game is over (move 0, which the game
+            ignores). The moves are the same.
         **weights: keyword arguments of `evaluation.evaluate` (weights,
             ``length_scale``, ``rounds``); unset ones take `DEFAULT_WEIGHTS`,
             then `evaluate`'s defaults.

@@ -641,11 +641,14 @@ def maximin(
             candidates), the others play ``default_policy``; the player
             takes the minimum over these replies (and over nobody
             deviating). ``K + K (M - 1) K`` joint actions a node instead of ``K ** M``.
-        leaf_batch: evaluate the leaves ``leaf_batch`` at a time (``lax.map``;
-            static). None: all at once (``vmap``). The values are the same; on a
-            CPU, batches of tens of leaves run several times faster than one
-            batch of thousands (a vmapped evaluation with a ``while_loop`` runs
-            every leaf until the slowest finishes).
+        leaf_batch: step and evaluate the last ply ``leaf_batch`` children at
+            a time (``lax.map``; static), only those whose every enumerated
+            slot, at every ply, is a valid action (the others are never read),
+            skipping batches with none. None: every child at once (``vmap``).
+            The values are the same; on a CPU, batches of tens of leaves run
+            several times faster than one batch of thousands (a vmapped
+            evaluation with a ``while_loop`` runs every leaf until the slowest
+            finishes). Under ``vmap`` the skip becomes a select: use None there.
 
     Returns:
         `MaximinOutput`: ``action`` int32 ``[]``, ``value`` float32 ``[]``,
@@ -742,11 +745,20 @@ def _maximin(env, state, key, player, depth, evaluate, rollout_steps, params, se
         chosen = jnp.where(enumerated, acts[position, combos], base[searched][None, :])  # [C, M]
         return jnp.broadcast_to(base, (c, n)).at[:, searched].set(chosen)  # [C, N]
 
+    def codes_valid(valid):
+        """bool ``[K, C]``: every searched player's slot of each code is a valid action (``valid`` [K, M, b])."""
+        index = jnp.broadcast_to(combos.T[None], (valid.shape[0], m, c))
+        return jnp.all(jnp.take_along_axis(valid, index, axis=2) | ~enumerated.T[None], axis=1)
+
+    one_leaf = lambda s, k: _leaf_value(evaluate, s, k, n)[player]  # noqa: E731
     levels, rewards, level_slots = [jax.tree.map(lambda x: x[None], state)], [], []
+    real = jnp.ones(1, bool)  # the nodes of the level whose every slot at every ply above was valid
     for k in range(depth):
         parents = levels[-1]
         step_key, policy_key = ply_keys[k], jax.random.fold_in(ply_keys[k], 1)
         level_slots.append(jax.vmap(slots)(parents))  # ([K, M, b], [K, M, b]), reused by the backup
+        if leaf_batch is not None and k == depth - 1:
+            break  # the last ply is stepped with the leaves, the real children only (below)
 
         def children_of(s, acts, policy_key=policy_key, step_key=step_key):
             return jax.vmap(lambda act: env.step(s, act, step_key, params))(joint_actions(s, acts, policy_key))
@@ -755,14 +767,40 @@ def _maximin(env, state, key, player, depth, evaluate, rollout_steps, params, se
         children = jax.tree.map(lambda x: x.reshape((x.shape[0] * x.shape[1],) + x.shape[2:]), children)  # [K * C, ...]
         levels.append(children)
         rewards.append(children.rewards[:, player])
+        real = (real[:, None] & codes_valid(level_slots[-1][1])).reshape(-1)
 
-    leaves = levels[-1]
-    leaf_keys = jax.random.split(ply_keys[depth], leaves.rewards.shape[0])
-    one_leaf = lambda s, k: _leaf_value(evaluate, s, k, n)[player]  # noqa: E731
     if leaf_batch is None:
-        value = jax.vmap(one_leaf)(leaves, leaf_keys)
+        leaves = levels[-1]
+        value = jax.vmap(one_leaf)(leaves, jax.random.split(ply_keys[depth], leaves.rewards.shape[0]))
     else:
-        value = jax.lax.map(lambda x: one_leaf(*x), (leaves, leaf_keys), batch_size=leaf_batch)
+        # The last ply on a CPU: only children whose every slot is valid (about a quarter of the codes at depth 3
+        # in Battlesnake) are stepped and valued, ``leaf_batch`` at a time, real ones first; a batch with none is
+        # skipped (`lax.cond`). The others' values are never read by the backup (their codes are masked there).
+        acts, valid = level_slots[-1]
+        count = acts.shape[0] * c
+        leaf_real = (real[:, None] & codes_valid(valid)).reshape(-1)
+        leaf_keys = jax.random.split(ply_keys[depth], count)
+        step_key, policy_key = ply_keys[depth - 1], jax.random.fold_in(ply_keys[depth - 1], 1)
+        base = (jnp.zeros((acts.shape[0], n), jnp.int32) if default_policy is None else
+                jax.vmap(lambda s: jnp.asarray(default_policy(s, policy_key), jnp.int32))(parents))  # [K, N]
+        batches = -(-count // leaf_batch)
+        order = jnp.argsort(~leaf_real, stable=True).astype(jnp.int32)
+        order = jnp.pad(order, (0, batches * leaf_batch - count)).reshape(batches, leaf_batch)
+
+        def one(i):
+            p, code = i // c, i % c
+            chosen = jnp.where(enumerated[code], acts[p, jnp.arange(m), combos[code]], base[p, searched])  # [M]
+            child = env.step(jax.tree.map(lambda x: x[p], parents), base[p].at[searched].set(chosen), step_key, params)
+            return child.rewards[player].astype(jnp.float32), one_leaf(child, leaf_keys[i]).astype(jnp.float32)
+
+        def batch(idx):
+            skip = lambda: (jnp.zeros(leaf_batch, jnp.float32), jnp.zeros(leaf_batch, jnp.float32))  # noqa: E731
+            return jax.lax.cond(leaf_real[idx[0]], lambda: jax.vmap(one)(idx), skip)
+
+        r, v = (x.reshape(-1)[:count] for x in jax.lax.map(batch, order))
+        flat = order.reshape(-1)[:count]
+        rewards.append(jnp.zeros(count, jnp.float32).at[flat].set(r))
+        value = jnp.zeros(count, jnp.float32).at[flat].set(v)
     mean = value
 
     action_values = mean_values = None
