@@ -642,13 +642,11 @@ def maximin(
             takes the minimum over these replies (and over nobody
             deviating). ``K + K (M - 1) K`` joint actions a node instead of ``K ** M``.
         leaf_batch: step and evaluate the last ply ``leaf_batch`` children at
-            a time (``lax.map``; static), only those whose every enumerated
-            slot, at every ply, is a valid action (the others are never read),
-            skipping batches with none. None: every child at once (``vmap``).
-            The values are the same; on a CPU, batches of tens of leaves run
-            several times faster than one batch of thousands (a vmapped
-            evaluation with a ``while_loop`` runs every leaf until the slowest
-            finishes). Under ``vmap`` the skip becomes a select: use None there.
+            a time (``lax.map``; static), only those of valid actions at every
+            ply (the others are never read). None: all at once (``vmap``; use
+            it under ``vmap``). The values are the same; on a CPU, batches of
+            tens run several times faster (a vmapped ``while_loop`` runs every
+            leaf until the slowest finishes).
 
     Returns:
         `MaximinOutput`: ``action`` int32 ``[]``, ``value`` float32 ``[]``,
