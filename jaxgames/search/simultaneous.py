@@ -765,15 +765,16 @@ def _maximin(env, state, key, player, depth, evaluate, rollout_steps, params, se
         children = jax.tree.map(lambda x: x.reshape((x.shape[0] * x.shape[1],) + x.shape[2:]), children)  # [K * C, ...]
         levels.append(children)
         rewards.append(children.rewards[:, player])
-        real = (real[:, None] & codes_valid(level_slots[-1][1])).reshape(-1)
+        if leaf_batch is not None:
+            real = (real[:, None] & codes_valid(level_slots[-1][1])).reshape(-1)
 
     if leaf_batch is None:
         leaves = levels[-1]
         value = jax.vmap(one_leaf)(leaves, jax.random.split(ply_keys[depth], leaves.rewards.shape[0]))
     else:
-        # The last ply on a CPU: only children whose every slot is valid (about a quarter of the codes at depth 3
-        # in Battlesnake) are stepped and valued, ``leaf_batch`` at a time, real ones first; a batch with none is
-        # skipped (`lax.cond`). The others' values are never read by the backup (their codes are masked there).
+        # The last ply on a CPU: only children whose every slot is valid are stepped and valued, ``leaf_batch`` at a
+        # time, real ones first; a batch with none is skipped (`lax.cond`). The others' values are never read by the
+        # backup (their codes are masked there).
         acts, valid = level_slots[-1]
         count = acts.shape[0] * c
         leaf_real = (real[:, None] & codes_valid(valid)).reshape(-1)
