@@ -738,15 +738,21 @@ def _maximin(env, state, key, player, depth, evaluate, rollout_steps, params, se
         order = jnp.argsort(~want, axis=-1, stable=True)[:, :b].astype(jnp.int32)
         return order, jnp.take_along_axis(want, order, axis=-1)
 
-    def joint_actions(s, acts, k):
-        base = jnp.zeros(n, jnp.int32) if default_policy is None else jnp.asarray(default_policy(s, k), jnp.int32)
-        chosen = jnp.where(enumerated, acts[position, combos], base[searched][None, :])  # [C, M]
-        return jnp.broadcast_to(base, (c, n)).at[:, searched].set(chosen)  # [C, N]
+    def default_actions(s, k):
+        """int32 ``[N]``: every player's action by the default policy (0 without one)."""
+        return jnp.zeros(n, jnp.int32) if default_policy is None else jnp.asarray(default_policy(s, k), jnp.int32)
 
-    def codes_valid(valid):
-        """bool ``[K, C]``: every searched player's slot of each code is a valid action (``valid`` [K, M, b])."""
+    def joint_action(base, acts, code):
+        """int32 ``[N]``: ``base`` with each searched player's slot of ``code`` where it is enumerated."""
+        chosen = jnp.where(enumerated[code], acts[jnp.arange(m), combos[code]], base[searched])  # [M]
+        return base.at[searched].set(chosen)
+
+    def slot_valid(valid):
+        """bool ``[K, M, C]``: each searched player's slot of each code is valid or not enumerated."""
         index = jnp.broadcast_to(combos.T[None], (valid.shape[0], m, c))
-        return jnp.all(jnp.take_along_axis(valid, index, axis=2) | ~enumerated.T[None], axis=1)
+        return jnp.take_along_axis(valid, index, axis=2) | ~enumerated.T[None]
+
+    codes_valid = lambda valid: jnp.all(slot_valid(valid), axis=1)  # noqa: E731  [K, C]: every slot valid
 
     one_leaf = lambda s, k: _leaf_value(evaluate, s, k, n)[player]  # noqa: E731
     levels, rewards, level_slots = [jax.tree.map(lambda x: x[None], state)], [], []
@@ -759,7 +765,8 @@ def _maximin(env, state, key, player, depth, evaluate, rollout_steps, params, se
             break  # the last ply is stepped with the leaves, the real children only (below)
 
         def children_of(s, acts, policy_key=policy_key, step_key=step_key):
-            return jax.vmap(lambda act: env.step(s, act, step_key, params))(joint_actions(s, acts, policy_key))
+            base = default_actions(s, policy_key)
+            return jax.vmap(lambda code: env.step(s, joint_action(base, acts, code), step_key, params))(jnp.arange(c))
 
         children = jax.vmap(children_of)(parents, level_slots[-1][0])  # leaves [K, C, ...]
         children = jax.tree.map(lambda x: x.reshape((x.shape[0] * x.shape[1],) + x.shape[2:]), children)  # [K * C, ...]
@@ -780,16 +787,15 @@ def _maximin(env, state, key, player, depth, evaluate, rollout_steps, params, se
         leaf_real = (real[:, None] & codes_valid(valid)).reshape(-1)
         leaf_keys = jax.random.split(ply_keys[depth], count)
         step_key, policy_key = ply_keys[depth - 1], jax.random.fold_in(ply_keys[depth - 1], 1)
-        base = (jnp.zeros((acts.shape[0], n), jnp.int32) if default_policy is None else
-                jax.vmap(lambda s: jnp.asarray(default_policy(s, policy_key), jnp.int32))(parents))  # [K, N]
+        base = jax.vmap(lambda s: default_actions(s, policy_key))(parents)  # [K, N]
         batches = -(-count // leaf_batch)
         order = jnp.argsort(~leaf_real, stable=True).astype(jnp.int32)
         order = jnp.pad(order, (0, batches * leaf_batch - count)).reshape(batches, leaf_batch)
 
         def one(i):
             p, code = i // c, i % c
-            chosen = jnp.where(enumerated[code], acts[p, jnp.arange(m), combos[code]], base[p, searched])  # [M]
-            child = env.step(jax.tree.map(lambda x: x[p], parents), base[p].at[searched].set(chosen), step_key, params)
+            parent = jax.tree.map(lambda x: x[p], parents)
+            child = env.step(parent, joint_action(base[p], acts[p], code), step_key, params)
             return child.rewards[player].astype(jnp.float32), one_leaf(child, leaf_keys[i]).astype(jnp.float32)
 
         def batch(idx):
@@ -807,7 +813,7 @@ def _maximin(env, state, key, player, depth, evaluate, rollout_steps, params, se
         acts, valid = level_slots[k]  # [K, M, b]
         q = (rewards[k] + value).reshape(-1, c)  # [K, C]
         index = jnp.broadcast_to(combos.T[None], (acts.shape[0], m, c))
-        code_valid = jnp.take_along_axis(valid, index, axis=2) | ~enumerated.T[None]  # [K, M, C]: each slot enumerated
+        code_valid = slot_valid(valid)  # [K, M, C]
         own_act = jnp.take_along_axis(acts, index, axis=2)[:, own_slot]  # [K, C]
         others_valid = jnp.all(jnp.where((searched == player)[None, :, None], True, code_valid), axis=1)  # [K, C]
         q = jnp.where(others_valid, q, _FMAX)
