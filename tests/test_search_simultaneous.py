@@ -229,6 +229,11 @@ def test_maximin_branching_enumerates_only_the_candidates():
     out = jax.jit(lambda s, k: sim.maximin(env, s, k, player=0, depth=1, candidates=no_col2))(state, key)
     np.testing.assert_array_equal(np.asarray(out.action_values), [-2.0, 0.0, 2.0])
     assert int(out.action) == 2 and float(out.value) == 2.0
+    # States stepped: all 3 x 3 codes at once; in batches of 4, only the 3 x 2 codes of candidates, which fill 2 batches.
+    assert int(plain.num_steps) == 9 and int(out.num_steps) == 9
+    batched = jax.jit(lambda s, k: sim.maximin(env, s, k, player=0, depth=1, candidates=no_col2, leaf_batch=4))(state, key)
+    np.testing.assert_array_equal(np.asarray(batched.action_values), [-2.0, 0.0, 2.0])
+    assert int(batched.num_steps) == 8
     two = jitted(sim.maximin, env, state, key, player=0, depth=1, branching=2, candidates=no_col2)
     np.testing.assert_array_equal(np.asarray(two.action_values), [-2.0, 0.0, fmin])
     # A player with no candidate falls back to its legal actions: all three columns, the plain values.

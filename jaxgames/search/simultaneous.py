@@ -571,12 +571,15 @@ class MaximinOutput(NamedTuple):
             ties to the highest mean (a tie-break among actions of equal
             worst case: the one that loses against fewer answers);
             ``finfo(float32).min`` where ``action_values`` is.
+        num_steps: int32 ``[]``: the states the search stepped (with
+            ``leaf_batch``: the last ply's children in the batches it ran).
     """
 
     action: jax.Array
     value: jax.Array
     action_values: jax.Array
     mean_values: jax.Array
+    num_steps: jax.Array
 
 
 def maximin(
@@ -649,8 +652,7 @@ def maximin(
             leaf until the slowest finishes).
 
     Returns:
-        `MaximinOutput`: ``action`` int32 ``[]``, ``value`` float32 ``[]``,
-        ``action_values`` float32 ``[A]``.
+        `MaximinOutput`: ``action`` int32 ``[]``, ``value`` float32 ``[]``, ``action_values`` float32 ``[A]``, ...
 
     Raises:
         ValueError, TypeError: see `check_maximin_settings`; a state of the
@@ -778,6 +780,7 @@ def _maximin(env, state, key, player, depth, evaluate, rollout_steps, params, se
     if leaf_batch is None:
         leaves = levels[-1]
         value = jax.vmap(one_leaf)(leaves, jax.random.split(ply_keys[depth], leaves.rewards.shape[0]))
+        num_steps = jnp.int32(sum(c**k for k in range(1, depth + 1)))
     else:
         # The last ply on a CPU: only children whose every slot is valid are stepped and valued, ``leaf_batch`` at a
         # time, real ones first; a batch with none is skipped (`lax.cond`). The others' values are never read by the
@@ -803,6 +806,8 @@ def _maximin(env, state, key, player, depth, evaluate, rollout_steps, params, se
             return jax.lax.cond(leaf_real[idx[0]], lambda: jax.vmap(one)(idx), skip)
 
         r, v = (x.reshape(-1)[:count] for x in jax.lax.map(batch, order))
+        ran = (jnp.sum(leaf_real, dtype=jnp.int32) + leaf_batch - 1) // leaf_batch  # batches with a real child
+        num_steps = jnp.int32(sum(c**k for k in range(1, depth))) + ran * leaf_batch
         flat = order.reshape(-1)[:count]
         rewards.append(jnp.zeros(count, jnp.float32).at[flat].set(r))
         value = jnp.zeros(count, jnp.float32).at[flat].set(v)
@@ -834,4 +839,5 @@ def _maximin(env, state, key, player, depth, evaluate, rollout_steps, params, se
         value=action_values.max().astype(jnp.float32),
         action_values=action_values,
         mean_values=mean_values[0].astype(jnp.float32),
+        num_steps=num_steps,
     )
