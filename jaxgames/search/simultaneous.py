@@ -652,7 +652,7 @@ def maximin(
             leaf until the slowest finishes).
 
     Returns:
-        `MaximinOutput`: ``action`` int32 ``[]``, ``value`` float32 ``[]``, ``action_values`` float32 ``[A]``, ...
+        `MaximinOutput` (shapes and dtypes in its docstring).
 
     Raises:
         ValueError, TypeError: see `check_maximin_settings`; a state of the
@@ -677,8 +677,7 @@ def maximin_batch(env, states, keys: jax.Array, **settings) -> MaximinOutput:
         **settings: the keyword arguments of `maximin` (shared by the batch).
 
     Returns:
-        `MaximinOutput` with a leading ``[B]``: ``action`` int32 ``[B]``,
-        ``value`` float32 ``[B]``, ``action_values`` float32 ``[B, A]``.
+        `MaximinOutput` with a leading ``[B]`` on every field (e.g. ``action_values`` float32 ``[B, A]``).
 
     Raises:
         As `maximin`.
