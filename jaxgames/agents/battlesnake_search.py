@@ -48,7 +48,7 @@ TIE_BREAKS = ("random", "mean")
 """`SearchAgent`'s ``tie_break`` settings."""
 
 LEAF_BATCH = 64
-"""Leaves stepped and valued at a time (`simultaneous.maximin`'s ``leaf_batch``: only the real ones) when the roots
+"""Children stepped (and leaves valued) at a time (`simultaneous.maximin`'s ``leaf_batch``: only the real ones) when the roots
 run one at a time (a CPU), where batches of tens of leaves run several times faster than all of them at once
 (`benchmarks/README.md`)."""
 
@@ -136,8 +136,8 @@ class SearchAgent(JaxAgent):
             runs one root at a time with ``lax.map`` (False); None (default):
             vmap on a GPU or TPU, ``lax.map`` on a CPU, where the vmapped
             gathers run about 10x slower per root. One root at a time also
-            steps and values the last ply's children `LEAF_BATCH` at a
-            time, only those of valid moves, and skips a root whose snake is
+            steps and values each ply's children `LEAF_BATCH` at a time,
+            only those of valid moves, and skips a root whose snake is
             eliminated or whose game is over (move 0, which the game
             ignores). The moves are the same.
         **weights: keyword arguments of `evaluation.evaluate` (weights,

@@ -572,7 +572,7 @@ class MaximinOutput(NamedTuple):
             worst case: the one that loses against fewer answers);
             ``finfo(float32).min`` where ``action_values`` is.
         num_steps: int32 ``[]``: the states the search stepped (with
-            ``leaf_batch``: the last ply's children in the batches it ran).
+            ``leaf_batch``: the children in the batches it ran).
     """
 
     action: jax.Array
@@ -644,12 +644,11 @@ def maximin(
             candidates), the others play ``default_policy``; the player
             takes the minimum over these replies (and over nobody
             deviating). ``K + K (M - 1) K`` joint actions a node instead of ``K ** M``.
-        leaf_batch: step and evaluate the last ply ``leaf_batch`` children at
-            a time (``lax.map``; static), only those of valid actions at every
-            ply (the others are never read). None: all at once (``vmap``; use
-            it under ``vmap``). The values are the same; on a CPU, batches of
-            tens run several times faster (a vmapped ``while_loop`` runs every
-            leaf until the slowest finishes).
+        leaf_batch: step (and value) each ply's children ``leaf_batch`` at a
+            time (``lax.map``; static), only those of valid actions at every
+            ply, a deviation onto the default action stepped once (it repeats
+            nobody deviating). None: all at once (``vmap``; use it under
+            ``vmap``). The values are the same; on a CPU this is several times faster.
 
     Returns:
         `MaximinOutput` (shapes and dtypes in its docstring).
@@ -719,12 +718,14 @@ def _maximin(env, state, key, player, depth, evaluate, rollout_steps, params, se
         d = jnp.where(j < 0, own_slot, j + (j >= own_slot))  # the deviator's place in searched (own_slot: nobody)
         enumerated = (position == own_slot) | (position == d[:, None])  # [C, M]
         combos = jnp.where(position == own_slot, o[:, None], kk[:, None])  # [C, M]
+        canonical = o  # a deviation onto the deviator's default action is the code (o, nobody), code o
     else:
         # combos[c] = the searched players' slots of code c (first searched player most significant); a slot is
         # an action index, or (branching / candidates) a place in the node's list of candidate actions.
         c = b**m
         combos = jnp.asarray(np.stack(np.unravel_index(np.arange(c), (b,) * m), axis=-1), jnp.int32)  # [C, M]
         enumerated = jnp.ones((c, m), bool)
+        canonical = None
     ply_keys = jax.random.split(key, depth + 1)
     compact = branching is not None or candidates is not None
 
@@ -755,67 +756,90 @@ def _maximin(env, state, key, player, depth, evaluate, rollout_steps, params, se
 
     codes_valid = lambda valid: jnp.all(slot_valid(valid), axis=1)  # noqa: E731  [K, C]: every slot valid
 
+    def repeats(acts, base):
+        """bool ``[K, C]``: best-reply codes whose deviator takes its default action (the joint action of the code
+        ``canonical``: the same child, stepped and valued once)."""
+        if canonical is None:
+            return jnp.zeros((acts.shape[0], c), bool)
+        deviator = jnp.take_along_axis(acts, jnp.broadcast_to(combos.T[None], (acts.shape[0], m, c)), axis=2)
+        deviator = jnp.take_along_axis(deviator, jnp.broadcast_to(d[None, None, :], (acts.shape[0], 1, c)), axis=1)[:, 0]
+        default = base[:, searched][:, d]  # [K, C]
+        return (d != own_slot)[None, :] & (deviator == default)
+
+    def with_repeats(x, repeated):
+        """``x`` float32 ``[K, C]`` with each repeated code's entry taken from its canonical code."""
+        return x if canonical is None else jnp.where(repeated, x[:, canonical], x)
+
     one_leaf = lambda s, k: _leaf_value(evaluate, s, k, n)[player]  # noqa: E731
-    levels, rewards, level_slots = [jax.tree.map(lambda x: x[None], state)], [], []
-    real = jnp.ones(1, bool)  # the nodes of the level whose every slot at every ply above was valid
-    for k in range(depth):
-        parents = levels[-1]
-        step_key, policy_key = ply_keys[k], jax.random.fold_in(ply_keys[k], 1)
-        level_slots.append(jax.vmap(slots)(parents))  # ([K, M, b], [K, M, b]), reused by the backup
-        if leaf_batch is not None and k == depth - 1:
-            break  # the last ply is stepped with the leaves, the real children only (below)
-
-        def children_of(s, acts, policy_key=policy_key, step_key=step_key):
-            base = default_actions(s, policy_key)
-            return jax.vmap(lambda code: env.step(s, joint_action(base, acts, code), step_key, params))(jnp.arange(c))
-
-        children = jax.vmap(children_of)(parents, level_slots[-1][0])  # leaves [K, C, ...]
-        children = jax.tree.map(lambda x: x.reshape((x.shape[0] * x.shape[1],) + x.shape[2:]), children)  # [K * C, ...]
-        levels.append(children)
-        rewards.append(children.rewards[:, player])
-        if leaf_batch is not None:
-            real = (real[:, None] & codes_valid(level_slots[-1][1])).reshape(-1)
-
+    policy_keys = [jax.random.fold_in(ply_keys[k], 1) for k in range(depth)]
+    rewards, level_slots, level_repeats = [], [], []  # per ply: [K * C], ([K, M, b], [K, M, b]), [K, C]
     if leaf_batch is None:
-        leaves = levels[-1]
-        value = jax.vmap(one_leaf)(leaves, jax.random.split(ply_keys[depth], leaves.rewards.shape[0]))
+        parents = jax.tree.map(lambda x: x[None], state)
+        for k in range(depth):
+            level_slots.append(jax.vmap(slots)(parents))
+            bases = jax.vmap(lambda s, policy_key=policy_keys[k]: default_actions(s, policy_key))(parents)  # [K, N]
+            level_repeats.append(repeats(level_slots[-1][0], bases))
+
+            def children_of(s, acts, base, step_key=ply_keys[k]):
+                return jax.vmap(lambda code: env.step(s, joint_action(base, acts, code), step_key, params))(
+                    jnp.arange(c))
+
+            children = jax.vmap(children_of)(parents, level_slots[-1][0], bases)  # [K, C, ...]
+            parents = jax.tree.map(lambda x: x.reshape((x.shape[0] * x.shape[1],) + x.shape[2:]), children)
+            rewards.append(parents.rewards[:, player])
+        value = jax.vmap(one_leaf)(parents, jax.random.split(ply_keys[depth], parents.rewards.shape[0]))
         num_steps = jnp.int32(sum(c**k for k in range(1, depth + 1)))
     else:
-        # The last ply on a CPU: only children whose every slot is valid are stepped and valued, ``leaf_batch`` at a
-        # time, real ones first; a batch with none is skipped (`lax.cond`). The others' values are never read by the
-        # backup (their codes are masked there).
-        acts, valid = level_slots[-1]
-        count = acts.shape[0] * c
-        leaf_real = (real[:, None] & codes_valid(valid)).reshape(-1)
-        leaf_keys = jax.random.split(ply_keys[depth], count)
-        step_key, policy_key = ply_keys[depth - 1], jax.random.fold_in(ply_keys[depth - 1], 1)
-        base = jax.vmap(lambda s: default_actions(s, policy_key))(parents)  # [K, N]
-        batches = -(-count // leaf_batch)
-        order = jnp.argsort(~leaf_real, stable=True).astype(jnp.int32)
-        order = jnp.pad(order, (0, batches * leaf_batch - count)).reshape(batches, leaf_batch)
+        # On a CPU: each ply steps only its real children (every slot valid at every ply above, no repeat),
+        # ``leaf_batch`` at a time, real ones first; a batch with none is skipped (`lax.cond`). A ply's states are
+        # kept in that order (``where[i]``: node i's place); the others' entries are never read by the backup
+        # (their codes are masked there, or repeats of a real code).
+        parents, where = jax.tree.map(lambda x: x[None], state), jnp.zeros(1, jnp.int32)
+        real = jnp.ones(1, bool)
+        acts_valid, bases = slots(state), default_actions(state, policy_keys[0])
+        level_slots.append(jax.tree.map(lambda x: x[None], acts_valid))
+        bases = bases[None]
+        num_steps = jnp.int32(0)
+        for k in range(depth):
+            acts, valid = level_slots[k]
+            level_repeats.append(repeats(acts, bases))
+            real = (real[:, None] & codes_valid(valid) & ~level_repeats[k]).reshape(-1)
+            count, last = real.shape[0], k == depth - 1
+            leaf_keys = jax.random.split(ply_keys[depth], count) if last else None
 
-        def one(i):
-            p, code = i // c, i % c
-            parent = jax.tree.map(lambda x: x[p], parents)
-            child = env.step(parent, joint_action(base[p], acts[p], code), step_key, params)
-            return child.rewards[player].astype(jnp.float32), one_leaf(child, leaf_keys[i]).astype(jnp.float32)
+            def one(i, k=k, last=last, parents=parents, where=where, acts=acts, bases=bases, leaf_keys=leaf_keys):
+                p, code = i // c, i % c
+                parent = jax.tree.map(lambda x: x[where[p]], parents)
+                child = env.step(parent, joint_action(bases[p], acts[p], code), ply_keys[k], params)
+                r = child.rewards[player].astype(jnp.float32)
+                if last:
+                    return r, one_leaf(child, leaf_keys[i]).astype(jnp.float32)
+                return r, (child, slots(child), default_actions(child, policy_keys[k + 1]))
 
-        def batch(idx):
-            skip = lambda: (jnp.zeros(leaf_batch, jnp.float32), jnp.zeros(leaf_batch, jnp.float32))  # noqa: E731
-            return jax.lax.cond(leaf_real[idx[0]], lambda: jax.vmap(one)(idx), skip)
-
-        r, v = (x.reshape(-1)[:count] for x in jax.lax.map(batch, order))
-        ran = (jnp.sum(leaf_real, dtype=jnp.int32) + leaf_batch - 1) // leaf_batch  # batches with a real child
-        num_steps = jnp.int32(sum(c**k for k in range(1, depth))) + ran * leaf_batch
-        flat = order.reshape(-1)[:count]
-        rewards.append(jnp.zeros(count, jnp.float32).at[flat].set(r))
-        value = jnp.zeros(count, jnp.float32).at[flat].set(v)
+            batches = -(-count // leaf_batch)
+            order = jnp.argsort(~real, stable=True).astype(jnp.int32)
+            order = jnp.pad(order, (0, batches * leaf_batch - count)).reshape(batches, leaf_batch)
+            shapes = jax.eval_shape(jax.vmap(one), order[0])
+            skip = lambda: jax.tree.map(lambda x: jnp.zeros(x.shape, x.dtype), shapes)  # noqa: E731,B023
+            out = jax.lax.map(lambda idx: jax.lax.cond(real[idx[0]], lambda: jax.vmap(one)(idx), skip), order)
+            out = jax.tree.map(lambda x: x.reshape((batches * leaf_batch,) + x.shape[2:]), out)
+            flat = order.reshape(-1)[:count]
+            num_steps = num_steps + (jnp.sum(real, dtype=jnp.int32) + leaf_batch - 1) // leaf_batch * leaf_batch
+            rewards.append(jnp.zeros(count, jnp.float32).at[flat].set(out[0][:count]))
+            if last:
+                value = jnp.zeros(count, jnp.float32).at[flat].set(out[1][:count])
+            else:
+                parents, child_slots, child_bases = out[1]
+                where = jnp.zeros(count, jnp.int32).at[flat].set(jnp.arange(count, dtype=jnp.int32))
+                level_slots.append(jax.tree.map(lambda x: jnp.zeros((count,) + x.shape[1:], x.dtype).at[flat].set(
+                    x[:count]), child_slots))
+                bases = jnp.zeros((count, n), jnp.int32).at[flat].set(child_bases[:count])
     mean = value
 
     action_values = mean_values = None
     for k in reversed(range(depth)):
         acts, valid = level_slots[k]  # [K, M, b]
-        q = (rewards[k] + value).reshape(-1, c)  # [K, C]
+        q = with_repeats((rewards[k] + value).reshape(-1, c), level_repeats[k])  # [K, C]
         index = jnp.broadcast_to(combos.T[None], (acts.shape[0], m, c))
         code_valid = slot_valid(valid)  # [K, M, C]
         own_act = jnp.take_along_axis(acts, index, axis=2)[:, own_slot]  # [K, C]
@@ -825,7 +849,7 @@ def _maximin(env, state, key, player, depth, evaluate, rollout_steps, params, se
         groups = (own_act[:, None, :] == jnp.arange(a)[None, :, None]) & own_valid  # [K, A, C]
         worst = jnp.min(jnp.where(groups, q[:, None, :], _FMAX), axis=2)  # [K, A]
         answers = groups & (q < _FMAX)[:, None, :]  # [K, A, C]: the enumerated answers
-        q_mean = (rewards[k] + mean).reshape(-1, c)[:, None, :]
+        q_mean = with_repeats((rewards[k] + mean).reshape(-1, c), level_repeats[k])[:, None, :]
         average = jnp.sum(jnp.where(answers, q_mean, 0.0), axis=2) / jnp.maximum(jnp.sum(answers, axis=2), 1)
         enumerated_action = jnp.any(groups, axis=2)
         action_values = jnp.where(enumerated_action, worst, _FMIN)
