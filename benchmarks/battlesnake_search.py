@@ -82,6 +82,8 @@ class Config:
         evaluation: `evaluation.evaluate` keywords for the search snake's leaves, ``name:value`` comma
             separated (e.g. ``hungry_unless_longest:true,food_weight:0.8``); unset ones keep
             `SearchAgent`'s defaults.
+        max_states: the search's bound on enumerated states (`SearchAgent`'s ``max_states``; depth 4 over the
+            two nearest snakes enumerates 204,204).
         max_turns: turn limit (the game is truncated there).
         think_positions: boards timed one at a time (0: no think-time measurement).
         speed_batch: roots per call in the batched speed measurement (0: none).
@@ -100,6 +102,7 @@ class Config:
     learned_dir: str = ""
     tie_break: str = "mean"
     evaluation: tuple[str, ...] = ()
+    max_states: int = simultaneous.DEFAULT_MAX_STATES
     max_turns: int = 1000
     think_positions: int = 300
     speed_batch: int = 256
@@ -107,7 +110,7 @@ class Config:
     out_dir: str = "results/benchmarks/battlesnake_search"
 
     def __post_init__(self):
-        for name in ("games", "chunk", "depth", "max_turns"):
+        for name in ("games", "chunk", "depth", "max_states", "max_turns"):
             checks.positive_int(name, getattr(self, name))
         for name in ("think_positions", "speed_batch"):
             checks.non_negative_int(name, getattr(self, name))
@@ -153,7 +156,7 @@ class Config:
         learned = QSnakeAgent(weights_dir=self.learned_dir or None) if self.learned_weight else None
         return SearchAgent(depth=self.depth, opponents=self.search_opponents, branching=self.branching or None,
                            best_reply=self.best_reply, learned_weight=self.learned_weight, learned=learned,
-                           tie_break=self.tie_break, **self.weights())
+                           tie_break=self.tie_break, max_states=self.max_states, **self.weights())
 
 
 def _env(cfg: Config) -> Battlesnake:
@@ -272,7 +275,7 @@ def search_speed(cfg: Config, key: jax.Array) -> dict:
     """Kernel steps per second inside the search (B = 1 and ``speed_batch``) and of the bare kernel.
 
     Steps are those the search took (`simultaneous.MaximinOutput.num_steps`, with the policy's keys); on a
-    CPU it steps only the last ply's real children, fewer than the states it enumerates.
+    CPU it steps only the real children, fewer than the states it enumerates.
     """
     env, agent = _env(cfg), cfg.agent()
     joint = agent.joint_actions(env)
@@ -282,8 +285,7 @@ def search_speed(cfg: Config, key: jax.Array) -> dict:
     keys = jax.random.split(key, b)
     players = jnp.zeros(b, jnp.int32)
     batched = agent.compiled(env)
-    count = jax.jit(agent._over_roots(lambda s, k, p: agent.search(env, s, jax.random.split(k)[0], p).num_steps))
-    steps = np.asarray(count(states, keys, players), np.int64)  # as `SearchAgent.policy` searches
+    steps = np.asarray(jax.jit(agent.batched_policy_search(env))(states, keys, players).num_steps, np.int64)
     one = jax.tree.map(lambda x: x[:1], states)
     t1 = _median_seconds(batched, one, keys[:1], players[:1])
     tb = _median_seconds(batched, states, keys, players)

@@ -472,6 +472,11 @@ def test_best_reply_values_equal_a_plain_enumeration_with_the_player_amid_the_se
     want = _best_reply_oracle(env, state, keys, 1, searched.tolist(), 2, leaf)
     np.testing.assert_allclose(got[legal], want[legal], atol=1e-5)
     assert len(set(np.round(want[legal], 4))) > 1  # the moves differ in value: the comparison can fail
+    # Each ply's real children stepped 5 at a time, a deviation onto the default move once: the same values.
+    batched = jitted(sim.maximin, env, state, key, player=1, depth=2, evaluate=leaf, searched=jnp.asarray(searched),
+                     default_policy=lambda s, k: default_moves(s.board, k), best_reply=True, leaf_batch=5)
+    np.testing.assert_allclose(np.asarray(batched.action_values)[legal], want[legal], atol=1e-5)
+    assert int(batched.num_steps) < int(out.num_steps) == 36 + 36**2
     # At depth 1, the leaves valued 5 at a time (36 leaves: the last batch is short) give the plain values.
     batched = jitted(sim.maximin, env, state, key, player=1, depth=1, evaluate=leaf, searched=jnp.asarray(searched),
                      default_policy=lambda s, k: default_moves(s.board, k), best_reply=True, leaf_batch=5)
@@ -485,9 +490,9 @@ def test_best_reply_values_equal_a_plain_enumeration_with_the_player_amid_the_se
 
 
 @pytest.mark.parametrize("best_reply", [True, False])
-def test_last_ply_of_real_children_only_gives_the_values_of_every_child(best_reply):
-    # One root at a time (a CPU) steps and values only the last ply's children whose every slot is a valid
-    # candidate, `LEAF_BATCH` at a time, skipping batches with none; vmapped roots step all of them. Snake A (by
+def test_real_children_only_give_the_values_of_every_child(best_reply):
+    # One root at a time (a CPU) steps and values only the children whose every slot is a valid candidate,
+    # `LEAF_BATCH` at a time, skipping batches with none; vmapped roots step all of them. Snake A (by
     # the wall, its body behind) has fewer candidates than the branching, so some codes are padding.
     env, state = _state(THREE_CLOSE, 3)
     assert int(np.asarray(candidate_moves(state.board)).sum(axis=1).min()) < 3  # padding codes exist at the root

@@ -266,3 +266,22 @@ def test_best_reply_with_two_players_is_paranoid_and_counts_its_states():
     assert sim.check_maximin_settings(env, player=0, depth=2, best_reply=True, default_policy=default) == 156
     with pytest.raises(ValueError, match="best_reply needs a default_policy"):
         sim.maximin(env, state, key, player=0, depth=1, best_reply=True)
+
+
+def test_best_reply_steps_a_repeated_answer_once():
+    # The column player's default is action 2: its deviation onto action 2 repeats nobody deviating, so of the
+    # 3 + 3 * 3 = 12 codes a node, 9 differ. One at a time (leaf_batch=1) the search steps 9 states at depth 1 and
+    # 9 + 9 * 9 = 90 at depth 2 (the game ends after one step; a finished state steps as a no-op), not 12 and 156.
+    # The mean still counts the repeat: row 0's answers 4 (nobody), 1, -2, 4 average 7/4; rows 1, 2: 1/4.
+    a = np.array([[1, -2, 4], [3, 0, -1], [2, 5, -3]])
+    env = MatrixGame(a, -a)
+    state, key = env.init(jax.random.key(0)), jax.random.key(0)
+    default = lambda s, k: jnp.array([0, 2], jnp.int32)  # noqa: E731
+    for depth, steps in ((1, 9), (2, 90)):
+        every = jitted(sim.maximin, env, state, key, player=0, depth=depth, best_reply=True, default_policy=default)
+        once = jitted(sim.maximin, env, state, key, player=0, depth=depth, best_reply=True, default_policy=default,
+                      leaf_batch=1)
+        assert int(every.num_steps) == [12, 156][depth - 1] and int(once.num_steps) == steps
+        for out in (every, once):
+            np.testing.assert_array_equal(np.asarray(out.action_values), [-2.0, -1.0, -3.0])
+            np.testing.assert_allclose(np.asarray(out.mean_values), [7 / 4, 1 / 4, 1 / 4], rtol=1e-6)

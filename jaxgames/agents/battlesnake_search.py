@@ -81,6 +81,12 @@ def default_moves(board: rules.Board, key: jax.Array) -> jax.Array:
     return jax.vmap(one)(jnp.arange(n))
 
 
+def _policy_keys(key: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """``(search_key, tie_key)``: `SearchAgent.policy`'s split of its key."""
+    search_key, tie_key = jax.random.split(key)
+    return search_key, tie_key
+
+
 def candidate_moves(board: rules.Board) -> jax.Array:
     """bool ``[S, 4]``: the moves a search enumerates: legal and not a certain death (`rules.certain_deaths`).
 
@@ -262,10 +268,19 @@ class SearchAgent(JaxAgent):
         (vmapped or one at a time, as ``vmap_roots`` says; not jitted)."""
         return self._over_roots(lambda s, k, p: self.move_values(env, s, k, p, depth))
 
+    def policy_search(self, env, state, key: jax.Array, player: jax.Array, depth: int | None = None):
+        """The `maximin` output behind `policy`'s move with the same ``key`` (pure, jittable; ``depth`` static)."""
+        return self.search(env, state, _policy_keys(key)[0], player, depth)
+
+    def batched_policy_search(self, env, depth: int | None = None):
+        """``(states [B, ...], keys [B], players int32 [B]) -> MaximinOutput [B]``: `policy_search` over roots
+        (vmapped or one at a time, as ``vmap_roots`` says; not jitted)."""
+        return self._over_roots(lambda s, k, p: self.policy_search(env, s, k, p, depth))
+
     def policy(self, env, state, key: jax.Array, player: jax.Array, depth: int | None = None) -> jax.Array:
         """int32 ``[]``: the maximin move of snake ``player``; ties go to the highest mean value over the
         answers (``tie_break="mean"``), then uniformly at random with ``key``."""
-        search_key, tie_key = jax.random.split(key)
+        search_key, tie_key = _policy_keys(key)
         values, means = self._ranked_values(env, state, search_key, player, depth)
         best = values == jnp.max(values)
         if self.tie_break == "mean":
