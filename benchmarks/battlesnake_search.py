@@ -54,7 +54,7 @@ from jaxgames.agents.battlesnake_public import TailChaserAgent
 from jaxgames.agents.battlesnake_search import TIE_BREAKS, SearchAgent
 from jaxgames.agents.q_snake import QSnakeAgent
 from jaxgames.evaluation import arena
-from jaxgames.evaluation.stats import wilson_interval
+from jaxgames.evaluation.stats import sign_test, wilson_interval
 from jaxgames.games.battlesnake import Battlesnake, rules
 from jaxgames.games.battlesnake.evaluation import evaluate
 from jaxgames.search import simultaneous
@@ -89,6 +89,9 @@ class Config:
         speed_batch: roots per call in the batched speed measurement (0: none).
         seed: PRNG seed.
         out_dir: results folder.
+        paired_with: another run's results folder of the same ``seed``, ``chunk`` and ``max_turns`` (the same
+            spawns and seats, game for game): each opponent kind it played is compared game for game (the games
+            only one run won, two-sided sign test). ``""``: none.
     """
 
     games: int = 1000
@@ -108,6 +111,7 @@ class Config:
     speed_batch: int = 256
     seed: int = 0
     out_dir: str = "results/benchmarks/battlesnake_search"
+    paired_with: str = ""
 
     def __post_init__(self):
         for name in ("games", "chunk", "depth", "max_states", "max_turns"):
@@ -127,6 +131,21 @@ class Config:
         experiment.check_names("opponents", self.opponents, tuple(OPPONENTS))
         checks.choice("tie_break", self.tie_break, TIE_BREAKS)
         SearchAgent(**self.weights())  # an unknown name or a bad value fails here, before any game
+        if self.paired_with:
+            self._check_pair()
+
+    def _check_pair(self) -> None:
+        path = os.path.join(self.paired_with, "config.json")
+        if os.path.abspath(self.paired_with) == os.path.abspath(self.out_dir):
+            raise ValueError(f"paired_with must be another run's folder than out_dir; got {self.paired_with!r}")
+        if not os.path.exists(path):
+            raise ValueError(f"paired_with={self.paired_with!r} holds no config.json of a run of this benchmark")
+        with open(path) as f:
+            other = json.load(f)
+        for name in ("seed", "chunk", "max_turns"):
+            if other.get(name) != getattr(self, name):
+                raise ValueError(f"paired_with={self.paired_with!r} was played with {name}={other.get(name)!r}, "
+                                 f"this run with {getattr(self, name)!r}: its games are not the same games")
 
     def weights(self) -> dict:
         """``evaluation`` as keyword arguments, each value converted to its default's type in `evaluate`."""
@@ -218,6 +237,19 @@ def play_games(cfg: Config, kind: str, key: jax.Array) -> dict:
         "truncated_games": int(done["truncated"].sum()),
         "mean_game_length": float(np.mean(done["length"])),
     }
+
+
+def paired(cfg: Config, kind: str) -> dict | None:
+    """This run's games against ``kind`` beside ``cfg.paired_with``'s, game for game (None if it played none)."""
+    other = os.path.join(cfg.paired_with, f"games_{kind}.npz")
+    if not cfg.paired_with or not os.path.exists(other):
+        return None
+    mine, theirs = np.load(os.path.join(cfg.out_dir, f"games_{kind}.npz"))["won"], np.load(other)["won"]
+    n = min(mine.size, theirs.size)
+    mine, theirs = mine[:n], theirs[:n]
+    only_this, only_that = int(np.sum(mine & ~theirs)), int(np.sum(theirs & ~mine))
+    return {"with": cfg.paired_with, "games": n, "win_rate": float(mine.mean()), "their_win_rate": float(theirs.mean()),
+            "only_this_won": only_this, "only_they_won": only_that, "sign_test_p": sign_test(only_this, only_that)}
 
 
 def positions(cfg: Config, count: int, key: jax.Array):
@@ -316,6 +348,13 @@ def _readme(cfg: Config, results: dict) -> str:
                      f"[{100 * r['wilson95'][0]:.1f}, {100 * r['wilson95'][1]:.1f}] | "
                      f"{100 * r['starvation_plus_wall_share_of_deaths']:.1f}% | "
                      + ", ".join(f"{k} {v}" for k, v in sorted(r["death_causes"].items())) + " |")
+    for r in results.get("strength", []):
+        pr = r.get("paired")
+        if pr:
+            lines += ["", f"Paired with `{pr['with']}` against {r['opponent']} (the same spawns and seats, game for game), "
+                      f"{pr['games']} games: this run {100 * pr['win_rate']:.1f}%, that run {100 * pr['their_win_rate']:.1f}%; "
+                      f"games only this run won {pr['only_this_won']}, only that run {pr['only_they_won']} "
+                      f"(two-sided sign test p = {pr['sign_test_p']:.3f})."]
     th = results.get("think_time")
     if th:
         lines += ["", f"Think time, one board (B = 1, {th['positions']} positions of heuristic games): "
@@ -350,6 +389,7 @@ def run(cfg: Config, argv=None) -> dict:
     results["strength"] = []
     for kind, k in zip(cfg.opponents, jax.random.split(key_games, len(cfg.opponents))):
         r = play_games(cfg, kind, k)
+        r["paired"] = paired(cfg, kind)
         results["strength"].append(r)
         print(f"vs 3x {kind}: {100 * r['win_rate']:.1f}% [{100 * r['wilson95'][0]:.1f}, {100 * r['wilson95'][1]:.1f}] "
               f"of {r['games']} games; starvation + wall {100 * r['starvation_plus_wall_share_of_deaths']:.1f}% of "

@@ -15,6 +15,7 @@ import re
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -128,3 +129,23 @@ def test_search_benchmark_evaluation_setting_reaches_the_agent_and_refuses_bad_i
                        (("food_weight:1", "food_weight:2"), "twice"), (("food_weight:-1",), "food_weight")):
         with pytest.raises(ValueError, match=words):
             bs.Config(evaluation=bad)
+
+
+def test_search_benchmark_pairs_runs_game_for_game_and_refuses_other_games(tmp_path):
+    bs = _search_benchmark()
+    this, that = tmp_path / "this", tmp_path / "that"
+    for folder, won in ((this, [1, 1, 1, 1, 1, 0]), (that, [0, 0, 0, 0, 0, 0, 1])):
+        folder.mkdir()
+        (folder / "config.json").write_text(json.dumps({"seed": 0, "chunk": 100, "max_turns": 1000}))
+        np.savez(folder / "games_heuristic.npz", won=np.asarray(won, bool))
+    cfg = bs.Config(out_dir=str(this), paired_with=str(that))
+    # The first 6 games: only this run won 5, that run none: two-sided p = 2 / 2^5.
+    assert bs.paired(cfg, "heuristic") == {"with": str(that), "games": 6, "win_rate": 5 / 6, "their_win_rate": 0.0,
+                                           "only_this_won": 5, "only_they_won": 0, "sign_test_p": 0.0625}
+    assert bs.paired(cfg, "public") is None  # that run played no such games
+    with pytest.raises(ValueError, match="seed=0, this run with 3"):
+        bs.Config(out_dir=str(this), paired_with=str(that), seed=3)
+    with pytest.raises(ValueError, match="no config.json"):
+        bs.Config(out_dir=str(this), paired_with=str(tmp_path))
+    with pytest.raises(ValueError, match="another run's folder"):
+        bs.Config(out_dir=str(that), paired_with=str(that))

@@ -1,4 +1,4 @@
-"""The one Wilson interval (`jaxgames.evaluation.stats.wilson_interval`) against the formula worked by hand."""
+"""The one Wilson interval and the sign test (`jaxgames.evaluation.stats`) against values worked by hand."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from statistics import NormalDist
 import numpy as np
 import pytest
 
-from jaxgames.evaluation.stats import wilson_interval
+from jaxgames.evaluation.stats import sign_test, wilson_interval
 
 
 def _wilson_by_hand(k: int, n: int) -> tuple[float, float]:
@@ -46,3 +46,13 @@ def test_whole_counts_of_any_numeric_type_and_no_trials():
 def test_refuses_what_is_not_a_binomial_count(k, n, match):
     with pytest.raises(ValueError, match=match):
         wilson_interval(k, n)
+
+
+def test_sign_test_by_hand():
+    # Two-sided, each discordant game a fair coin: 5 of 5 one way has p = 2 / 2^5; 3 of 4 has
+    # p = 2 (C(4,3) + C(4,4)) / 2^4 = 10/16; 4 against 2 of 6: 2 (C(6,4) + C(6,5) + C(6,6)) / 64 = 44/64.
+    assert math.isclose(sign_test(5, 0), 2 / 32) and math.isclose(sign_test(0, 5), 2 / 32)
+    assert math.isclose(sign_test(3, 1), 10 / 16) and math.isclose(sign_test(4, 2), 44 / 64)
+    assert sign_test(0, 0) == 1.0 and sign_test(2, 2) == 1.0
+    with pytest.raises(ValueError, match="only_b must be a whole count"):
+        sign_test(1, -1)

@@ -1,4 +1,4 @@
-"""Interval statistics of the evaluations: the one Wilson score interval of a win (or success) rate."""
+"""Statistics of the evaluations: the one Wilson score interval of a win (or success) rate, and the sign test of paired games."""
 
 from __future__ import annotations
 
@@ -38,6 +38,25 @@ def wilson_interval(successes, trials, *, confidence_level: float = 0.95) -> tup
     ci = binomtest(k, n).proportion_ci(confidence_level=confidence_level, method="wilson")
     p = k / n
     return max(0.0, min(p, float(ci.low))), min(1.0, max(p, float(ci.high)))
+
+
+def sign_test(only_a, only_b) -> float:
+    """Two-sided exact sign test of paired games (McNemar's exact test): the games only A won against those only B won.
+
+    scipy's ``binomtest(only_a, only_a + only_b).pvalue``: under no difference
+    each such game is A's with probability 1/2.
+
+    Args:
+        only_a, only_b: whole counts ``>= 0`` of the games one side alone won.
+
+    Returns:
+        The p-value in ``[0, 1]``; 1.0 when no game was won by one side alone.
+
+    Raises:
+        ValueError: a fractional or negative count.
+    """
+    a, b = _count("only_a", only_a), _count("only_b", only_b)
+    return float(binomtest(a, a + b).pvalue) if a + b else 1.0
 
 
 def _count(name: str, value) -> int:
