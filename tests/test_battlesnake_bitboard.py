@@ -272,3 +272,30 @@ def test_free_from_and_unreachable_match_evaluation():
     np.testing.assert_array_equal(np.asarray(jax.vmap(bitboard.free_from)(boards)),
                                   np.asarray(jax.vmap(voronoi.free_from)(boards)))
     assert bitboard.UNREACHABLE == voronoi.UNREACHABLE == evaluation.UNREACHABLE
+
+
+def test_solo_rows_and_players_equal_the_reference_rows():
+    # The own BFS of some snakes only (`solo`), stopped at food (`space=False`): the reference's rows for those
+    # snakes; the shared partition unchanged. `evaluate(players=...)` then equals the full evaluation's entries.
+    boards = _boards(11, 4, 40, 6, seed=15)
+    ref = _compiled(lambda b: jax.vmap(lambda x: voronoi.search(x, 121))(b), boards, options=FAST_COMPILE)
+    picks = jnp.asarray([2, 0], jnp.int32)
+    for space in (True, False):
+        got = jax.jit(jax.vmap(lambda x, sp=space: bitboard.search(x, solo=picks, space=sp)))(boards)
+        np.testing.assert_array_equal(np.asarray(bitboard.unpack(got.owned, 121)), np.asarray(ref.owned))
+        np.testing.assert_array_equal(np.asarray(got.food_distance), np.asarray(ref.food_distance)[:, [2, 0]])
+        if space:
+            np.testing.assert_array_equal(np.asarray(got.space), np.asarray(ref.solo_seen).sum(-1)[:, [2, 0]])
+    assert (np.asarray(ref.food_distance)[:, [2, 0]] < bitboard.UNREACHABLE).any()
+    for weights in ({}, {"space_weight": 0.5, "won_food_weight": 0.3, "hungry_unless_longest": True}):
+        every = jax.jit(jax.vmap(lambda x, w=weights: evaluation.evaluate(x, **w)))(boards)
+        for player in range(4):
+            one = jax.jit(jax.vmap(lambda x, p=player, w=weights: evaluation.evaluate(
+                x, players=jnp.asarray([p], jnp.int32), **w)))(boards)
+            np.testing.assert_allclose(np.asarray(one)[:, 0], np.asarray(every)[:, player], rtol=0, atol=1e-6)
+    feats = jax.jit(jax.vmap(lambda x: evaluation.features(x, players=picks)))(boards)
+    full = jax.jit(jax.vmap(evaluation.features))(boards)
+    for name, got, want in zip(evaluation.Features._fields, feats, full):
+        np.testing.assert_allclose(np.asarray(got), np.asarray(want)[:, [2, 0]], rtol=0, atol=1e-6, err_msg=name)
+    with pytest.raises(TypeError, match="players is not one of its keywords"):
+        evaluation.leaf_value(Battlesnake(num_snakes=2), players=jnp.zeros(1, jnp.int32))

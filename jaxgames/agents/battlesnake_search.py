@@ -182,8 +182,7 @@ class SearchAgent(JaxAgent):
             raise TypeError(f"learned must be a QSnakeAgent; got {type(learned).__name__}")
         self.learned = (learned or QSnakeAgent()) if self.learned_weight > 0 else None
         self.name = name
-        probe = Battlesnake(num_snakes=2)
-        self._leaf = evaluation.leaf_value(probe, **self.weights)  # checks the weights now
+        evaluation.leaf_value(Battlesnake(num_snakes=2), **self.weights)  # checks the weights now
 
     def settings(self) -> dict:
         """The agent's settings (what its compiled policy depends on)."""
@@ -218,7 +217,7 @@ class SearchAgent(JaxAgent):
         depth = self.depth if depth is None else depth
         board = state.board
         searched = nearest_snakes(board, player, self._searched(env))
-        leaf = self._leaf if self.learned is None else self._mixed_leaf(player)
+        leaf = self._player_leaf(player) if self.learned is None else self._mixed_leaf(player)
 
         def default_policy(s, k):
             return default_moves(s.board, k)
@@ -230,6 +229,19 @@ class SearchAgent(JaxAgent):
             candidates=None if self.branching is None else (lambda s: candidate_moves(s.board)),
             best_reply=self.best_reply, leaf_batch=None if self._vmap_roots() else LEAF_BATCH)
 
+    def _player_value(self, board: rules.Board, player: jax.Array) -> jax.Array:
+        """float32 ``[]``: `evaluation.evaluate` of ``player`` alone (its own BFS only: cheaper, the same value)."""
+        return evaluation.evaluate(board, players=player[None], **self.weights)[0]
+
+    def _player_leaf(self, player: jax.Array):
+        """The leaf evaluation: only ``player``'s entry is computed (the search reads no other)."""
+        def fn(state, key):
+            del key
+            n = state.board.num_snakes
+            return jnp.zeros(n, jnp.float32).at[player].set(self._player_value(state.board, player))
+
+        return fn
+
     def _mixed_leaf(self, player: jax.Array):
         """The leaf evaluation with the learned value (``learned_weight``); only ``player``'s entry is computed."""
         w, learned = self.learned_weight, self.learned
@@ -239,7 +251,7 @@ class SearchAgent(JaxAgent):
             q = learned.q_values(learned.view(board, player))
             value = evaluation.LIVE_BOUND * (2.0 * jnp.max(q) - 1.0)
             if w < 1.0:
-                value = (1.0 - w) * self._leaf(state, key)[player] + w * value
+                value = (1.0 - w) * self._player_value(board, player) + w * value
             alive = board.alive
             sole = alive[player] & (jnp.sum(alive) == 1) & (board.num_snakes > 1)
             value = jnp.where(alive[player], jnp.where(sole, 1.0, value), -1.0)

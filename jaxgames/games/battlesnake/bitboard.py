@@ -118,10 +118,11 @@ class Search(NamedTuple):
             its head cell included (disjoint between snakes).
         owned_count: int32 ``[S]``: the cells of ``owned`` (head included).
         claimed: uint32 ``[W]``: cells owned by someone or tied.
-        food_distance: int32 ``[S]``: the first round the snake's own BFS
-            reaches food, `UNREACHABLE` if never (within ``rounds``).
-        space: int32 ``[S]``: the cells the snake's own BFS reaches (its
-            head included; 0 for an eliminated snake).
+        food_distance: int32 ``[R]``: the first round the own BFS of snake
+            ``solo[r]`` reaches food, `UNREACHABLE` if never (within ``rounds``).
+        space: int32 ``[R]``: the cells that BFS reaches (its head included;
+            0 for an eliminated snake); with ``space=False``, only those seen
+            until it reached food.
         won_food_distance: int32 ``[S]``: the first round the snake's shared
             frontier owns a food cell (food it reaches strictly first),
             `UNREACHABLE` if never.
@@ -137,16 +138,16 @@ class Search(NamedTuple):
 
 class _Loop(NamedTuple):
     t: jax.Array  # int32 []: the last round done
-    frontier: jax.Array  # uint32 [2S, W]: rows :S the shared frontier, S: each snake's own BFS
+    frontier: jax.Array  # uint32 [S + R, W]: rows :S the shared frontier, S: the solo snakes' own BFS
     owned: jax.Array  # uint32 [S, W]
     claimed: jax.Array  # uint32 [W]
-    solo_seen: jax.Array  # uint32 [S, W]
-    food_distance: jax.Array  # int32 [S]
+    solo_seen: jax.Array  # uint32 [R, W]
+    food_distance: jax.Array  # int32 [R]
     won_food_distance: jax.Array  # int32 [S]
 
 
-def search(board: Board, rounds: int | None = None) -> Search:
-    """The shared Voronoi partition and each snake's food distance and space, on packed boards.
+def search(board: Board, rounds: int | None = None, *, solo: jax.Array | None = None, space: bool = True) -> Search:
+    """The shared Voronoi partition and some snakes' food distance and space, on packed boards.
 
     The rules of `jaxgames.games.battlesnake.evaluation`: round ``t`` passes cells with
     ``free_from(board) <= t``; a cell reached in one round by two or more
@@ -159,6 +160,10 @@ def search(board: Board, rounds: int | None = None) -> Search:
         board: one board (vmap for a batch); eliminated snakes have no head.
         rounds: static bound on the rounds, in ``[1, size * size]`` (default
             ``size * size``, which is exact).
+        solo: int32 ``[R]`` (``R`` static, may be traced): the snakes whose
+            own BFS runs (default every snake, ``R = S``).
+        space: static; False: an own BFS stops once it reaches food (the
+            search may end sooner; ``Search.space`` is then no flood fill).
 
     Returns:
         `Search`.
@@ -178,13 +183,14 @@ def search(board: Board, rounds: int | None = None) -> Search:
     heads = jnp.where((head_flat[:, None] >= 0) & (word == head_flat[:, None] // _BITS),
                       jnp.uint32(1) << (jnp.maximum(head_flat, 0) % _BITS).astype(jnp.uint32)[:, None],
                       jnp.uint32(0))  # [S, W]
+    solo_heads = heads if solo is None else heads[jnp.asarray(solo, jnp.int32)]  # [R, W]
     init = _Loop(
         t=jnp.int32(0),
-        frontier=jnp.concatenate([heads, heads], axis=0),
+        frontier=jnp.concatenate([heads, solo_heads], axis=0),
         owned=heads,
         claimed=jnp.bitwise_or.reduce(heads, axis=0),
-        solo_seen=heads,
-        food_distance=jnp.full((n,), UNREACHABLE, jnp.int32),
+        solo_seen=solo_heads,
+        food_distance=jnp.full((solo_heads.shape[0],), UNREACHABLE, jnp.int32),
         won_food_distance=jnp.full((n,), UNREACHABLE, jnp.int32),
     )
 
@@ -205,6 +211,9 @@ def search(board: Board, rounds: int | None = None) -> Search:
         new = shared & ~twice[None, :]
         ate = jnp.any((solo & food[None, :]) != 0, axis=1)
         food_distance = jnp.where(ate & (s.food_distance == UNREACHABLE), t, s.food_distance)
+        seen = s.solo_seen | solo
+        if not space:  # an own BFS that has reached food stops
+            solo = jnp.where((food_distance < UNREACHABLE)[:, None], jnp.uint32(0), solo)
         won = jnp.any((new & food[None, :]) != 0, axis=1)
         won_food_distance = jnp.where(won & (s.won_food_distance == UNREACHABLE), t, s.won_food_distance)
         return _Loop(
@@ -212,7 +221,7 @@ def search(board: Board, rounds: int | None = None) -> Search:
             frontier=jnp.concatenate([new, solo], axis=0),
             owned=s.owned | new,
             claimed=s.claimed | once,
-            solo_seen=s.solo_seen | solo,
+            solo_seen=seen,
             food_distance=food_distance,
             won_food_distance=won_food_distance,
         )

@@ -175,22 +175,31 @@ def territory(board: Board, *, rounds: int | None = None) -> jax.Array:
     return (s.owned_count - board.alive).astype(jnp.int32)
 
 
-def features(board: Board, *, rounds: int | None = None) -> Features:
+def features(board: Board, *, rounds: int | None = None, players: jax.Array | None = None) -> Features:
     """The `Features` of one board (vmap for a batch).
 
     Args:
         board: one board.
         rounds: static BFS bound, as `owners`.
+        players: int32 ``[R]`` (``R`` static, may be traced): the snakes whose
+            features are computed, in this order (only their own BFS runs);
+            default every snake.
 
     Returns:
-        `Features`, each ``[S]``.
+        `Features`, each ``[R]`` (``[S]`` by default).
 
     Raises:
         TypeError, ValueError: as `owners`.
     """
     _check_board(board)
+    return _features(board, _rounds(board, rounds), players, space=True)
+
+
+def _features(board: Board, rounds: int, players: jax.Array | None, space: bool) -> Features:
+    """`features`; with ``space=False`` the ``space`` and ``trapped`` rows are not computed (meaningless)."""
     size, n = board.size, board.num_snakes
-    s = bitboard.search(board, _rounds(board, rounds))
+    rows = jnp.arange(n, dtype=jnp.int32) if players is None else jnp.asarray(players, jnp.int32)
+    s = bitboard.search(board, rounds, solo=None if players is None else rows, space=space)
     alive = board.alive
     length = board.length.astype(jnp.int32)
 
@@ -209,10 +218,11 @@ def features(board: Board, *, rounds: int | None = None) -> Features:
     vs_longest = jnp.where(any_other, length - longest, 0).astype(jnp.int32)
     vs_nearest = jnp.where(any_other, length - nearest_length, 0).astype(jnp.int32)
 
-    food_distance = jnp.where(alive, s.food_distance, UNREACHABLE).astype(jnp.int32)
-    starving = alive & (board.health < food_distance)
-    space = jnp.where(alive, s.space - 1, 0).astype(jnp.int32)
-    trapped = alive & (space < length)
+    own_alive, own_length = alive[rows], length[rows]  # the solo rows' snakes
+    food_distance = jnp.where(own_alive, s.food_distance, UNREACHABLE).astype(jnp.int32)
+    starving = own_alive & (board.health[rows] < food_distance)
+    own_space = jnp.where(own_alive, s.space - 1, 0).astype(jnp.int32)
+    trapped = own_alive & (own_space < own_length)
 
     # Head-to-head: the four cells next to each head, free next turn, and next to a head at least as long.
     target = board.head[:, None, :] + jnp.asarray(rules.DELTAS)[None]  # [S, 4, 2]
@@ -224,17 +234,17 @@ def features(board: Board, *, rounds: int | None = None) -> Features:
     risky = safe & jnp.any((gap == 1) & rival[:, None, :], axis=2)
 
     return Features(
-        territory=terr,
-        territory_share=share,
-        length_vs_longest=vs_longest,
-        length_vs_nearest=vs_nearest,
+        territory=terr[rows],
+        territory_share=share[rows],
+        length_vs_longest=vs_longest[rows],
+        length_vs_nearest=vs_nearest[rows],
         food_distance=food_distance,
         starving=starving,
-        safe_moves=jnp.sum(safe, axis=1).astype(jnp.int32),
-        head_to_head_risk=jnp.sum(risky, axis=1).astype(jnp.int32),
-        space=space,
+        safe_moves=jnp.sum(safe, axis=1).astype(jnp.int32)[rows],
+        head_to_head_risk=jnp.sum(risky, axis=1).astype(jnp.int32)[rows],
+        space=own_space,
         trapped=trapped,
-        won_food_distance=jnp.where(alive, s.won_food_distance, UNREACHABLE).astype(jnp.int32),
+        won_food_distance=jnp.where(alive, s.won_food_distance, UNREACHABLE).astype(jnp.int32)[rows],
     )
 
 
@@ -291,8 +301,9 @@ def evaluate(
     hunger_health: int = 50,
     hungry_unless_longest: bool = False,
     rounds: int | None = None,
+    players: jax.Array | None = None,
 ) -> jax.Array:
-    """The value of one board for every snake, for a search's leaves.
+    """The value of one board for every snake (or ``players``), for a search's leaves.
 
     For a snake still playing, each term lies in ``[-1, 1]`` (higher is
     better) and the value is ``LIVE_BOUND * sum(w_i term_i) / sum(w_i)``:
@@ -335,18 +346,23 @@ def evaluate(
             `jaxgames.agents.battlesnake.HeuristicAgent` goes for food "when
             hungry or not the longest". Default False.
         rounds: static BFS bound, as `owners`.
+        players: as `features`: only these snakes' values, in this order
+            (cheaper: only their own BFS runs; each stops at food unless
+            ``space_weight > 0``).
 
     Returns:
-        float32 ``[S]`` in ``[-1, 1]``.
+        float32 ``[S]`` (or ``[R]``) in ``[-1, 1]``.
 
     Raises:
         TypeError, ValueError: a bad board, weight or ``rounds``, naming it.
     """
     w = _weights(territory_weight, longest_weight, nearest_weight, starvation_weight, head_to_head_weight,
                  food_weight, space_weight, won_food_weight, length_scale, hunger_health, hungry_unless_longest)
-    f = features(board, rounds=rounds)
-    alive = board.alive
-    n_alive = jnp.sum(alive)
+    _check_board(board)
+    f = _features(board, _rounds(board, rounds), players, space=bool(w.space > 0))
+    rows = jnp.arange(board.num_snakes) if players is None else jnp.asarray(players, jnp.int32)
+    alive, health = board.alive[rows], board.health[rows]
+    n_alive = jnp.sum(board.alive)
     hunger = jnp.float32(w.hunger_health)
     if w.hungry_unless_longest:
         hunger = jnp.where(f.length_vs_longest > 0, hunger, jnp.float32(rules.SNAKE_MAX_HEALTH))
@@ -356,10 +372,10 @@ def evaluate(
         jnp.tanh(f.length_vs_nearest / w.length_scale),
         -f.starving.astype(jnp.float32),
         jnp.where(f.safe_moves > 0, -f.head_to_head_risk / jnp.maximum(f.safe_moves, 1), -1.0),
-        jnp.clip((board.health - jnp.minimum(f.food_distance, 2 * rules.SNAKE_MAX_HEALTH)) / hunger,
+        jnp.clip((health - jnp.minimum(f.food_distance, 2 * rules.SNAKE_MAX_HEALTH)) / hunger,
                  0.0, 1.0) * 2.0 - 1.0,
         -f.trapped.astype(jnp.float32),
-        jnp.clip((board.health - jnp.minimum(f.won_food_distance, 2 * rules.SNAKE_MAX_HEALTH))
+        jnp.clip((health - jnp.minimum(f.won_food_distance, 2 * rules.SNAKE_MAX_HEALTH))
                  / rules.SNAKE_MAX_HEALTH, 0.0, 1.0) * 2.0 - 1.0,
     )
     total = sum(w[:8])
@@ -390,6 +406,8 @@ def leaf_value(env: Battlesnake, **weights) -> Callable[[BattlesnakeState, jax.A
     bound.apply_defaults()
     kw = {k: v for k, v in bound.arguments.items() if k != "board"}
     rounds = kw.pop("rounds")
+    if kw.pop("players") is not None:
+        raise TypeError("leaf_value values every snake: players is not one of its keywords")
     _weights(**kw)
     if rounds is not None:
         checks.integer("rounds", rounds, 1, env.board_size * env.board_size)
