@@ -21,8 +21,8 @@
     python benchmarks/battlesnake_search.py games=1000 depth=2 opponents=heuristic  # a CPU-sized run
     python benchmarks/battlesnake_search.py --help
 
-The default depth (3, the shipped snake's) costs tens of milliseconds a
-move on one CPU core: 1,000 games take hours on a CPU (games against
+The default depth (4, the shipped snake's) costs about a tenth of a second
+a move on one CPU core: 1,000 games take hours on a CPU (games against
 ``public`` snakes last longest) and minutes on a GPU, where the search is
 vmapped over the games (`SearchAgent`'s ``vmap_roots``).
 
@@ -51,13 +51,12 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from jaxgames import checks, experiment
 from jaxgames.agents.battlesnake import HeuristicAgent, RandomSafeAgent
 from jaxgames.agents.battlesnake_public import TailChaserAgent
-from jaxgames.agents.battlesnake_search import TIE_BREAKS, SearchAgent
+from jaxgames.agents.battlesnake_search import MAX_STATES, TIE_BREAKS, SearchAgent
 from jaxgames.agents.q_snake import QSnakeAgent
 from jaxgames.evaluation import arena
 from jaxgames.evaluation.stats import sign_test, wilson_interval
 from jaxgames.games.battlesnake import Battlesnake, rules
 from jaxgames.games.battlesnake.evaluation import evaluate
-from jaxgames.search import simultaneous
 
 OPPONENTS = {"heuristic": HeuristicAgent, "public": TailChaserAgent, "random_safe": RandomSafeAgent}
 
@@ -82,8 +81,7 @@ class Config:
         evaluation: `evaluation.evaluate` keywords for the search snake's leaves, ``name:value`` comma
             separated (e.g. ``hungry_unless_longest:true,food_weight:0.8``); unset ones keep
             `SearchAgent`'s defaults.
-        max_states: the search's bound on enumerated states (`SearchAgent`'s ``max_states``; depth 4 over the
-            two nearest snakes enumerates 204,204).
+        max_states: the search's bound on enumerated states (`SearchAgent`'s ``max_states``).
         max_turns: turn limit (the game is truncated there).
         think_positions: boards timed one at a time (0: no think-time measurement).
         speed_batch: roots per call in the batched speed measurement (0: none).
@@ -97,7 +95,7 @@ class Config:
     games: int = 1000
     chunk: int = 100
     opponents: tuple[str, ...] = ("heuristic", "public", "random_safe")
-    depth: int = 3
+    depth: int = 4
     search_opponents: int = 2
     branching: int = 3
     best_reply: bool = True
@@ -105,7 +103,7 @@ class Config:
     learned_dir: str = ""
     tie_break: str = "mean"
     evaluation: tuple[str, ...] = ()
-    max_states: int = simultaneous.DEFAULT_MAX_STATES
+    max_states: int = MAX_STATES
     max_turns: int = 1000
     think_positions: int = 300
     speed_batch: int = 256

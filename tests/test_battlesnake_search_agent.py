@@ -334,7 +334,7 @@ def test_server_serves_the_search_agent_and_refuses_its_settings_for_others():
         with pytest.raises(SystemExit):
             server_from_args(["--agent", "search", *bad, "--port", "0", "--warmup-sizes", ""])
     srv, _ = server_from_args(["--agent", "search", "--port", "0", "--warmup-sizes", ""])
-    assert srv.agent.depth == 3 and srv.agent.time_budget == 0.4  # the shipped snake deepens within 400 ms
+    assert srv.agent.depth == 4 and srv.agent.time_budget == 0.4  # the shipped snake deepens within 400 ms
 
 
 def test_learned_leaf_value_is_the_networks_best_win_rate():

@@ -52,6 +52,10 @@ LEAF_BATCH = 64
 run one at a time (a CPU), where batches of tens of leaves run several times faster than all of them at once
 (`benchmarks/README.md`)."""
 
+MAX_STATES = 250_000
+"""`SearchAgent`'s default bound on enumerated states: depth 4 over the two nearest snakes enumerates 204,204 (21 joint
+moves a node; a CPU steps only the real ones, about a twentieth)."""
+
 HEAD_TO_HEAD_PENALTY = 1.0
 """Subtracted from a move's value when a snake outside the search, at least as long, can enter the same cell
 (paranoid at the first ply for every snake; a sure death is worth -2)."""
@@ -117,10 +121,10 @@ class SearchAgent(JaxAgent):
     """Best-reply (default) or paranoid search over the nearest snakes with `evaluation.evaluate` at the leaves.
 
     Args (keyword-only):
-        depth: plies (>= 1; default 3).
+        depth: plies (>= 1; default 4).
         opponents: snakes enumerated besides the player (>= 0; clipped to
             ``S - 1`` of the game); the others play `default_moves`.
-        max_states: the search's bound on stepped states (`maximin`).
+        max_states: the search's bound on enumerated states (`maximin`; default `MAX_STATES`).
         branching: at most this many moves enumerated per searched snake and
             node (1-4), taken from `candidate_moves` (legal, not certain
             death; one for an eliminated snake; default 3). None: every legal
@@ -160,7 +164,7 @@ class SearchAgent(JaxAgent):
             naming it.
     """
 
-    def __init__(self, *, depth: int = 3, opponents: int = 2, max_states: int = simultaneous.DEFAULT_MAX_STATES,
+    def __init__(self, *, depth: int = 4, opponents: int = 2, max_states: int = MAX_STATES,
                  branching: int | None = 3, best_reply: bool = True, learned_weight: float = 0.0,
                  learned=None, time_budget: float | None = None, vmap_roots: bool | None = None,
                  tie_break: str = "mean", name: str = "search", **weights):
