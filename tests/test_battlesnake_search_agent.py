@@ -503,3 +503,23 @@ def test_real_children_only_give_the_values_of_every_child(best_reply):
         every, real = (np.asarray(getattr(o, name)) for o in outs)
         np.testing.assert_allclose(real, every, atol=1e-6)
     assert len(set(np.round(np.asarray(outs[0].action_values)[np.asarray(state.legal_action_mask)[0]], 4))) > 1
+
+
+def test_policy_search_is_the_search_behind_the_policys_move():
+    # `policy` searches with the first key of `jax.random.split(key)`: `policy_search` with the same key is that
+    # search, its move has the best `move_values`, and the batched form gives each root's search.
+    env, state = _state(THREE_CLOSE, 3)
+    agent = SearchAgent(depth=2)
+    key = jax.random.key(7)
+    out = jax.jit(lambda s, k: agent.policy_search(env, s, k, jnp.int32(0)))(state, key)
+    want = jax.jit(lambda s, k: agent.search(env, s, k, jnp.int32(0)))(state, jax.random.split(key)[0])
+    np.testing.assert_array_equal(np.asarray(out.action_values), np.asarray(want.action_values))
+    values = np.asarray(jax.jit(lambda s, k: agent.move_values(env, s, k, jnp.int32(0)))(state, jax.random.split(key)[0]))
+    move = int(jax.jit(lambda s, k: agent.policy(env, s, k, jnp.int32(0)))(state, key))
+    assert values[move] == values.max()
+    states = jax.tree.map(lambda x: jnp.stack([x, x]), state)
+    both = jax.jit(agent.batched_policy_search(env))(states, jnp.stack([key, jax.random.key(8)]),
+                                                     jnp.asarray([0, 1], jnp.int32))
+    np.testing.assert_array_equal(np.asarray(both.action_values)[0], np.asarray(out.action_values))
+    one = jax.jit(lambda s, k: agent.policy_search(env, s, k, jnp.int32(1)))(state, jax.random.key(8))
+    np.testing.assert_array_equal(np.asarray(both.num_steps), [int(out.num_steps), int(one.num_steps)])

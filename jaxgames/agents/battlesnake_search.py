@@ -48,8 +48,8 @@ TIE_BREAKS = ("random", "mean")
 """`SearchAgent`'s ``tie_break`` settings."""
 
 LEAF_BATCH = 64
-"""Children stepped (and leaves valued) at a time (`simultaneous.maximin`'s ``leaf_batch``: only the real ones) when the roots
-run one at a time (a CPU), where batches of tens of leaves run several times faster than all of them at once
+"""Children stepped (and leaves valued) at a time (`simultaneous.maximin`'s ``leaf_batch``: only the real ones) when
+the roots run one at a time (a CPU), where batches of tens run several times faster than all of them at once
 (`benchmarks/README.md`)."""
 
 MAX_STATES = 250_000
