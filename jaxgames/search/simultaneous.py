@@ -817,23 +817,24 @@ def _maximin(env, state, key, player, depth, evaluate, rollout_steps, params, se
                 return r, (child, slots(child), default_actions(child, policy_keys[k + 1]))
 
             batches = -(-count // leaf_batch)
-            order = jnp.argsort(~real, stable=True).astype(jnp.int32)
-            order = jnp.pad(order, (0, batches * leaf_batch - count)).reshape(batches, leaf_batch)
+            # the real nodes in order, then ``count`` (out of range: computed in a batch's tail, dropped when stored)
+            order = jnp.nonzero(real, size=batches * leaf_batch, fill_value=count)[0].astype(jnp.int32)
+            order = order.reshape(batches, leaf_batch)
             shapes = jax.eval_shape(jax.vmap(one), order[0])
             skip = lambda: jax.tree.map(lambda x: jnp.zeros(x.shape, x.dtype), shapes)  # noqa: E731,B023
             out = jax.lax.map(lambda idx: jax.lax.cond(real[idx[0]], lambda: jax.vmap(one)(idx), skip), order)
             out = jax.tree.map(lambda x: x.reshape((batches * leaf_batch,) + x.shape[2:]), out)
-            flat = order.reshape(-1)[:count]
+            flat = order.reshape(-1)
             num_steps = num_steps + (jnp.sum(real, dtype=jnp.int32) + leaf_batch - 1) // leaf_batch * leaf_batch
-            rewards.append(jnp.zeros(count, jnp.float32).at[flat].set(out[0][:count]))
+            rewards.append(jnp.zeros(count, jnp.float32).at[flat].set(out[0], mode="drop"))
             if last:
-                value = jnp.zeros(count, jnp.float32).at[flat].set(out[1][:count])
+                value = jnp.zeros(count, jnp.float32).at[flat].set(out[1], mode="drop")
             else:
                 parents, child_slots, child_bases = out[1]
-                where = jnp.zeros(count, jnp.int32).at[flat].set(jnp.arange(count, dtype=jnp.int32))
+                where = jnp.zeros(count, jnp.int32).at[flat].set(jnp.arange(flat.shape[0], dtype=jnp.int32), mode="drop")
                 level_slots.append(jax.tree.map(lambda x: jnp.zeros((count,) + x.shape[1:], x.dtype).at[flat].set(
-                    x[:count]), child_slots))
-                bases = jnp.zeros((count, n), jnp.int32).at[flat].set(child_bases[:count])
+                    x, mode="drop"), child_slots))
+                bases = jnp.zeros((count, n), jnp.int32).at[flat].set(child_bases, mode="drop")
     mean = value
 
     action_values = mean_values = None
