@@ -74,6 +74,8 @@ class Config:
         branching: moves enumerated per searched snake and node, from
             `candidate_moves` (1-4; 0: every legal move, certain deaths included).
         best_reply: best-reply search over the searched snakes instead of paranoid.
+        reply_depth: `SearchAgent`'s ``reply_depth``: the plies at which the searched snakes' replies are
+            enumerated, the player's own moves only below (``none``: every ply).
         learned_weight: the learned value's share of the leaf (`SearchAgent`'s ``learned_weight``; 0: the
             hand-written evaluation only).
         learned_dir: the Q-snake weights folder whose network values the leaves (``""``: the shipped one).
@@ -99,6 +101,7 @@ class Config:
     search_opponents: int = 2
     branching: int = 3
     best_reply: bool = True
+    reply_depth: int | None = None
     learned_weight: float = 0.0
     learned_dir: str = ""
     tie_break: str = "mean"
@@ -128,7 +131,8 @@ class Config:
             QSnakeAgent(weights_dir=self.learned_dir)  # a missing or malformed folder fails here, before any game
         experiment.check_names("opponents", self.opponents, tuple(OPPONENTS))
         checks.choice("tie_break", self.tie_break, TIE_BREAKS)
-        SearchAgent(**self.weights())  # an unknown name or a bad value fails here, before any game
+        SearchAgent(depth=self.depth, best_reply=self.best_reply, reply_depth=self.reply_depth,
+                    **self.weights())  # an unknown name or a bad value fails here, before any game
         if self.paired_with:
             self._check_pair()
 
@@ -172,7 +176,7 @@ class Config:
     def agent(self) -> SearchAgent:
         learned = QSnakeAgent(weights_dir=self.learned_dir or None) if self.learned_weight else None
         return SearchAgent(depth=self.depth, opponents=self.search_opponents, branching=self.branching or None,
-                           best_reply=self.best_reply, learned_weight=self.learned_weight, learned=learned,
+                           best_reply=self.best_reply, reply_depth=self.reply_depth, learned_weight=self.learned_weight, learned=learned,
                            tie_break=self.tie_break, max_states=self.max_states, **self.weights())
 
 
@@ -189,7 +193,8 @@ def play_games(cfg: Config, kind: str, key: jax.Array) -> dict:
                            if k in ("chunk", "depth", "search_opponents", "branching", "best_reply", "max_turns",
                                      "seed") or (cfg.learned_weight and k in ("learned_weight", "learned_dir"))
                            or (cfg.tie_break != "random" and k == "tie_break")
-                           or (cfg.evaluation and k == "evaluation")},
+                           or (cfg.evaluation and k == "evaluation")
+                           or (cfg.reply_depth is not None and k == "reply_depth")},
                           sort_keys=True)  # the newer settings only when used: earlier game files still resume
     # (those of random ties, the default before, with tie_break=random)
     done = dict(np.load(path)) if os.path.exists(path) else {}
@@ -335,6 +340,7 @@ def search_speed(cfg: Config, key: jax.Array) -> dict:
 def _readme(cfg: Config, results: dict) -> str:
     lines = [f"# The search snake (`SearchAgent(depth={cfg.depth}, opponents={cfg.search_opponents}, "
              f"branching={cfg.branching or None}, best_reply={cfg.best_reply}"
+             + ("" if cfg.reply_depth is None else f", reply_depth={cfg.reply_depth}")
              + "".join(f", {k}={v}" for k, v in cfg.weights().items()) + ")`)", "",
              "Command: `python benchmarks/battlesnake_search.py " + " ".join(
                  f"{k}={','.join(v) if isinstance(v, tuple) else v}" for k, v in dataclasses.asdict(cfg).items()) + "`",

@@ -404,18 +404,19 @@ THREE_CLOSE = """
 """
 
 
-def _best_reply_oracle(env, state, keys, player, searched, depth, leaf, ply=0):
+def _best_reply_oracle(env, state, keys, player, searched, depth, leaf, ply=0, reply_depth=None):
     """float ``[4]``: each own legal move's best-reply value (Schadd & Winands 2011) by plain enumeration: the
-    worst, over nobody deviating from `default_moves` and each other searched snake's each legal move, of the
-    player's reward plus the value below (a finished game is worth 0, a leaf ``leaf``); -inf for an illegal
-    move. The joint moves of a node are listed here and stepped in one vmapped call."""
+    worst, over nobody deviating from `default_moves` and (at plies before ``reply_depth``) each other searched
+    snake's each legal move, of the player's reward plus the value below (a finished game is worth 0, a leaf
+    ``leaf``); -inf for an illegal move. The joint moves of a node are listed here and stepped in one vmapped
+    call."""
     legal = np.asarray(state.legal_action_mask)
     values = np.where(legal[player], np.inf, -np.inf)
     base = np.asarray(default_moves(state.board, keys[ply]))
     own, joints = [], []
     for o in np.flatnonzero(legal[player]):
         answers = [base.copy()]
-        for d in searched:
+        for d in searched if reply_depth is None or ply < reply_depth else ():
             if d != player:
                 for k in np.flatnonzero(legal[d]):
                     answers.append(base.copy())
@@ -434,7 +435,7 @@ def _best_reply_oracle(env, state, keys, player, searched, depth, leaf, ply=0):
         below = np.asarray(_leaves(leaf)(stepped, keys[-1]))[:len(joints), player]
     else:
         below = np.array([_best_reply_oracle(env, jax.tree.map(lambda x: x[i], children), keys, player, searched,
-                                             depth - 1, leaf, ply + 1).max() if not done[i] else 0.0
+                                             depth - 1, leaf, ply + 1, reply_depth).max() if not done[i] else 0.0
                           for i in range(len(joints))])
     q = rewards + np.where(done, 0.0, below)
     for o, v in zip(own, q):
@@ -487,6 +488,39 @@ def test_best_reply_values_equal_a_plain_enumeration_with_the_player_amid_the_se
     default = lambda s, k: default_moves(s.board, k)  # noqa: E731
     assert sim.check_maximin_settings(env, player=1, depth=2, searched=searched, default_policy=default,
                                       best_reply=True) == 36 + 36**2
+
+
+@pytest.mark.parametrize("reply_depth", [0, 1])
+def test_replies_only_near_the_root_equal_a_plain_enumeration(reply_depth):
+    # Below `reply_depth` only the player's own moves are enumerated, every other snake on `default_moves`.
+    from jaxgames.games.battlesnake import evaluation
+
+    env, state = _state(THREE_CLOSE, 3)
+    leaf = evaluation.leaf_value(env)
+    searched = np.array([2, 1, 0], np.int32)
+    key = jax.random.key(5)
+    default = lambda s, k: default_moves(s.board, k)  # noqa: E731
+    want = _best_reply_oracle(env, state, jax.random.split(key, 3), 1, searched.tolist(), 2, leaf,
+                              reply_depth=reply_depth)
+    full = _best_reply_oracle(env, state, jax.random.split(key, 3), 1, searched.tolist(), 2, leaf)
+    legal = np.asarray(state.legal_action_mask)[1]
+    assert np.all(want[legal] >= full[legal] - 1e-6)  # fewer answers: never a worse worst case
+    for leaf_batch in (None, 5):
+        out = jitted(sim.maximin, env, state, key, player=1, depth=2, evaluate=leaf, searched=jnp.asarray(searched),
+                     default_policy=default, best_reply=True, leaf_batch=leaf_batch, reply_depth=reply_depth)
+        np.testing.assert_allclose(np.asarray(out.action_values)[legal], want[legal], atol=1e-5)
+    # 36 joint moves a node above the reply depth, the player's 4 below: 36 + 36 * 4 or 4 + 4 * 4 states.
+    count = [4 + 4 * 4, 36 + 36 * 4][reply_depth]
+    assert sim.check_maximin_settings(env, player=1, depth=2, searched=searched, default_policy=default,
+                                      best_reply=True, reply_depth=reply_depth) == count
+    out = jitted(sim.maximin, env, state, key, player=1, depth=2, evaluate=leaf, searched=jnp.asarray(searched),
+                 default_policy=default, best_reply=True, reply_depth=reply_depth)
+    assert int(out.num_steps) == count
+    for bad, error in (({"reply_depth": 3}, ValueError), ({"reply_depth": -1}, ValueError),
+                       ({"reply_depth": 1.0}, TypeError), ({"reply_depth": 1, "best_reply": False}, ValueError)):
+        settings = {"best_reply": True, **bad}
+        with pytest.raises(error, match="reply_depth"):
+            sim.check_maximin_settings(env, player=1, depth=2, searched=searched, default_policy=default, **settings)
 
 
 @pytest.mark.parametrize("best_reply", [True, False])

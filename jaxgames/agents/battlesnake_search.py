@@ -133,6 +133,11 @@ class SearchAgent(JaxAgent):
             answers at a time, the others on `default_moves`; `maximin`'s
             ``best_reply``; the default) instead of paranoid search over their
             joint moves.
+        reply_depth: with ``best_reply``, the plies from the root at which
+            the searched snakes' replies are enumerated; deeper plies
+            enumerate the player's own moves only, every other snake on
+            `default_moves` (`maximin`'s ``reply_depth``; clipped to the depth
+            searched). None (default): every ply.
         learned_weight: weight ``w`` in ``[0, 1]`` of the learned leaf value:
             a living snake's leaf is worth ``(1 - w) * evaluate + w *
             LIVE_BOUND * (2 max_a Q(a) - 1)``, ``Q`` the win rates of
@@ -165,7 +170,8 @@ class SearchAgent(JaxAgent):
     """
 
     def __init__(self, *, depth: int = 4, opponents: int = 2, max_states: int = MAX_STATES,
-                 branching: int | None = 3, best_reply: bool = True, learned_weight: float = 0.0,
+                 branching: int | None = 3, best_reply: bool = True, reply_depth: int | None = None,
+                 learned_weight: float = 0.0,
                  learned=None, time_budget: float | None = None, vmap_roots: bool | None = None,
                  tie_break: str = "mean", name: str = "search", **weights):
         self.depth = checks.positive_int("depth", depth)
@@ -173,6 +179,11 @@ class SearchAgent(JaxAgent):
         if not isinstance(best_reply, bool):
             raise TypeError(f"best_reply must be a bool; got {best_reply!r}")
         self.best_reply = best_reply
+        if reply_depth is not None:
+            reply_depth = checks.integer("reply_depth", reply_depth, 0, self.depth)
+            if not best_reply:
+                raise ValueError("reply_depth needs best_reply=True")
+        self.reply_depth = reply_depth
         if vmap_roots is not None and not isinstance(vmap_roots, bool):
             raise TypeError(f"vmap_roots must be a bool or None; got {vmap_roots!r}")
         self.vmap_roots = vmap_roots
@@ -191,7 +202,8 @@ class SearchAgent(JaxAgent):
     def settings(self) -> dict:
         """The agent's settings (what its compiled policy depends on)."""
         return {"depth": self.depth, "opponents": self.opponents, "max_states": self.max_states,
-                "branching": self.branching, "best_reply": self.best_reply, "learned_weight": self.learned_weight,
+                "branching": self.branching, "best_reply": self.best_reply, "reply_depth": self.reply_depth,
+                "learned_weight": self.learned_weight,
                 "vmap_roots": self._vmap_roots(), "tie_break": self.tie_break, **self.weights}
 
     def _vmap_roots(self) -> bool:
@@ -211,10 +223,14 @@ class SearchAgent(JaxAgent):
         if not isinstance(env, Battlesnake):
             raise TypeError(f"SearchAgent plays Battlesnake; got {type(env).__name__}")
         m = self._searched(env) + 1
+        depth = self.depth if depth is None else depth
         simultaneous.check_maximin_settings(
-            env, player=0, depth=self.depth if depth is None else depth, max_states=self.max_states,
-            searched=np.arange(m), default_policy=default_moves, branching=self.branching,
-            best_reply=self.best_reply)
+            env, player=0, depth=depth, max_states=self.max_states, searched=np.arange(m),
+            default_policy=default_moves, branching=self.branching, best_reply=self.best_reply,
+            reply_depth=self._reply_depth(depth))
+
+    def _reply_depth(self, depth: int) -> int | None:
+        return None if self.reply_depth is None else min(self.reply_depth, depth)
 
     def search(self, env, state, key: jax.Array, player: jax.Array, depth: int | None = None):
         """The `maximin` output for snake ``player`` in one state (pure, jittable; ``depth`` static)."""
@@ -231,7 +247,8 @@ class SearchAgent(JaxAgent):
             lean, env.strip_observation(state), key, player=player, depth=depth, evaluate=leaf, max_states=self.max_states,
             searched=searched, default_policy=default_policy, branching=self.branching,
             candidates=None if self.branching is None else (lambda s: candidate_moves(s.board)),
-            best_reply=self.best_reply, leaf_batch=None if self._vmap_roots() else LEAF_BATCH)
+            best_reply=self.best_reply, leaf_batch=None if self._vmap_roots() else LEAF_BATCH,
+            reply_depth=self._reply_depth(depth))
 
     def _player_value(self, board: rules.Board, player: jax.Array) -> jax.Array:
         """float32 ``[]``: `evaluation.evaluate` of ``player`` alone (its own BFS only: cheaper, the same value)."""

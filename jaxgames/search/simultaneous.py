@@ -147,7 +147,7 @@ def check_sm_mcts_settings(
 
 def check_maximin_settings(
     env, *, player, depth, max_states=DEFAULT_MAX_STATES, rollout_steps=DEFAULT_ROLLOUT_STEPS, searched=None,
-    default_policy=None, branching=None, candidates=None, best_reply=False, leaf_batch=None,
+    default_policy=None, branching=None, candidates=None, best_reply=False, leaf_batch=None, reply_depth=None,
 ) -> int:
     """Raises for bad `maximin` settings; returns the number of states it would step.
 
@@ -155,7 +155,8 @@ def check_maximin_settings(
         ``sum_{k=1..depth} (K ** M) ** k``, ``M`` the number of searched
         players (all ``num_players`` unless ``searched`` is given), ``K`` the
         ``branching`` (``num_actions`` unless given); with ``best_reply``,
-        ``K + K (M - 1) K`` joint actions a node instead of ``K ** M``.
+        ``J = K + K (M - 1) K`` joint actions a node instead of ``K ** M``,
+        and ``K`` below ``reply_depth``: ``sum_k J ** min(k, R) * K ** (k - min(k, R))``.
 
     Raises:
         ValueError: a sequential env; a concrete ``player`` outside
@@ -165,9 +166,10 @@ def check_maximin_settings(
             (concrete) repeats a player, is out of range or lacks ``player``;
             fewer searched players than ``num_players`` without a
             ``default_policy``; a ``branching`` outside ``[1, num_actions]``;
-            ``best_reply`` without a ``default_policy``; a ``leaf_batch`` < 1.
-        TypeError: a non-int player, depth, bound, branching or leaf batch; a
-            ``candidates`` that is not callable.
+            ``best_reply`` without a ``default_policy``; a ``leaf_batch`` < 1;
+            a ``reply_depth`` outside ``[0, depth]`` or without ``best_reply``.
+        TypeError: a non-int player, depth, bound, branching, leaf batch or
+            reply depth; a ``candidates`` that is not callable.
     """
     _check_env(env)
     n = int(env.num_players)
@@ -213,15 +215,30 @@ def check_maximin_settings(
         raise ValueError("best_reply needs a default_policy (the move of the opponents that do not deviate)")
     if leaf_batch is not None:
         _positive_int("leaf_batch", leaf_batch)
+    if reply_depth is not None:
+        if isinstance(reply_depth, bool) or not isinstance(reply_depth, (int, np.integer)):
+            raise TypeError(f"reply_depth must be an int or None; got {reply_depth!r}")
+        if not 0 <= reply_depth <= depth:
+            raise ValueError(f"reply_depth must be in [0, depth={depth}] or None; got {reply_depth!r}")
+        if not best_reply:
+            raise ValueError("reply_depth needs best_reply (below it only nobody deviating is enumerated)")
     joint = joint_action_count(k_actions, m, best_reply=best_reply)
-    count = sum(joint**k for k in range(1, depth + 1))
+    counts = _ply_codes(joint, k_actions, depth, reply_depth)
+    count = sum(math.prod(counts[:k]) for k in range(1, depth + 1))
     if count > max_states:
+        where = f"{joint} joint actions a node" + ("" if reply_depth is None else f" in the first {reply_depth} plies, "
+                                                   f"{k_actions} below")
         raise ValueError(
-            f"maximin over {env!r} at depth {depth} would step {count:,} states "
-            f"({joint} joint actions a node, to the power k, summed over k = 1..{depth}); "
-            f"more than max_states={max_states:,}: lower depth, search fewer players or raise max_states"
+            f"maximin over {env!r} at depth {depth} would step {count:,} states ({where}, multiplied over the "
+            f"plies, summed over k = 1..{depth}); more than max_states={max_states:,}: lower depth, search fewer "
+            "players or raise max_states"
         )
     return count
+
+
+def _ply_codes(joint: int, k: int, depth: int, reply_depth: int | None) -> list[int]:
+    """Joint actions enumerated at each ply: ``joint`` above ``reply_depth``, ``k`` (own actions only) below."""
+    return [joint if reply_depth is None or ply < reply_depth else k for ply in range(depth)]
 
 
 def joint_action_count(k: int, m: int, *, best_reply: bool = False) -> int:
@@ -599,6 +616,7 @@ def maximin(
     candidates: Callable[[Any], jax.Array] | None = None,
     best_reply: bool = False,
     leaf_batch: int | None = None,
+    reply_depth: int | None = None,
 ) -> MaximinOutput:
     """Paranoid / maximin depth-limited search from one root, for one player (module docstring).
 
@@ -649,6 +667,10 @@ def maximin(
             ply, a deviation onto the default action stepped once (it repeats
             nobody deviating). None: all at once (``vmap``; use it under
             ``vmap``). The values are the same; on a CPU this is several times faster.
+        reply_depth: with ``best_reply``, the plies (from the root) at which
+            the opponents' replies are enumerated; below them the player's
+            own actions only, every opponent on ``default_policy`` (static,
+            ``0..depth``). None: every ply.
 
     Returns:
         `MaximinOutput` (shapes and dtypes in its docstring).
@@ -659,11 +681,12 @@ def maximin(
     """
     check_maximin_settings(env, player=player, depth=depth, max_states=max_states, rollout_steps=rollout_steps,
                            searched=searched, default_policy=default_policy, branching=branching,
-                           candidates=candidates, best_reply=best_reply, leaf_batch=leaf_batch)
+                           candidates=candidates, best_reply=best_reply, leaf_batch=leaf_batch,
+                           reply_depth=reply_depth)
     _check_state(env, state, batched=False)
     return _maximin(env, state, key, jnp.asarray(player, jnp.int32), int(depth), evaluate, int(rollout_steps), params,
                     searched, default_policy, None if branching is None else int(branching), candidates, best_reply,
-                    leaf_batch)
+                    leaf_batch, None if reply_depth is None else int(reply_depth))
 
 
 def maximin_batch(env, states, keys: jax.Array, **settings) -> MaximinOutput:
@@ -693,13 +716,15 @@ def maximin_batch(env, states, keys: jax.Array, **settings) -> MaximinOutput:
         candidates=settings.get("candidates"),
         best_reply=settings.get("best_reply", False),
         leaf_batch=settings.get("leaf_batch"),
+        reply_depth=settings.get("reply_depth"),
     )
     _check_state(env, states, batched=True)
     return jax.vmap(lambda s, k: maximin(env, s, k, **settings))(states, keys)
 
 
 def _maximin(env, state, key, player, depth, evaluate, rollout_steps, params, searched=None,
-             default_policy=None, branching=None, candidates=None, best_reply=False, leaf_batch=None) -> MaximinOutput:
+             default_policy=None, branching=None, candidates=None, best_reply=False, leaf_batch=None,
+             reply_depth=None) -> MaximinOutput:
     n, a = int(env.num_players), int(env.num_actions)
     searched = jnp.arange(n, dtype=jnp.int32) if searched is None else jnp.asarray(searched, jnp.int32)
     m = int(searched.shape[0])
@@ -726,6 +751,7 @@ def _maximin(env, state, key, player, depth, evaluate, rollout_steps, params, se
         combos = jnp.asarray(np.stack(np.unravel_index(np.arange(c), (b,) * m), axis=-1), jnp.int32)  # [C, M]
         enumerated = jnp.ones((c, m), bool)
         canonical = None
+    ply_codes = _ply_codes(c, b, depth, reply_depth)  # codes at ply k: the first ply_codes[k] (own moves come first)
     ply_keys = jax.random.split(key, depth + 1)
     compact = branching is not None or candidates is not None
 
@@ -749,26 +775,28 @@ def _maximin(env, state, key, player, depth, evaluate, rollout_steps, params, se
         chosen = jnp.where(enumerated[code], acts[jnp.arange(m), combos[code]], base[searched])  # [M]
         return base.at[searched].set(chosen)
 
-    def slot_valid(valid):
-        """bool ``[K, M, C]``: each searched player's slot of each code is valid or not enumerated."""
-        index = jnp.broadcast_to(combos.T[None], (valid.shape[0], m, c))
-        return jnp.take_along_axis(valid, index, axis=2) | ~enumerated.T[None]
+    def slot_valid(valid, ck):
+        """bool ``[K, M, ck]``: each searched player's slot of each of the first ``ck`` codes is valid or not
+        enumerated."""
+        index = jnp.broadcast_to(combos[:ck].T[None], (valid.shape[0], m, ck))
+        return jnp.take_along_axis(valid, index, axis=2) | ~enumerated[:ck].T[None]
 
-    codes_valid = lambda valid: jnp.all(slot_valid(valid), axis=1)  # noqa: E731  [K, C]: every slot valid
+    codes_valid = lambda valid, ck: jnp.all(slot_valid(valid, ck), axis=1)  # noqa: E731  [K, ck]: every slot valid
 
-    def repeats(acts, base):
-        """bool ``[K, C]``: best-reply codes whose deviator takes its default action (the joint action of the code
+    def repeats(acts, base, ck):
+        """bool ``[K, ck]``: best-reply codes whose deviator takes its default action (the joint action of the code
         ``canonical``: the same child, stepped and valued once)."""
         if canonical is None:
-            return jnp.zeros((acts.shape[0], c), bool)
-        deviator = jnp.take_along_axis(acts, jnp.broadcast_to(combos.T[None], (acts.shape[0], m, c)), axis=2)
-        deviator = jnp.take_along_axis(deviator, jnp.broadcast_to(d[None, None, :], (acts.shape[0], 1, c)), axis=1)[:, 0]
-        default = base[:, searched][:, d]  # [K, C]
-        return (d != own_slot)[None, :] & (deviator == default)
+            return jnp.zeros((acts.shape[0], ck), bool)
+        dk = d[:ck]
+        deviator = jnp.take_along_axis(acts, jnp.broadcast_to(combos[:ck].T[None], (acts.shape[0], m, ck)), axis=2)
+        deviator = jnp.take_along_axis(deviator, jnp.broadcast_to(dk[None, None, :], (acts.shape[0], 1, ck)), axis=1)[:, 0]
+        default = base[:, searched][:, dk]  # [K, ck]
+        return (dk != own_slot)[None, :] & (deviator == default)
 
     def with_repeats(x, repeated):
-        """``x`` float32 ``[K, C]`` with each repeated code's entry taken from its canonical code."""
-        return x if canonical is None else jnp.where(repeated, x[:, canonical], x)
+        """``x`` float32 ``[K, ck]`` with each repeated code's entry taken from its canonical code."""
+        return x if canonical is None else jnp.where(repeated, x[:, canonical[:x.shape[1]]], x)
 
     one_leaf = lambda s, k: _leaf_value(evaluate, s, k, n)[player]  # noqa: E731
     policy_keys = [jax.random.fold_in(ply_keys[k], 1) for k in range(depth)]
@@ -778,17 +806,17 @@ def _maximin(env, state, key, player, depth, evaluate, rollout_steps, params, se
         for k in range(depth):
             level_slots.append(jax.vmap(slots)(parents))
             bases = jax.vmap(lambda s, policy_key=policy_keys[k]: default_actions(s, policy_key))(parents)  # [K, N]
-            level_repeats.append(repeats(level_slots[-1][0], bases))
+            level_repeats.append(repeats(level_slots[-1][0], bases, ply_codes[k]))
 
-            def children_of(s, acts, base, step_key=ply_keys[k]):
+            def children_of(s, acts, base, step_key=ply_keys[k], ck=ply_codes[k]):
                 return jax.vmap(lambda code: env.step(s, joint_action(base, acts, code), step_key, params))(
-                    jnp.arange(c))
+                    jnp.arange(ck))
 
             children = jax.vmap(children_of)(parents, level_slots[-1][0], bases)  # [K, C, ...]
             parents = jax.tree.map(lambda x: x.reshape((x.shape[0] * x.shape[1],) + x.shape[2:]), children)
             rewards.append(parents.rewards[:, player])
         value = jax.vmap(one_leaf)(parents, jax.random.split(ply_keys[depth], parents.rewards.shape[0]))
-        num_steps = jnp.int32(sum(c**k for k in range(1, depth + 1)))
+        num_steps = jnp.int32(sum(math.prod(ply_codes[:k]) for k in range(1, depth + 1)))
     else:
         # On a CPU: each ply steps only its real children (every slot valid at every ply above, no repeat),
         # ``leaf_batch`` at a time, real ones first; a batch with none is skipped (`lax.cond`). A ply's states are
@@ -802,13 +830,14 @@ def _maximin(env, state, key, player, depth, evaluate, rollout_steps, params, se
         num_steps = jnp.int32(0)
         for k in range(depth):
             acts, valid = level_slots[k]
-            level_repeats.append(repeats(acts, bases))
-            real = (real[:, None] & codes_valid(valid) & ~level_repeats[k]).reshape(-1)
+            ck = ply_codes[k]
+            level_repeats.append(repeats(acts, bases, ck))
+            real = (real[:, None] & codes_valid(valid, ck) & ~level_repeats[k]).reshape(-1)
             count, last = real.shape[0], k == depth - 1
             leaf_keys = jax.random.split(ply_keys[depth], count) if last else None
 
-            def one(i, k=k, last=last, parents=parents, where=where, acts=acts, bases=bases, leaf_keys=leaf_keys):
-                p, code = i // c, i % c
+            def one(i, k=k, last=last, parents=parents, where=where, acts=acts, bases=bases, leaf_keys=leaf_keys, ck=ck):
+                p, code = i // ck, i % ck
                 parent = jax.tree.map(lambda x: x[where[p]], parents)
                 child = env.step(parent, joint_action(bases[p], acts[p], code), ply_keys[k], params)
                 r = child.rewards[player].astype(jnp.float32)
@@ -840,9 +869,10 @@ def _maximin(env, state, key, player, depth, evaluate, rollout_steps, params, se
     action_values = mean_values = None
     for k in reversed(range(depth)):
         acts, valid = level_slots[k]  # [K, M, b]
-        q = with_repeats((rewards[k] + value).reshape(-1, c), level_repeats[k])  # [K, C]
-        index = jnp.broadcast_to(combos.T[None], (acts.shape[0], m, c))
-        code_valid = slot_valid(valid)  # [K, M, C]
+        ck = ply_codes[k]
+        q = with_repeats((rewards[k] + value).reshape(-1, ck), level_repeats[k])  # [K, ck]
+        index = jnp.broadcast_to(combos[:ck].T[None], (acts.shape[0], m, ck))
+        code_valid = slot_valid(valid, ck)  # [K, M, ck]
         own_act = jnp.take_along_axis(acts, index, axis=2)[:, own_slot]  # [K, C]
         others_valid = jnp.all(jnp.where((searched == player)[None, :, None], True, code_valid), axis=1)  # [K, C]
         q = jnp.where(others_valid, q, _FMAX)
@@ -850,7 +880,7 @@ def _maximin(env, state, key, player, depth, evaluate, rollout_steps, params, se
         groups = (own_act[:, None, :] == jnp.arange(a)[None, :, None]) & own_valid  # [K, A, C]
         worst = jnp.min(jnp.where(groups, q[:, None, :], _FMAX), axis=2)  # [K, A]
         answers = groups & (q < _FMAX)[:, None, :]  # [K, A, C]: the enumerated answers
-        q_mean = with_repeats((rewards[k] + mean).reshape(-1, c), level_repeats[k])[:, None, :]
+        q_mean = with_repeats((rewards[k] + mean).reshape(-1, ck), level_repeats[k])[:, None, :]
         average = jnp.sum(jnp.where(answers, q_mean, 0.0), axis=2) / jnp.maximum(jnp.sum(answers, axis=2), 1)
         enumerated_action = jnp.any(groups, axis=2)
         action_values = jnp.where(enumerated_action, worst, _FMIN)
