@@ -229,9 +229,16 @@ def test_bad_subset_settings_raise_up_front():
         sim.check_maximin_settings(env, player=0, depth=3, searched=np.array([0, 1]), default_policy=fixed,
                                    max_states=4000)
     for bad in ({"depth": 0}, {"opponents": -1}, {"time_budget": 0.0}, {"food_weight": -1.0}, {"best_reply": 1},
-                {"vmap_roots": 1}):
+                {"vmap_roots": 1}, {"reply_depth": 5, "depth": 4}, {"reply_depth": 1, "best_reply": False}):
         with pytest.raises((TypeError, ValueError), match=next(iter(bad))):
             SearchAgent(**bad)
+    # Replies in the first 2 of 3 plies: 21 + 21**2 + 21**2 * 3 states over the two nearest snakes; the
+    # iterative deepening's depth 1 clips the reply depth to 1 (21 states).
+    agent = SearchAgent(depth=3, reply_depth=2, max_states=21 + 21**2 + 21**2 * 3)
+    agent.check(env)
+    agent.check(env, depth=1)
+    with pytest.raises(ValueError, match=r"would step 1,785 states"):
+        SearchAgent(depth=3, reply_depth=2, max_states=1784).check(env)
     with pytest.raises(TypeError, match="plays Battlesnake"):
         SearchAgent().check(MatrixGame(np.eye(2, dtype=np.float32), -np.eye(2, dtype=np.float32)))
 
