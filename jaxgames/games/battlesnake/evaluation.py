@@ -195,10 +195,15 @@ def features(board: Board, *, rounds: int | None = None, players: jax.Array | No
     return _features(board, _rounds(board, rounds), players, space=True)
 
 
+def _rows(board: Board, players: jax.Array | None) -> jax.Array:
+    """int32 ``[P]``: the snakes valued, ``players`` or every snake."""
+    return jnp.arange(board.num_snakes, dtype=jnp.int32) if players is None else jnp.asarray(players, jnp.int32)
+
+
 def _features(board: Board, rounds: int, players: jax.Array | None, space: bool) -> Features:
     """`features`; with ``space=False`` the ``space`` and ``trapped`` rows are not computed (meaningless)."""
     size, n = board.size, board.num_snakes
-    rows = jnp.arange(n, dtype=jnp.int32) if players is None else jnp.asarray(players, jnp.int32)
+    rows = _rows(board, players)
     s = bitboard.search(board, rounds, solo=None if players is None else rows, space=space)
     alive = board.alive
     length = board.length.astype(jnp.int32)
@@ -360,7 +365,7 @@ def evaluate(
                  food_weight, space_weight, won_food_weight, length_scale, hunger_health, hungry_unless_longest)
     _check_board(board)
     f = _features(board, _rounds(board, rounds), players, space=bool(w.space > 0))
-    rows = jnp.arange(board.num_snakes) if players is None else jnp.asarray(players, jnp.int32)
+    rows = _rows(board, players)
     alive, health = board.alive[rows], board.health[rows]
     n_alive = jnp.sum(board.alive)
     hunger = jnp.float32(w.hunger_health)
