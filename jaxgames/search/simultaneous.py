@@ -667,10 +667,8 @@ def maximin(
             ply, a deviation onto the default action stepped once (it repeats
             nobody deviating). None: all at once (``vmap``; use it under
             ``vmap``). The values are the same; on a CPU this is several times faster.
-        reply_depth: with ``best_reply``, the plies (from the root) at which
-            the opponents' replies are enumerated; below them the player's
-            own actions only, every opponent on ``default_policy`` (static,
-            ``0..depth``). None: every ply.
+        reply_depth: with ``best_reply``, the plies (static, ``0..depth``) whose opponents'
+            replies are enumerated; below, only the player's actions. None: every ply.
 
     Returns:
         `MaximinOutput` (shapes and dtypes in its docstring).
