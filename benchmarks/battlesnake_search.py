@@ -176,7 +176,8 @@ class Config:
     def agent(self) -> SearchAgent:
         learned = QSnakeAgent(weights_dir=self.learned_dir or None) if self.learned_weight else None
         return SearchAgent(depth=self.depth, opponents=self.search_opponents, branching=self.branching or None,
-                           best_reply=self.best_reply, reply_depth=self.reply_depth, learned_weight=self.learned_weight, learned=learned,
+                           best_reply=self.best_reply, reply_depth=self.reply_depth,
+                           learned_weight=self.learned_weight, learned=learned,
                            tie_break=self.tie_break, max_states=self.max_states, **self.weights())
 
 

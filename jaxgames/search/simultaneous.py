@@ -788,7 +788,8 @@ def _maximin(env, state, key, player, depth, evaluate, rollout_steps, params, se
             return jnp.zeros((acts.shape[0], ck), bool)
         dk = d[:ck]
         deviator = jnp.take_along_axis(acts, jnp.broadcast_to(combos[:ck].T[None], (acts.shape[0], m, ck)), axis=2)
-        deviator = jnp.take_along_axis(deviator, jnp.broadcast_to(dk[None, None, :], (acts.shape[0], 1, ck)), axis=1)[:, 0]
+        deviator = jnp.take_along_axis(deviator, jnp.broadcast_to(dk[None, None, :], (acts.shape[0], 1, ck)),
+                                       axis=1)[:, 0]
         default = base[:, searched][:, dk]  # [K, ck]
         return (dk != own_slot)[None, :] & (deviator == default)
 
@@ -834,7 +835,8 @@ def _maximin(env, state, key, player, depth, evaluate, rollout_steps, params, se
             count, last = real.shape[0], k == depth - 1
             leaf_keys = jax.random.split(ply_keys[depth], count) if last else None
 
-            def one(i, k=k, last=last, parents=parents, where=where, acts=acts, bases=bases, leaf_keys=leaf_keys, ck=ck):
+            def one(i, k=k, last=last, parents=parents, where=where, acts=acts, bases=bases, leaf_keys=leaf_keys,
+                    ck=ck):
                 p, code = i // ck, i % ck
                 parent = jax.tree.map(lambda x: x[where[p]], parents)
                 child = env.step(parent, joint_action(bases[p], acts[p], code), ply_keys[k], params)
@@ -858,7 +860,8 @@ def _maximin(env, state, key, player, depth, evaluate, rollout_steps, params, se
                 value = jnp.zeros(count, jnp.float32).at[flat].set(out[1], mode="drop")
             else:
                 parents, child_slots, child_bases = out[1]
-                where = jnp.zeros(count, jnp.int32).at[flat].set(jnp.arange(flat.shape[0], dtype=jnp.int32), mode="drop")
+                where = jnp.zeros(count, jnp.int32).at[flat].set(jnp.arange(flat.shape[0], dtype=jnp.int32),
+                                                                 mode="drop")
                 level_slots.append(jax.tree.map(lambda x: jnp.zeros((count,) + x.shape[1:], x.dtype).at[flat].set(
                     x, mode="drop"), child_slots))
                 bases = jnp.zeros((count, n), jnp.int32).at[flat].set(child_bases, mode="drop")
