@@ -268,6 +268,26 @@ def test_best_reply_with_two_players_is_paranoid_and_counts_its_states():
         sim.maximin(env, state, key, player=0, depth=1, best_reply=True)
 
 
+def test_leaf_batches_run_only_for_real_children():
+    # The column player's default is action 0, so the repeats are the codes (o, 0) of its deviations and the last
+    # of the 12 codes, (2, 2), is real: 9 real children, valued one at a time (leaf_batch=1). The batches after
+    # the real ones are skipped even though the last code is real (each evaluation is counted on the host).
+    a = np.array([[1, -2, 4], [3, 0, -1], [2, 5, -3]])
+    env = MatrixGame(a, -a)
+    state, key = env.init(jax.random.key(0)), jax.random.key(0)
+    calls = []
+
+    def evaluate(s, k):
+        jax.debug.callback(lambda: calls.append(1))
+        return jnp.zeros(2, jnp.float32)
+
+    out = jitted(sim.maximin, env, state, key, player=0, depth=1, best_reply=True, evaluate=evaluate,
+                 default_policy=lambda s, k: jnp.array([0, 0], jnp.int32), leaf_batch=1)
+    jax.block_until_ready(out)
+    jax.effects_barrier()
+    assert int(out.num_steps) == 9 and len(calls) == 9
+
+
 def test_best_reply_steps_a_repeated_answer_once():
     # The column player's default is action 2: its deviation onto action 2 repeats nobody deviating, so of the
     # 3 + 3 * 3 = 12 codes a node, 9 differ. One at a time (leaf_batch=1) the search steps 9 states at depth 1 and

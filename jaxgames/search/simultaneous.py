@@ -851,7 +851,8 @@ def _maximin(env, state, key, player, depth, evaluate, rollout_steps, params, se
             order = order.reshape(batches, leaf_batch)
             shapes = jax.eval_shape(jax.vmap(one), order[0])
             skip = lambda: jax.tree.map(lambda x: jnp.zeros(x.shape, x.dtype), shapes)  # noqa: E731,B023
-            out = jax.lax.map(lambda idx: jax.lax.cond(real[idx[0]], lambda: jax.vmap(one)(idx), skip), order)
+            # a batch runs when its first entry is real (fill entries are ``count``: an index into ``real`` would clamp)
+            out = jax.lax.map(lambda idx: jax.lax.cond(idx[0] < count, lambda: jax.vmap(one)(idx), skip), order)
             out = jax.tree.map(lambda x: x.reshape((batches * leaf_batch,) + x.shape[2:]), out)
             flat = order.reshape(-1)
             num_steps = num_steps + (jnp.sum(real, dtype=jnp.int32) + leaf_batch - 1) // leaf_batch * leaf_batch
