@@ -779,7 +779,6 @@ def _maximin(env, state, key, player, depth, evaluate, rollout_steps, params, se
         index = jnp.broadcast_to(combos[:ck].T[None], (valid.shape[0], m, ck))
         return jnp.take_along_axis(valid, index, axis=2) | ~enumerated[:ck].T[None]
 
-    codes_valid = lambda valid, ck: jnp.all(slot_valid(valid, ck), axis=1)  # noqa: E731  [K, ck]: every slot valid
 
     def repeats(acts, base, ck):
         """bool ``[K, ck]``: best-reply codes whose deviator takes its default action (the joint action of the code
@@ -799,13 +798,15 @@ def _maximin(env, state, key, player, depth, evaluate, rollout_steps, params, se
 
     one_leaf = lambda s, k: _leaf_value(evaluate, s, k, n)[player]  # noqa: E731
     policy_keys = [jax.random.fold_in(ply_keys[k], 1) for k in range(depth)]
-    rewards, level_slots, level_repeats = [], [], []  # per ply: [K * C], ([K, M, b], [K, M, b]), [K, C]
+    # per ply: [K * C], ([K, M, b], [K, M, b]), [K, C], [K, M, C] (`slot_valid`, read again by the backup)
+    rewards, level_slots, level_repeats, level_valid = [], [], [], []
     if leaf_batch is None:
         parents = jax.tree.map(lambda x: x[None], state)
         for k in range(depth):
             level_slots.append(jax.vmap(slots)(parents))
             bases = jax.vmap(lambda s, policy_key=policy_keys[k]: default_actions(s, policy_key))(parents)  # [K, N]
             level_repeats.append(repeats(level_slots[-1][0], bases, ply_codes[k]))
+            level_valid.append(slot_valid(level_slots[-1][1], ply_codes[k]))
 
             def children_of(s, acts, base, step_key=ply_keys[k], ck=ply_codes[k]):
                 return jax.vmap(lambda code: env.step(s, joint_action(base, acts, code), step_key, params))(
@@ -831,7 +832,8 @@ def _maximin(env, state, key, player, depth, evaluate, rollout_steps, params, se
             acts, valid = level_slots[k]
             ck = ply_codes[k]
             level_repeats.append(repeats(acts, bases, ck))
-            real = (real[:, None] & codes_valid(valid, ck) & ~level_repeats[k]).reshape(-1)
+            level_valid.append(slot_valid(valid, ck))
+            real = (real[:, None] & jnp.all(level_valid[k], axis=1) & ~level_repeats[k]).reshape(-1)
             count, last = real.shape[0], k == depth - 1
             leaf_keys = jax.random.split(ply_keys[depth], count) if last else None
 
@@ -870,11 +872,11 @@ def _maximin(env, state, key, player, depth, evaluate, rollout_steps, params, se
 
     action_values = mean_values = None
     for k in reversed(range(depth)):
-        acts, valid = level_slots[k]  # [K, M, b]
+        acts = level_slots[k][0]  # [K, M, b]
         ck = ply_codes[k]
         q = with_repeats((rewards[k] + value).reshape(-1, ck), level_repeats[k])  # [K, ck]
         index = jnp.broadcast_to(combos[:ck].T[None], (acts.shape[0], m, ck))
-        code_valid = slot_valid(valid, ck)  # [K, M, ck]
+        code_valid = level_valid[k]  # [K, M, ck]
         own_act = jnp.take_along_axis(acts, index, axis=2)[:, own_slot]  # [K, C]
         others_valid = jnp.all(jnp.where((searched == player)[None, :, None], True, code_valid), axis=1)  # [K, C]
         q = jnp.where(others_valid, q, _FMAX)
