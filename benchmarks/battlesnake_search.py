@@ -314,8 +314,8 @@ def search_speed(cfg: Config, key: jax.Array) -> dict:
     CPU it steps only the real children, fewer than the states it enumerates.
     """
     env, agent = _env(cfg), cfg.agent()
-    joint = agent.joint_actions(env)
-    per_search = sum(joint**k for k in range(1, cfg.depth + 1))
+    per_search = agent.check(env)
+    leaves = per_search - (agent.check(env, cfg.depth - 1) if cfg.depth > 1 else 0)
     states = positions(cfg, cfg.speed_batch, key)
     b = int(states.rewards.shape[0])
     keys = jax.random.split(key, b)
@@ -330,7 +330,7 @@ def search_speed(cfg: Config, key: jax.Array) -> dict:
     tk = _median_seconds(step, states, acts, keys)
     return {
         "states_enumerated_per_search": per_search,
-        "leaves_enumerated_per_search": joint**cfg.depth,
+        "leaves_enumerated_per_search": leaves,
         "states_stepped_per_search_mean": float(steps.mean()),
         "search_b1": {"seconds_per_search": t1, "kernel_steps_per_s": int(steps[0]) / t1},
         f"search_b{b}": {"seconds_per_search": tb / b, "kernel_steps_per_s": int(steps.sum()) / tb},

@@ -235,8 +235,8 @@ def test_bad_subset_settings_raise_up_front():
     # Replies in the first 2 of 3 plies: 21 + 21**2 + 21**2 * 3 states over the two nearest snakes; the
     # iterative deepening's depth 1 clips the reply depth to 1 (21 states).
     agent = SearchAgent(depth=3, reply_depth=2, max_states=21 + 21**2 + 21**2 * 3)
-    agent.check(env)
-    agent.check(env, depth=1)
+    assert agent.check(env) == 21 + 21**2 + 21**2 * 3
+    assert agent.check(env, depth=1) == 21
     with pytest.raises(ValueError, match=r"would step 1,785 states"):
         SearchAgent(depth=3, reply_depth=2, max_states=1784).check(env)
     with pytest.raises(TypeError, match="plays Battlesnake"):

@@ -218,13 +218,14 @@ class SearchAgent(JaxAgent):
         k = int(env.num_actions) if self.branching is None else self.branching
         return simultaneous.joint_action_count(k, m, best_reply=self.best_reply)
 
-    def check(self, env, depth: int | None = None) -> None:
-        """Raises ValueError when the search over ``env`` would pass ``max_states`` (or ``env`` is not Battlesnake)."""
+    def check(self, env, depth: int | None = None) -> int:
+        """The states the search over ``env`` enumerates (`simultaneous.check_maximin_settings`); raises ValueError
+        when they pass ``max_states``, TypeError when ``env`` is not Battlesnake."""
         if not isinstance(env, Battlesnake):
             raise TypeError(f"SearchAgent plays Battlesnake; got {type(env).__name__}")
         m = self._searched(env) + 1
         depth = self.depth if depth is None else depth
-        simultaneous.check_maximin_settings(
+        return simultaneous.check_maximin_settings(
             env, player=0, depth=depth, max_states=self.max_states, searched=np.arange(m),
             default_policy=default_moves, branching=self.branching, best_reply=self.best_reply,
             reply_depth=self._reply_depth(depth))
