@@ -51,7 +51,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from jaxgames import checks, experiment
 from jaxgames.agents.battlesnake import HeuristicAgent, RandomSafeAgent
 from jaxgames.agents.battlesnake_public import TailChaserAgent
-from jaxgames.agents.battlesnake_search import MAX_STATES, TIE_BREAKS, SearchAgent
+from jaxgames.agents.battlesnake_search import DEFAULT_POLICIES, MAX_STATES, TIE_BREAKS, SearchAgent
 from jaxgames.agents.q_snake import QSnakeAgent
 from jaxgames.evaluation import arena
 from jaxgames.evaluation.stats import sign_test, wilson_interval
@@ -80,6 +80,7 @@ class Config:
             hand-written evaluation only).
         learned_dir: the Q-snake weights folder whose network values the leaves (``""``: the shipped one).
         tie_break: `SearchAgent`'s ``tie_break`` (``random`` or ``mean``).
+        default_policy: `SearchAgent`'s ``default_policy`` (``room`` or ``greedy``).
         evaluation: `evaluation.evaluate` keywords for the search snake's leaves, ``name:value`` comma
             separated (e.g. ``hungry_unless_longest:true,food_weight:0.8``); unset ones keep
             `SearchAgent`'s defaults.
@@ -105,6 +106,7 @@ class Config:
     learned_weight: float = 0.0
     learned_dir: str = ""
     tie_break: str = "mean"
+    default_policy: str = "room"
     evaluation: tuple[str, ...] = ()
     max_states: int = MAX_STATES
     max_turns: int = 1000
@@ -131,6 +133,7 @@ class Config:
             QSnakeAgent(weights_dir=self.learned_dir)  # a missing or malformed folder fails here, before any game
         experiment.check_names("opponents", self.opponents, tuple(OPPONENTS))
         checks.choice("tie_break", self.tie_break, TIE_BREAKS)
+        checks.choice("default_policy", self.default_policy, tuple(DEFAULT_POLICIES))
         SearchAgent(depth=self.depth, best_reply=self.best_reply, reply_depth=self.reply_depth,
                     **self.weights())  # an unknown name or a bad value fails here, before any game
         if self.paired_with:
@@ -178,7 +181,8 @@ class Config:
         return SearchAgent(depth=self.depth, opponents=self.search_opponents, branching=self.branching or None,
                            best_reply=self.best_reply, reply_depth=self.reply_depth,
                            learned_weight=self.learned_weight, learned=learned,
-                           tie_break=self.tie_break, max_states=self.max_states, **self.weights())
+                           tie_break=self.tie_break, default_policy=self.default_policy, max_states=self.max_states,
+                           **self.weights())
 
 
 def _env(cfg: Config) -> Battlesnake:
@@ -195,7 +199,8 @@ def play_games(cfg: Config, kind: str, key: jax.Array) -> dict:
                                      "seed") or (cfg.learned_weight and k in ("learned_weight", "learned_dir"))
                            or (cfg.tie_break != "random" and k == "tie_break")
                            or (cfg.evaluation and k == "evaluation")
-                           or (cfg.reply_depth is not None and k == "reply_depth")},
+                           or (cfg.reply_depth is not None and k == "reply_depth")
+                           or (cfg.default_policy != "room" and k == "default_policy")},
                           sort_keys=True)  # the newer settings only when used: earlier game files still resume
     # (those of random ties, the default before, with tie_break=random)
     done = dict(np.load(path)) if os.path.exists(path) else {}

@@ -12,7 +12,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxgames.agents.battlesnake_search import SearchAgent, candidate_moves, default_moves, nearest_snakes
+from jaxgames.agents.battlesnake_search import SearchAgent, candidate_moves, default_moves, greedy_moves, nearest_snakes
 from jaxgames.games.battlesnake import Battlesnake, rules
 from jaxgames.games.battlesnake.render import from_ascii
 from jaxgames.games.matrix import MatrixGame
@@ -263,6 +263,48 @@ def test_nearest_snakes_and_default_moves():
         assert (0 <= target).all() and (target < 7).all(), (s, move)
 
 
+# A (3,3) length 3 heads into B's reach: down (3,2) and left (2,3) are next to B's head (2,2), and B is longer.
+# B (2,2) length 4: its neck is down; the food (4,0) is nearest by right (3,2), the most free neighbours by left.
+GREEDY = """
+    . . . . . . .
+    . . . . . . .
+    . . . . . . .
+    . . . A a a .
+    . . B . . . .
+    . . b . . . .
+    . . b b * . .
+"""
+
+
+def test_greedy_moves_avoid_longer_heads_then_seek_food():
+    board = from_ascii(GREEDY)
+    greedy = jax.jit(greedy_moves)
+    # A: the food is nearer down (distance 3) than up (5), but down and left are next to the longer B's head.
+    # B: no snake is as long as it; right is nearest the food (3 against 5 and 5), left has the most room.
+    assert np.asarray(greedy(board, jax.random.key(0))).tolist() == [UP, RIGHT]
+    assert np.asarray(default_moves(board, jax.random.key(0)))[1] == LEFT
+    # A one longer (6,3): as long as B, so B keeps out of reach of A's head too: up (2,3) and right (3,2)
+    # are next to (3,3); left is the calm move.
+    longer = from_ascii(GREEDY.replace("A a a .", "A a a a"))
+    assert np.asarray(greedy(longer, jax.random.key(0))).tolist() == [UP, LEFT]
+    # The food in the corner (0,0) is a dead end: its neighbours are A's head and a body cell left after 3
+    # moves. Right (2,0) has two free neighbours; up is the neck.
+    corner = from_ascii("""
+        . . . . . . .
+        . . . . . . .
+        . . . . . . .
+        a . . . . . .
+        a . . . . . .
+        a a . . . . .
+        * A . . . . .
+    """)
+    assert np.asarray(greedy(corner, jax.random.key(0))).tolist() == [RIGHT]
+    # Under vmap over boards, the same moves.
+    both = jax.tree.map(lambda a, b: jnp.stack([a, b]), board, longer)
+    assert np.asarray(jax.vmap(greedy_moves)(both, jax.random.split(jax.random.key(1), 2))).tolist() == [
+        [UP, RIGHT], [UP, LEFT]]
+
+
 @pytest.mark.parametrize("num_snakes", [1, 2, 4, 8])
 def test_legal_moves_under_jit_and_the_batched_policy(num_snakes):
     env = Battlesnake(board_size=7, num_snakes=num_snakes)
@@ -411,15 +453,16 @@ THREE_CLOSE = """
 """
 
 
-def _best_reply_oracle(env, state, keys, player, searched, depth, leaf, ply=0, reply_depth=None):
+def _best_reply_oracle(env, state, keys, player, searched, depth, leaf, ply=0, reply_depth=None,
+                       policy=default_moves):
     """float ``[4]``: each own legal move's best-reply value (Schadd & Winands 2011) by plain enumeration: the
-    worst, over nobody deviating from `default_moves` and (at plies before ``reply_depth``) each other searched
+    worst, over nobody deviating from ``policy`` (default `default_moves`) and (at plies before ``reply_depth``) each other searched
     snake's each legal move, of the player's reward plus the value below (a finished game is worth 0, a leaf
     ``leaf``); -inf for an illegal move. The joint moves of a node are listed here and stepped in one vmapped
     call."""
     legal = np.asarray(state.legal_action_mask)
     values = np.where(legal[player], np.inf, -np.inf)
-    base = np.asarray(default_moves(state.board, keys[ply]))
+    base = np.asarray(policy(state.board, keys[ply]))
     own, joints = [], []
     for o in np.flatnonzero(legal[player]):
         answers = [base.copy()]
@@ -442,7 +485,8 @@ def _best_reply_oracle(env, state, keys, player, searched, depth, leaf, ply=0, r
         below = np.asarray(_leaves(leaf)(stepped, keys[-1]))[:len(joints), player]
     else:
         below = np.array([_best_reply_oracle(env, jax.tree.map(lambda x: x[i], children), keys, player, searched,
-                                             depth - 1, leaf, ply + 1, reply_depth).max() if not done[i] else 0.0
+                                             depth - 1, leaf, ply + 1, reply_depth, policy).max()
+                          if not done[i] else 0.0
                           for i in range(len(joints))])
     q = rewards + np.where(done, 0.0, below)
     for o, v in zip(own, q):
@@ -528,6 +572,24 @@ def test_replies_only_near_the_root_equal_a_plain_enumeration(reply_depth):
         settings = {"best_reply": True, **bad}
         with pytest.raises(error, match="reply_depth"):
             sim.check_maximin_settings(env, player=1, depth=2, searched=searched, default_policy=default, **settings)
+
+
+def test_the_agents_default_policy_moves_the_snakes_that_do_not_answer():
+    # Every legal move enumerated (branching=None), the nearest two snakes searched: the agent's values are the
+    # plain best-reply enumeration with `default_moves` or `greedy_moves` for the snakes that do not deviate.
+    env, state = _state(THREE_CLOSE, 3)
+    legal = np.asarray(state.legal_action_mask)[1]
+    key = jax.random.key(3)
+    got, want = {}, {}
+    for name, policy in (("room", default_moves), ("greedy", greedy_moves)):
+        agent = SearchAgent(depth=2, opponents=2, branching=None, default_policy=name)
+        got[name] = np.asarray(jax.jit(lambda s, k, a=agent: a.search(env, s, k, jnp.int32(1)))(state, key).action_values)
+        want[name] = _best_reply_oracle(env, state, jax.random.split(key, 3), 1, [1, 0, 2], 2,
+                                        agent._player_leaf(jnp.int32(1)), policy=policy)
+        np.testing.assert_allclose(got[name][legal], want[name][legal], atol=1e-5)
+    assert not np.allclose(want["room"][legal], want["greedy"][legal])  # the policies differ here: can fail
+    with pytest.raises(ValueError, match="default_policy"):
+        SearchAgent(default_policy="random")
 
 
 @pytest.mark.parametrize("best_reply", [True, False])

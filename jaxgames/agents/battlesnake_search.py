@@ -3,7 +3,7 @@
 `SearchAgent.policy` runs `jaxgames.search.simultaneous.maximin` from one
 board for snake ``player`` (traced): its own candidate moves (`candidate_moves`)
 against the ``opponents`` living snakes whose heads are nearest (Manhattan),
-the other snakes following `default_moves`, ``depth`` plies deep, leaves
+the other snakes following a default policy (`default_moves`, or `greedy_moves`), ``depth`` plies deep, leaves
 valued by `jaxgames.games.battlesnake.evaluation.evaluate` (territory by a
 multi-source breadth-first partition, length against the longest and nearest
 snakes, starvation, head-to-head risk). By default one nearby snake answers
@@ -85,6 +85,49 @@ def default_moves(board: rules.Board, key: jax.Array) -> jax.Array:
     return jax.vmap(one)(jnp.arange(n))
 
 
+def greedy_moves(board: rules.Board, key: jax.Array) -> jax.Array:
+    """int32 ``[S]``: a cheap model of a typical snake's move for every snake: safe, then out of reach of a
+    longer head, then nearer food, then room.
+
+    Lexicographic over the safe moves (`jaxgames.agents.battlesnake.safe_moves`): a cell with a free
+    neighbour; no living snake at least as long with its head next to the cell (a head-to-head it would lose);
+    a smaller Manhattan distance to the nearest food; the most free neighbours; the lowest move code. A snake
+    with no safe move takes its lowest legal move. The rules `HeuristicAgent` and the public write-up both
+    state (avoid longer heads, eat), cheap enough for every node of a search: the move ordering of the
+    opponents that do not answer in best-reply search (BRS+: Esser, Gras, Winands, Schadd & Lanctot 2013,
+    "Improving Best-Reply Search").
+    """
+    del key
+    size, n = board.size, board.num_snakes
+    free = vacated_after(board) <= 1  # [C]
+    grid = jnp.pad(free.reshape(size, size), 1)
+    x, y = rules.cell_coords(size)
+    legal_all = rules.legal_moves(board)
+    far = 2 * size  # more than any distance on the board
+
+    def one(s):
+        cells, on = move_targets(board, s)
+        tx, ty = cells // size, cells % size
+        room = (grid[tx + 2, ty + 1].astype(jnp.int32) + grid[tx, ty + 1] + grid[tx + 1, ty + 2]
+                + grid[tx + 1, ty])
+        food_gap = jnp.min(jnp.where(board.food[None, :], jnp.abs(tx[:, None] - x[None, :])
+                                     + jnp.abs(ty[:, None] - y[None, :]), far), axis=1)  # [4]
+        rival = board.alive & (jnp.arange(n) != s) & (board.length >= board.length[s])
+        near = jnp.abs(tx[:, None] - board.head[None, :, 0]) + jnp.abs(ty[:, None] - board.head[None, :, 1]) == 1
+        calm = ~jnp.any(near & rival[None, :], axis=1)
+        score = (room > 0) * 4096 + calm * 2048 + (far - food_gap) * 8 + room  # room <= 4 < 8
+        safe = safe_moves(board, s)
+        legal = legal_all[s]
+        score = jnp.where(safe, 8192 + score, jnp.where(legal & on, 1, jnp.where(legal, 0, -1)))
+        return jnp.argmax(score).astype(jnp.int32)
+
+    return jax.vmap(one)(jnp.arange(n))
+
+
+DEFAULT_POLICIES = {"room": default_moves, "greedy": greedy_moves}
+"""`SearchAgent`'s ``default_policy`` settings: the moves of the snakes that do not answer."""
+
+
 def _policy_keys(key: jax.Array) -> tuple[jax.Array, jax.Array]:
     """``(search_key, tie_key)``: `SearchAgent.policy`'s split of its key."""
     search_key, tie_key = jax.random.split(key)
@@ -123,20 +166,20 @@ class SearchAgent(JaxAgent):
     Args (keyword-only):
         depth: plies (>= 1; default 4).
         opponents: snakes enumerated besides the player (>= 0; clipped to
-            ``S - 1`` of the game); the others play `default_moves`.
+            ``S - 1`` of the game); the others play the ``default_policy``.
         max_states: the search's bound on enumerated states (`maximin`; default `MAX_STATES`).
         branching: at most this many moves enumerated per searched snake and
             node (1-4), taken from `candidate_moves` (legal, not certain
             death; one for an eliminated snake; default 3). None: every legal
             move, certain deaths included.
         best_reply: best-reply search over the searched snakes (one of them
-            answers at a time, the others on `default_moves`; `maximin`'s
+            answers at a time, the others on the ``default_policy``; `maximin`'s
             ``best_reply``; the default) instead of paranoid search over their
             joint moves.
         reply_depth: with ``best_reply``, the plies from the root at which
             the searched snakes' replies are enumerated; deeper plies
             enumerate the player's own moves only, every other snake on
-            `default_moves` (`maximin`'s ``reply_depth``; clipped to the depth
+            the ``default_policy`` (`maximin`'s ``reply_depth``; clipped to the depth
             searched). None (default): every ply.
         learned_weight: weight ``w`` in ``[0, 1]`` of the learned leaf value:
             a living snake's leaf is worth ``(1 - w) * evaluate + w *
@@ -162,6 +205,9 @@ class SearchAgent(JaxAgent):
             highest `simultaneous.MaximinOutput` ``mean_values`` (the move that
             loses against fewer answers), then any of those; ``"random"`` any,
             uniformly.
+        default_policy: the moves of the snakes that do not answer (those not
+            searched, and in best-reply search the searched ones not deviating):
+            ``"room"`` (default) `default_moves`, ``"greedy"`` `greedy_moves`.
         name: a label.
 
     Raises:
@@ -173,7 +219,7 @@ class SearchAgent(JaxAgent):
                  branching: int | None = 3, best_reply: bool = True, reply_depth: int | None = None,
                  learned_weight: float = 0.0,
                  learned=None, time_budget: float | None = None, vmap_roots: bool | None = None,
-                 tie_break: str = "mean", name: str = "search", **weights):
+                 tie_break: str = "mean", default_policy: str = "room", name: str = "search", **weights):
         self.depth = checks.positive_int("depth", depth)
         self.branching = None if branching is None else checks.integer("branching", branching, 1, 4)
         if not isinstance(best_reply, bool):
@@ -188,6 +234,7 @@ class SearchAgent(JaxAgent):
             raise TypeError(f"vmap_roots must be a bool or None; got {vmap_roots!r}")
         self.vmap_roots = vmap_roots
         self.tie_break = checks.choice("tie_break", tie_break, TIE_BREAKS)
+        self.default_policy = checks.choice("default_policy", default_policy, tuple(DEFAULT_POLICIES))
         self.time_budget = None if time_budget is None else checks.positive_float("time_budget", time_budget)
         self.opponents = checks.integer("opponents", opponents, 0, 7)
         self.max_states = checks.positive_int("max_states", max_states)
@@ -204,7 +251,8 @@ class SearchAgent(JaxAgent):
         return {"depth": self.depth, "opponents": self.opponents, "max_states": self.max_states,
                 "branching": self.branching, "best_reply": self.best_reply, "reply_depth": self.reply_depth,
                 "learned_weight": self.learned_weight,
-                "vmap_roots": self._vmap_roots(), "tie_break": self.tie_break, **self.weights}
+                "vmap_roots": self._vmap_roots(), "tie_break": self.tie_break, "default_policy": self.default_policy,
+                **self.weights}
 
     def _vmap_roots(self) -> bool:
         return jax.default_backend() != "cpu" if self.vmap_roots is None else self.vmap_roots
@@ -227,7 +275,7 @@ class SearchAgent(JaxAgent):
         depth = self.depth if depth is None else depth
         return simultaneous.check_maximin_settings(
             env, player=0, depth=depth, max_states=self.max_states, searched=np.arange(m),
-            default_policy=default_moves, branching=self.branching, best_reply=self.best_reply,
+            default_policy=DEFAULT_POLICIES[self.default_policy], branching=self.branching, best_reply=self.best_reply,
             reply_depth=self._reply_depth(depth))
 
     def _reply_depth(self, depth: int) -> int | None:
@@ -240,8 +288,10 @@ class SearchAgent(JaxAgent):
         searched = nearest_snakes(board, player, self._searched(env))
         leaf = self._player_leaf(player) if self.learned is None else self._mixed_leaf(player)
 
+        moves = DEFAULT_POLICIES[self.default_policy]
+
         def default_policy(s, k):
-            return default_moves(s.board, k)
+            return moves(s.board, k)
 
         lean = env.without_observation()
         return simultaneous.maximin(
