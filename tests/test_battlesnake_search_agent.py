@@ -372,14 +372,15 @@ def test_server_serves_the_search_agent_and_refuses_its_settings_for_others():
     from jaxgames.serve.battlesnake import server_from_args, warmup_request
 
     srv, line = server_from_args(["--agent", "search", "--depth", "1", "--time-budget-ms", "300", "--port", "0",
-                                  "--warmup-sizes", "7", "--branching", "2", "--tie-break", "mean"])
+                                  "--warmup-sizes", "7", "--branching", "2", "--tie-break", "mean",
+                                  "--default-policy", "greedy"])
     assert "search" in line
     assert srv.agent.depth == 1 and srv.agent.time_budget == 0.3 and srv.agent.branching == 2
-    assert srv.agent.tie_break == "mean"
+    assert srv.agent.tie_break == "mean" and srv.agent.default_policy == "greedy"
     assert srv.move(warmup_request(7))["move"] in ("up", "down", "left", "right")
     with pytest.raises(SystemExit):
         server_from_args(["--agent", "heuristic", "--depth", "2", "--port", "0", "--warmup-sizes", ""])
-    for bad in (["--depth", "0"], ["--branching", "5"], ["--tie-break", "first"]):
+    for bad in (["--depth", "0"], ["--branching", "5"], ["--tie-break", "first"], ["--default-policy", "random"]):
         with pytest.raises(SystemExit):
             server_from_args(["--agent", "search", *bad, "--port", "0", "--warmup-sizes", ""])
     srv, _ = server_from_args(["--agent", "search", "--port", "0", "--warmup-sizes", ""])

@@ -51,7 +51,7 @@ import numpy as np
 
 from jaxgames.agents.base import Agent, HostAgent, JaxAgent
 from jaxgames.agents.battlesnake import HeuristicAgent, RandomAgent, RandomSafeAgent
-from jaxgames.agents.battlesnake_search import TIE_BREAKS, SearchAgent
+from jaxgames.agents.battlesnake_search import DEFAULT_POLICIES, TIE_BREAKS, SearchAgent
 from jaxgames.agents.q_snake import QSnakeAgent
 from jaxgames.games.battlesnake import api, rules
 from jaxgames.games.battlesnake.env import Battlesnake
@@ -65,7 +65,7 @@ AGENTS = {"random": RandomAgent, "random_safe": RandomSafeAgent, "heuristic": He
           "search": SearchAgent}
 """Agents built without arguments, by name (the command line's ``--agent``). ``q_snake`` loads its
 shipped weights only when built; ``search`` takes ``--depth``, ``--opponents``, ``--branching``,
-``--tie-break`` and ``--time-budget-ms``."""
+``--tie-break``, ``--default-policy`` and ``--time-budget-ms``."""
 
 SEARCH_TIME_BUDGET_MS = 0.8 * DEFAULT_TIMEOUT_MS
 """``--agent search``'s default think time per move (ms; 80% of `DEFAULT_TIMEOUT_MS`, 400): iterative deepening up
@@ -779,7 +779,7 @@ def server_from_args(argv=None) -> tuple[BattlesnakeServer, str]:
     accepts outside connections), ``--port`` (8000; 0 picks a free port),
     ``--agent`` (a name of `AGENTS`, default
     ``random_safe``), ``--seed``, the search agent's ``--depth``,
-    ``--opponents``, ``--branching``, ``--tie-break`` and ``--time-budget-ms`` (default
+    ``--opponents``, ``--branching``, ``--tie-break``, ``--default-policy`` and ``--time-budget-ms`` (default
     `SEARCH_TIME_BUDGET_MS`), ``--warmup-sizes`` (comma-separated board
     sizes compiled at start-up, default ``7,11,19``), ``--workers`` (threads
     running the agent, default 2), ``--limit-concurrency`` (128), ``--http``
@@ -800,6 +800,8 @@ def server_from_args(argv=None) -> tuple[BattlesnakeServer, str]:
                    help="search: moves enumerated per searched snake and node, 1-4 (default: the agent's)")
     p.add_argument("--tie-break", choices=TIE_BREAKS, default=None,
                    help="search: among moves of equal value, the highest mean over the answers, or any (default: the agent's)")
+    p.add_argument("--default-policy", choices=sorted(DEFAULT_POLICIES), default=None,
+                   help="search: the moves of the snakes that do not answer (default: the agent's)")
     p.add_argument("--time-budget-ms", type=float, default=None,
                    help=f"search: think time per move by iterative deepening (default {SEARCH_TIME_BUDGET_MS:g})")
     p.add_argument("--warmup-sizes", default="7,11,19", help="board sizes compiled at start-up, comma-separated")
@@ -812,12 +814,12 @@ def server_from_args(argv=None) -> tuple[BattlesnakeServer, str]:
     except ValueError:
         p.error(f"--warmup-sizes must be comma-separated integers; got {a.warmup_sizes!r}")
     options = {k: v for k, v in (("depth", a.depth), ("opponents", a.opponents), ("branching", a.branching),
-                                 ("tie_break", a.tie_break)) if v is not None}
+                                 ("tie_break", a.tie_break), ("default_policy", a.default_policy)) if v is not None}
     if a.time_budget_ms is not None:
         options["time_budget"] = a.time_budget_ms / 1000
     if options and a.agent != "search":
-        p.error(f"--depth, --opponents, --branching, --tie-break and --time-budget-ms are settings of --agent search, "
-                f"not {a.agent}")
+        p.error(f"--depth, --opponents, --branching, --tie-break, --default-policy and --time-budget-ms are settings "
+                f"of --agent search, not {a.agent}")
     if a.agent == "search":
         options.setdefault("time_budget", SEARCH_TIME_BUDGET_MS / 1000)
     try:
