@@ -3,10 +3,11 @@
 `SearchAgent.policy` runs `jaxgames.search.simultaneous.maximin` from one
 board for snake ``player`` (traced): its own candidate moves (`candidate_moves`)
 against the ``opponents`` living snakes whose heads are nearest (Manhattan),
-the other snakes following a default policy (`default_moves`, or `greedy_moves`), ``depth`` plies deep, leaves
-valued by `jaxgames.games.battlesnake.evaluation.evaluate` (territory by a
-multi-source breadth-first partition, length against the longest and nearest
-snakes, starvation, head-to-head risk). By default one nearby snake answers
+the other snakes following a default policy (`default_moves` or
+`greedy_moves`), ``depth`` plies deep, leaves valued by
+`jaxgames.games.battlesnake.evaluation.evaluate` (territory by a multi-source
+breadth-first partition, length against the longest and nearest snakes,
+starvation, head-to-head risk). By default one nearby snake answers
 at a time (best-reply search: Schadd & Winands 2011, "Best Reply Search for
 Multiplayer Games"); ``best_reply=False`` takes their joint answers (paranoid
 search: Sturtevant & Korf 2000, "On Pruning Techniques for Multi-Player
@@ -92,7 +93,7 @@ def greedy_moves(board: rules.Board, key: jax.Array) -> jax.Array:
     Lexicographic over the safe moves (`jaxgames.agents.battlesnake.safe_moves`): a cell with a free
     neighbour; no living snake at least as long with its head next to the cell (a head-to-head it would lose);
     a smaller Manhattan distance to the nearest food; the most free neighbours; the lowest move code. A snake
-    with no safe move takes its lowest legal move. The rules `HeuristicAgent` and the public write-up both
+    with no safe move takes its lowest legal move on the board (else its lowest legal move). The rules `HeuristicAgent` and the public write-up both
     state (avoid longer heads, eat), cheap enough for every node of a search: the move ordering of the
     opponents that do not answer in best-reply search (BRS+: Esser, Gras, Winands, Schadd & Lanctot 2013,
     "Improving Best-Reply Search").
@@ -275,8 +276,8 @@ class SearchAgent(JaxAgent):
         depth = self.depth if depth is None else depth
         return simultaneous.check_maximin_settings(
             env, player=0, depth=depth, max_states=self.max_states, searched=np.arange(m),
-            default_policy=DEFAULT_POLICIES[self.default_policy], branching=self.branching, best_reply=self.best_reply,
-            reply_depth=self._reply_depth(depth))
+            default_policy=DEFAULT_POLICIES[self.default_policy], branching=self.branching,
+            best_reply=self.best_reply, reply_depth=self._reply_depth(depth))
 
     def _reply_depth(self, depth: int) -> int | None:
         return None if self.reply_depth is None else min(self.reply_depth, depth)
