@@ -129,6 +129,9 @@ def test_search_benchmark_evaluation_setting_reaches_the_agent_and_refuses_bad_i
                        (("food_weight:1", "food_weight:2"), "twice"), (("food_weight:-1",), "food_weight")):
         with pytest.raises(ValueError, match=words):
             bs.Config(evaluation=bad)
+    assert bs.Config(default_policy="greedy").agent().default_policy == "greedy"
+    with pytest.raises(ValueError, match="default_policy"):
+        bs.Config(default_policy="random")
 
 
 def test_search_benchmark_pairs_runs_game_for_game_and_refuses_other_games(tmp_path):
