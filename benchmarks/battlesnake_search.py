@@ -347,6 +347,7 @@ def _readme(cfg: Config, results: dict) -> str:
     lines = [f"# The search snake (`SearchAgent(depth={cfg.depth}, opponents={cfg.search_opponents}, "
              f"branching={cfg.branching or None}, best_reply={cfg.best_reply}"
              + ("" if cfg.reply_depth is None else f", reply_depth={cfg.reply_depth}")
+             + f", tie_break={cfg.tie_break!r}, default_policy={cfg.default_policy!r}"
              + "".join(f", {k}={v}" for k, v in cfg.weights().items()) + ")`)", "",
              "Command: `python benchmarks/battlesnake_search.py " + " ".join(
                  f"{k}={','.join(v) if isinstance(v, tuple) else v}" for k, v in dataclasses.asdict(cfg).items()) + "`",
