@@ -62,6 +62,25 @@ HEAD_TO_HEAD_PENALTY = 1.0
 (paranoid at the first ply for every snake; a sure death is worth -2)."""
 
 
+def _best_safe_moves(board: rules.Board, rank) -> jax.Array:
+    """int32 ``[S]``: each snake's safe move of the highest ``rank(s, x, y, room)`` (int32 ``[4]``, >= 0, over the
+    move targets' coordinates ``x``, ``y`` and free neighbours ``room``), ties to the lowest move code; a snake
+    with no safe move takes its lowest legal move on the board, else its lowest legal move."""
+    size, n = board.size, board.num_snakes
+    grid = jnp.pad((vacated_after(board) <= 1).reshape(size, size), 1)  # free next turn, walls not
+    legal = rules.legal_moves(board)
+
+    def one(s):
+        cells, on = move_targets(board, s)
+        x, y = cells // size, cells % size
+        room = grid[x + 2, y + 1].astype(jnp.int32) + grid[x, y + 1] + grid[x + 1, y + 2] + grid[x + 1, y]
+        score = jnp.where(safe_moves(board, s), 2 + rank(s, x, y, room),
+                          jnp.where(legal[s] & on, 1, jnp.where(legal[s], 0, -1)))
+        return jnp.argmax(score).astype(jnp.int32)
+
+    return jax.vmap(one)(jnp.arange(n))
+
+
 def default_moves(board: rules.Board, key: jax.Array) -> jax.Array:
     """int32 ``[S]``: a cheap move for every snake: the safe move whose cell has the most free neighbours.
 
@@ -70,20 +89,7 @@ def default_moves(board: rules.Board, key: jax.Array) -> jax.Array:
     Used for the snakes a search does not enumerate.
     """
     del key
-    size, n = board.size, board.num_snakes
-    free = vacated_after(board) <= 1  # [C]
-    grid = jnp.pad(free.reshape(size, size), 1)
-
-    def one(s):
-        cells, on = move_targets(board, s)
-        x, y = cells // size + 1, cells % size + 1
-        room = grid[x + 1, y].astype(jnp.int32) + grid[x - 1, y] + grid[x, y + 1] + grid[x, y - 1]
-        safe = safe_moves(board, s)
-        legal = rules.legal_moves(board)[s]
-        score = jnp.where(safe, 8 + room, jnp.where(legal & on, 1, jnp.where(legal, 0, -1)))
-        return jnp.argmax(score).astype(jnp.int32)
-
-    return jax.vmap(one)(jnp.arange(n))
+    return _best_safe_moves(board, lambda s, x, y, room: room)
 
 
 def greedy_moves(board: rules.Board, key: jax.Array) -> jax.Array:
@@ -93,36 +99,25 @@ def greedy_moves(board: rules.Board, key: jax.Array) -> jax.Array:
     Lexicographic over the safe moves (`jaxgames.agents.battlesnake.safe_moves`): a cell with a free
     neighbour; no living snake at least as long with its head next to the cell (a head-to-head it would lose);
     a smaller Manhattan distance to the nearest food; the most free neighbours; the lowest move code. A snake
-    with no safe move takes its lowest legal move on the board (else its lowest legal move). The rules `HeuristicAgent` and the public write-up both
-    state (avoid longer heads, eat), cheap enough for every node of a search: the move ordering of the
-    opponents that do not answer in best-reply search (BRS+: Esser, Gras, Winands, Schadd & Lanctot 2013,
-    "Improving Best-Reply Search").
+    with no safe move takes its lowest legal move on the board (else its lowest legal move). The rules
+    `HeuristicAgent` and the public write-up both state (avoid longer heads, eat), cheap enough for every node
+    of a search: the move ordering of the opponents that do not answer in best-reply search (BRS+: Esser,
+    Gras, Winands, Schadd & Lanctot 2013, "Improving Best-Reply Search").
     """
     del key
     size, n = board.size, board.num_snakes
-    free = vacated_after(board) <= 1  # [C]
-    grid = jnp.pad(free.reshape(size, size), 1)
-    x, y = rules.cell_coords(size)
-    legal_all = rules.legal_moves(board)
+    fx, fy = rules.cell_coords(size)
     far = 2 * size  # more than any distance on the board
 
-    def one(s):
-        cells, on = move_targets(board, s)
-        tx, ty = cells // size, cells % size
-        room = (grid[tx + 2, ty + 1].astype(jnp.int32) + grid[tx, ty + 1] + grid[tx + 1, ty + 2]
-                + grid[tx + 1, ty])
-        food_gap = jnp.min(jnp.where(board.food[None, :], jnp.abs(tx[:, None] - x[None, :])
-                                     + jnp.abs(ty[:, None] - y[None, :]), far), axis=1)  # [4]
+    def rank(s, x, y, room):
+        food_gap = jnp.min(jnp.where(board.food[None, :], jnp.abs(x[:, None] - fx[None, :])
+                                     + jnp.abs(y[:, None] - fy[None, :]), far), axis=1)  # [4]
         rival = board.alive & (jnp.arange(n) != s) & (board.length >= board.length[s])
-        near = jnp.abs(tx[:, None] - board.head[None, :, 0]) + jnp.abs(ty[:, None] - board.head[None, :, 1]) == 1
+        near = jnp.abs(x[:, None] - board.head[None, :, 0]) + jnp.abs(y[:, None] - board.head[None, :, 1]) == 1
         calm = ~jnp.any(near & rival[None, :], axis=1)
-        score = (room > 0) * 4096 + calm * 2048 + (far - food_gap) * 8 + room  # room <= 4 < 8
-        safe = safe_moves(board, s)
-        legal = legal_all[s]
-        score = jnp.where(safe, 8192 + score, jnp.where(legal & on, 1, jnp.where(legal, 0, -1)))
-        return jnp.argmax(score).astype(jnp.int32)
+        return (room > 0) * 4096 + calm * 2048 + (far - food_gap) * 8 + room  # room <= 4 < 8
 
-    return jax.vmap(one)(jnp.arange(n))
+    return _best_safe_moves(board, rank)
 
 
 DEFAULT_POLICIES = {"room": default_moves, "greedy": greedy_moves}

@@ -779,7 +779,6 @@ def _maximin(env, state, key, player, depth, evaluate, rollout_steps, params, se
         index = jnp.broadcast_to(combos[:ck].T[None], (valid.shape[0], m, ck))
         return jnp.take_along_axis(valid, index, axis=2) | ~enumerated[:ck].T[None]
 
-
     def repeats(acts, base, ck):
         """bool ``[K, ck]``: best-reply codes whose deviator takes its default action (the joint action of the code
         ``canonical``: the same child, stepped and valued once)."""
