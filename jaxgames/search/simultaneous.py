@@ -720,6 +720,58 @@ def maximin_batch(env, states, keys: jax.Array, **settings) -> MaximinOutput:
     return jax.vmap(lambda s, k: maximin(env, s, k, **settings))(states, keys)
 
 
+def _layout(b: int, m: int, own_slot: jax.Array, best_reply: bool):
+    """The joint actions one node enumerates, as codes: ``(count, combos int32 [C, M], enumerated bool [C, M],
+    deviator int32 [C] or None, canonical int32 [C] or None)``.
+
+    Paranoid: ``combos[c]`` = the searched players' slots of code c (first searched player most significant); a slot
+    is an action index, or (branching / candidates) a place in the node's list of candidate actions. Best reply:
+    first (o, nobody) for each of the player's slots o; then (o, j, k): the player takes its slot o, the j-th
+    searched opponent (the deviator, at place ``deviator[c]`` in ``searched``; ``own_slot`` for nobody) its slot k,
+    the other searched players the default policy; ``canonical[c]`` = o, the code a deviation onto the deviator's
+    default action repeats.
+    """
+    position = jnp.arange(m)[None, :]
+    if not best_reply:
+        c = b**m
+        combos = jnp.asarray(np.stack(np.unravel_index(np.arange(c), (b,) * m), axis=-1), jnp.int32)  # [C, M]
+        return c, combos, jnp.ones((c, m), bool), None, None
+    c = joint_action_count(b, m, best_reply=True)
+    o, j, kk = np.unravel_index(np.arange(b * (m - 1) * b), (b, m - 1, b))
+    o, j, kk = (jnp.asarray(np.concatenate([head, x]), jnp.int32)
+                for head, x in ((np.arange(b), o), (np.full(b, -1), j), (np.zeros(b), kk)))
+    d = jnp.where(j < 0, own_slot, j + (j >= own_slot))
+    enumerated = (position == own_slot) | (position == d[:, None])  # [C, M]
+    combos = jnp.where(position == own_slot, o[:, None], kk[:, None])  # [C, M]
+    return c, combos, enumerated, d, o
+
+
+def _slots(searched: jax.Array, a: int, branching: int | None, candidates) -> Callable:
+    """``slots(s) -> (actions int32 [M, b], valid bool [M, b])``: each searched player's enumerated actions at ``s``
+    (every action without ``branching`` and ``candidates``; else its candidates first, lowest index first, at most
+    ``b = branching``)."""
+    b = a if branching is None else branching
+    m = int(searched.shape[0])
+
+    def slots(s):
+        legal = s.legal_action_mask[searched]  # [M, A]
+        if branching is None and candidates is None:
+            return jnp.broadcast_to(jnp.arange(a, dtype=jnp.int32), (m, a)), legal
+        want = legal if candidates is None else jnp.asarray(candidates(s), bool)[searched] & legal
+        want = jnp.where(jnp.any(want, axis=-1, keepdims=True), want, legal)
+        order = jnp.argsort(~want, axis=-1, stable=True)[:, :b].astype(jnp.int32)
+        return order, jnp.take_along_axis(want, order, axis=-1)
+
+    return slots
+
+
+def _joint_action(searched, combos, enumerated, base, acts, code) -> jax.Array:
+    """int32 ``[N]``: ``base`` with each searched player's slot of ``code`` where it is enumerated."""
+    m = int(searched.shape[0])
+    chosen = jnp.where(enumerated[code], acts[jnp.arange(m), combos[code]], base[searched])  # [M]
+    return base.at[searched].set(chosen)
+
+
 def _maximin(env, state, key, player, depth, evaluate, rollout_steps, params, searched=None,
              default_policy=None, branching=None, candidates=None, best_reply=False, leaf_batch=None,
              reply_depth=None) -> MaximinOutput:
@@ -730,48 +782,17 @@ def _maximin(env, state, key, player, depth, evaluate, rollout_steps, params, se
     if evaluate is None:
         evaluate = random_rollout(env, num_steps=rollout_steps, params=params)
     own_slot = jnp.argmax(searched == player)
-    position = jnp.arange(m)[None, :]
-    if best_reply:
-        # Codes: first (o, nobody) for each of the player's slots o; then (o, j, k): the player takes its slot o,
-        # the j-th searched opponent (the deviator) its slot k, the other searched players the default policy.
-        c = joint_action_count(b, m, best_reply=True)
-        o, j, kk = np.unravel_index(np.arange(b * (m - 1) * b), (b, m - 1, b))
-        o, j, kk = (jnp.asarray(np.concatenate([head, x]), jnp.int32)
-                    for head, x in ((np.arange(b), o), (np.full(b, -1), j), (np.zeros(b), kk)))
-        d = jnp.where(j < 0, own_slot, j + (j >= own_slot))  # the deviator's place in searched (own_slot: nobody)
-        enumerated = (position == own_slot) | (position == d[:, None])  # [C, M]
-        combos = jnp.where(position == own_slot, o[:, None], kk[:, None])  # [C, M]
-        canonical = o  # a deviation onto the deviator's default action is the code (o, nobody), code o
-    else:
-        # combos[c] = the searched players' slots of code c (first searched player most significant); a slot is
-        # an action index, or (branching / candidates) a place in the node's list of candidate actions.
-        c = b**m
-        combos = jnp.asarray(np.stack(np.unravel_index(np.arange(c), (b,) * m), axis=-1), jnp.int32)  # [C, M]
-        enumerated = jnp.ones((c, m), bool)
-        canonical = None
+    c, combos, enumerated, d, canonical = _layout(b, m, own_slot, best_reply)
     ply_codes = _ply_codes(c, b, depth, reply_depth)  # codes at ply k: the first ply_codes[k] (own moves come first)
     ply_keys = jax.random.split(key, depth + 1)
-    compact = branching is not None or candidates is not None
-
-    def slots(s):
-        """``(actions int32 [M, b], valid bool [M, b])``: each searched player's enumerated actions at ``s``."""
-        legal = s.legal_action_mask[searched]  # [M, A]
-        if not compact:
-            return jnp.broadcast_to(jnp.arange(a, dtype=jnp.int32), (m, a)), legal
-        want = legal if candidates is None else jnp.asarray(candidates(s), bool)[searched] & legal
-        want = jnp.where(jnp.any(want, axis=-1, keepdims=True), want, legal)
-        # candidates first, lowest index first
-        order = jnp.argsort(~want, axis=-1, stable=True)[:, :b].astype(jnp.int32)
-        return order, jnp.take_along_axis(want, order, axis=-1)
+    slots = _slots(searched, a, branching, candidates)
 
     def default_actions(s, k):
         """int32 ``[N]``: every player's action by the default policy (0 without one)."""
         return jnp.zeros(n, jnp.int32) if default_policy is None else jnp.asarray(default_policy(s, k), jnp.int32)
 
     def joint_action(base, acts, code):
-        """int32 ``[N]``: ``base`` with each searched player's slot of ``code`` where it is enumerated."""
-        chosen = jnp.where(enumerated[code], acts[jnp.arange(m), combos[code]], base[searched])  # [M]
-        return base.at[searched].set(chosen)
+        return _joint_action(searched, combos, enumerated, base, acts, code)
 
     def slot_valid(valid, ck):
         """bool ``[K, M, ck]``: each searched player's slot of each of the first ``ck`` codes is valid or not
