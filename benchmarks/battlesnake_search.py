@@ -81,6 +81,8 @@ class Config:
         learned_dir: the Q-snake weights folder whose network values the leaves (``""``: the shipped one).
         tie_break: `SearchAgent`'s ``tie_break`` (``random`` or ``mean``).
         default_policy: `SearchAgent`'s ``default_policy`` (``room`` or ``greedy``).
+        alphabeta: `SearchAgent`'s ``alphabeta`` (the best-reply tree searched depth first with pruning).
+        step_budget: `SearchAgent`'s ``step_budget`` (with ``alphabeta``: states a move may step; ``none``: no bound).
         evaluation: `evaluation.evaluate` keywords for the search snake's leaves, ``name:value`` comma
             separated (e.g. ``hungry_unless_longest:true,food_weight:0.8``); unset ones keep
             `SearchAgent`'s defaults.
@@ -107,6 +109,8 @@ class Config:
     learned_dir: str = ""
     tie_break: str = "mean"
     default_policy: str = "room"
+    alphabeta: bool = False
+    step_budget: int | None = None
     evaluation: tuple[str, ...] = ()
     max_states: int = MAX_STATES
     max_turns: int = 1000
@@ -135,7 +139,7 @@ class Config:
         checks.choice("tie_break", self.tie_break, TIE_BREAKS)
         checks.choice("default_policy", self.default_policy, tuple(DEFAULT_POLICIES))
         SearchAgent(depth=self.depth, best_reply=self.best_reply, reply_depth=self.reply_depth,
-                    **self.weights())  # an unknown name or a bad value fails here, before any game
+                    alphabeta=self.alphabeta, step_budget=self.step_budget, **self.weights())  # an unknown name or a bad value fails here, before any game
         if self.paired_with:
             self._check_pair()
 
@@ -182,6 +186,7 @@ class Config:
                            best_reply=self.best_reply, reply_depth=self.reply_depth,
                            learned_weight=self.learned_weight, learned=learned,
                            tie_break=self.tie_break, default_policy=self.default_policy, max_states=self.max_states,
+                           alphabeta=self.alphabeta, step_budget=self.step_budget,
                            **self.weights())
 
 
@@ -200,7 +205,8 @@ def play_games(cfg: Config, kind: str, key: jax.Array) -> dict:
                            or (cfg.tie_break != "random" and k == "tie_break")
                            or (cfg.evaluation and k == "evaluation")
                            or (cfg.reply_depth is not None and k == "reply_depth")
-                           or (cfg.default_policy != "room" and k == "default_policy")},
+                           or (cfg.default_policy != "room" and k == "default_policy")
+                           or (cfg.alphabeta and k in ("alphabeta", "step_budget"))},
                           sort_keys=True)  # the newer settings only when used: earlier game files still resume
     # (those of random ties, the default before, with tie_break=random)
     done = dict(np.load(path)) if os.path.exists(path) else {}

@@ -201,6 +201,16 @@ class SearchAgent(JaxAgent):
             highest `simultaneous.MaximinOutput` ``mean_values`` (the move that
             loses against fewer answers), then any of those; ``"random"`` any,
             uniformly.
+        alphabeta: search the best-reply tree depth first with alpha-beta pruning
+            (`simultaneous.best_reply_alphabeta`: the same action values, far fewer
+            states; mean ties over the root's answers at one ply) instead of
+            enumerating it; needs ``best_reply`` and no ``reply_depth``; no
+            ``max_states`` bound. Default False.
+        step_budget: with ``alphabeta``, the states one move may step (> 0): the
+            search at ``depth - 1`` runs first, then the one at ``depth`` with
+            the states left; the move comes from the deeper search if it
+            finished within them, else from the shallower. None (default):
+            ``depth`` alone, unbounded.
         default_policy: the moves of the snakes that do not answer (those not
             searched, and in best-reply search the searched ones not deviating):
             ``"room"`` (default) `default_moves`, ``"greedy"`` `greedy_moves`.
@@ -215,7 +225,8 @@ class SearchAgent(JaxAgent):
                  branching: int | None = 3, best_reply: bool = True, reply_depth: int | None = None,
                  learned_weight: float = 0.0,
                  learned=None, time_budget: float | None = None, vmap_roots: bool | None = None,
-                 tie_break: str = "mean", default_policy: str = "room", name: str = "search", **weights):
+                 tie_break: str = "mean", default_policy: str = "room", alphabeta: bool = False,
+                 step_budget: int | None = None, name: str = "search", **weights):
         self.depth = checks.positive_int("depth", depth)
         self.branching = None if branching is None else checks.integer("branching", branching, 1, 4)
         if not isinstance(best_reply, bool):
@@ -226,6 +237,16 @@ class SearchAgent(JaxAgent):
             if not best_reply:
                 raise ValueError("reply_depth needs best_reply=True")
         self.reply_depth = reply_depth
+        if not isinstance(alphabeta, bool):
+            raise TypeError(f"alphabeta must be a bool; got {alphabeta!r}")
+        if alphabeta and (not best_reply or reply_depth is not None):
+            raise ValueError("alphabeta needs best_reply=True and reply_depth=None (it prunes the best-reply tree)")
+        self.alphabeta = alphabeta
+        if step_budget is not None:
+            step_budget = checks.positive_int("step_budget", step_budget)
+            if not alphabeta:
+                raise ValueError("step_budget needs alphabeta=True")
+        self.step_budget = step_budget
         if vmap_roots is not None and not isinstance(vmap_roots, bool):
             raise TypeError(f"vmap_roots must be a bool or None; got {vmap_roots!r}")
         self.vmap_roots = vmap_roots
@@ -248,7 +269,7 @@ class SearchAgent(JaxAgent):
                 "branching": self.branching, "best_reply": self.best_reply, "reply_depth": self.reply_depth,
                 "learned_weight": self.learned_weight,
                 "vmap_roots": self._vmap_roots(), "tie_break": self.tie_break, "default_policy": self.default_policy,
-                **self.weights}
+                "alphabeta": self.alphabeta, "step_budget": self.step_budget, **self.weights}
 
     def _vmap_roots(self) -> bool:
         return jax.default_backend() != "cpu" if self.vmap_roots is None else self.vmap_roots
@@ -270,7 +291,7 @@ class SearchAgent(JaxAgent):
         m = self._searched(env) + 1
         depth = self.depth if depth is None else depth
         return simultaneous.check_maximin_settings(
-            env, player=0, depth=depth, max_states=self.max_states, searched=np.arange(m),
+            env, player=0, depth=depth, max_states=None if self.alphabeta else self.max_states, searched=np.arange(m),
             default_policy=DEFAULT_POLICIES[self.default_policy], branching=self.branching,
             best_reply=self.best_reply, reply_depth=self._reply_depth(depth))
 
@@ -290,11 +311,25 @@ class SearchAgent(JaxAgent):
             return moves(s.board, k)
 
         lean = env.without_observation()
+        candidates = None if self.branching is None else (lambda s: candidate_moves(s.board))
+        if self.alphabeta:
+            def alphabeta(plies, max_steps=None):
+                return simultaneous.best_reply_alphabeta(
+                    lean, env.strip_observation(state), key, player=player, depth=plies, evaluate=leaf,
+                    searched=searched, default_policy=default_policy, branching=self.branching,
+                    candidates=candidates, max_steps=max_steps)
+
+            if self.step_budget is None or depth == 1:
+                return alphabeta(depth)
+            shallow = alphabeta(depth - 1)
+            left = self.step_budget - shallow.num_steps
+            deep = alphabeta(depth, jnp.maximum(left, 1))
+            out = jax.tree.map(lambda x, y: jnp.where(deep.num_steps <= left, x, y), deep, shallow)
+            return out._replace(num_steps=shallow.num_steps + deep.num_steps)
         return simultaneous.maximin(
             lean, env.strip_observation(state), key, player=player, depth=depth, evaluate=leaf, max_states=self.max_states,
             searched=searched, default_policy=default_policy, branching=self.branching,
-            candidates=None if self.branching is None else (lambda s: candidate_moves(s.board)),
-            best_reply=self.best_reply, leaf_batch=None if self._vmap_roots() else LEAF_BATCH,
+            candidates=candidates, best_reply=self.best_reply, leaf_batch=None if self._vmap_roots() else LEAF_BATCH,
             reply_depth=self._reply_depth(depth))
 
     def _player_value(self, board: rules.Board, player: jax.Array) -> jax.Array:

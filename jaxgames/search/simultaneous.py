@@ -149,7 +149,8 @@ def check_maximin_settings(
     env, *, player, depth, max_states=DEFAULT_MAX_STATES, rollout_steps=DEFAULT_ROLLOUT_STEPS, searched=None,
     default_policy=None, branching=None, candidates=None, best_reply=False, leaf_batch=None, reply_depth=None,
 ) -> int:
-    """Raises for bad `maximin` settings; returns the number of states it would step.
+    """Raises for bad `maximin` settings; returns the number of states it would step (``max_states=None``: no bound,
+    as for `best_reply_alphabeta`, which holds one path of nodes).
 
     Returns:
         ``sum_{k=1..depth} (K ** M) ** k``, ``M`` the number of searched
@@ -183,7 +184,8 @@ def check_maximin_settings(
         if not 0 <= int(player) < n:
             raise ValueError(f"player must be in [0, {n}); got {player!r}")
     depth = _positive_int("depth", depth)
-    max_states = _positive_int("max_states", max_states)
+    if max_states is not None:
+        max_states = _positive_int("max_states", max_states)
     _positive_int("rollout_steps", rollout_steps)
     m = n
     if searched is not None:
@@ -225,7 +227,7 @@ def check_maximin_settings(
     joint = joint_action_count(k_actions, m, best_reply=best_reply)
     counts = _ply_codes(joint, k_actions, depth, reply_depth)
     count = sum(math.prod(counts[:k]) for k in range(1, depth + 1))
-    if count > max_states:
+    if max_states is not None and count > max_states:
         where = f"{joint} joint actions a node" + ("" if reply_depth is None else f" in the first {reply_depth} plies, "
                                                    f"{k_actions} below")
         raise ValueError(
@@ -919,3 +921,271 @@ def _maximin(env, state, key, player, depth, evaluate, rollout_steps, params, se
         mean_values=mean_values[0].astype(jnp.float32),
         num_steps=num_steps,
     )
+
+
+# ---------------------------------------------------------------- best-reply search with alpha-beta pruning
+def best_reply_alphabeta(
+    env,
+    state,
+    key: jax.Array,
+    *,
+    player: int,
+    depth: int,
+    evaluate: Evaluate,
+    searched: jax.Array,
+    default_policy: Callable[[Any, jax.Array], jax.Array],
+    branching: int | None = None,
+    candidates: Callable[[Any], jax.Array] | None = None,
+    params=None,
+    max_steps: int | jax.Array | None = None,
+) -> MaximinOutput:
+    """`maximin`'s best-reply search, depth first with alpha-beta pruning: the same values, far fewer states.
+
+    The tree is `maximin`'s with ``best_reply=True`` (the same joint actions,
+    one key per ply for stepping and the default policy): the player's move
+    (a max node) against one searched opponent's deviation at a time or
+    nobody's (a min node), ``depth`` plies. Best-reply search turns the
+    many-player game into a two-player one, so alpha-beta applies (Schadd &
+    Winands 2011, "Best Reply Search for Multiplayer Games"; Knuth & Moore
+    1975, fail-soft). A node steps all its joint actions at once (one
+    ``vmap``) and values every child with ``evaluate``: a child at the last
+    ply is a leaf; above it the values order the search (the player's moves
+    by their best child, the answers worst first). The root is searched
+    with an open window for each own action, so ``action_values`` are
+    exact: equal to `maximin`'s up to float rounding.
+
+    One root, pure JAX (a ``lax.while_loop`` of one node expansion an
+    iteration): jit it, and map it over roots with ``lax.map`` (under
+    ``vmap`` every iteration runs the expansion: use `maximin` there).
+
+    Args:
+        env, state, key, player, depth, searched, default_policy, branching,
+            candidates, params: as in `maximin` (``searched`` and
+            ``default_policy`` required). Leaves take ``fold_in(key_depth, code)``
+            keys (`maximin` splits its leaf key otherwise: equal values for a
+            deterministic ``evaluate``).
+        evaluate: the leaf evaluation (`Evaluate`), read at ``player``'s entry.
+        max_steps: a budget of stepped states (int or int32 ``[]``, may be
+            traced): the search stops once ``num_steps`` passes it, and its
+            values are then incomplete (use them only if ``num_steps <=
+            max_steps``). None: no budget.
+
+    Returns:
+        `MaximinOutput`; ``mean_values`` here is each own action's mean over
+        its answers at the root of reward plus the answer's ``evaluate`` (a
+        one-ply tie-break, not `maximin`'s recursive mean); ``num_steps`` the
+        states stepped, padding included (each node steps its valid codes in thirds).
+
+    Raises:
+        As `check_maximin_settings` with ``best_reply=True``.
+    """
+    check_maximin_settings(env, player=player, depth=depth, max_states=None, searched=searched,
+                           default_policy=default_policy, branching=branching, candidates=candidates,
+                           best_reply=True)
+    if evaluate is None or not callable(evaluate):
+        raise TypeError(f"evaluate must be callable (state, key) -> float32 [num_players]; got {evaluate!r}")
+    if max_steps is None:
+        max_steps = np.iinfo(np.int32).max
+    elif not isinstance(max_steps, jax.core.Tracer):
+        max_steps = _positive_int("max_steps", max_steps)
+    _check_state(env, state, batched=False)
+    return _best_reply_alphabeta(env, state, key, jnp.asarray(player, jnp.int32), int(depth), evaluate,
+                                 jnp.asarray(searched, jnp.int32), default_policy,
+                                 None if branching is None else int(branching), candidates, params,
+                                 jnp.asarray(max_steps, jnp.int32))
+
+
+def _best_reply_alphabeta(env, state, key, player, depth, evaluate, searched, default_policy, branching, candidates,
+                          params, max_steps) -> MaximinOutput:
+    n, a = int(env.num_players), int(env.num_actions)
+    m = int(searched.shape[0])
+    own_slot = jnp.argmax(searched == player)
+    c, combos, enumerated, d, canonical = _layout(a if branching is None else branching, m, own_slot, True)
+    slots = _slots(searched, a, branching, candidates)
+    ply_keys = jax.random.split(key, depth + 1)
+    codes = jnp.arange(c)
+    inf = jnp.float32(jnp.inf)
+    sub = -(-c // 3)
+    batches = -(-c // sub)
+
+    def expand(s, ply):
+        """One node at ``ply``: its children and, per code, valid, reward, static value, own action, the search
+        order and the end of each code's own-action group in that order."""
+        ply_key = jax.lax.dynamic_index_in_dim(ply_keys, ply, keepdims=False)
+        acts, valid = slots(s)
+        base = jnp.asarray(default_policy(s, jax.random.fold_in(ply_key, 1)), jnp.int32)
+        joints = jax.vmap(lambda code: _joint_action(searched, combos, enumerated, base, acts, code))(codes)
+        deviator = acts[d, combos[codes, d]]
+        repeat = (d != own_slot) & (deviator == base[searched[d]])
+        ok = jnp.all(jnp.take_along_axis(valid, combos.T, axis=1) | ~enumerated.T, axis=0) & ~repeat  # [C]
+        n_valid = jnp.sum(ok, dtype=jnp.int32)
+
+        def step(ids):
+            """The children of codes ``ids`` (``c``: none) stepped and valued."""
+            code = jnp.minimum(ids, c - 1)
+            child = jax.vmap(lambda j: env.step(s, j, ply_key, params))(joints[code])
+            leaf = jax.vmap(lambda ch, k: _leaf_value(evaluate, ch, jax.random.fold_in(ply_keys[depth], k), n)[player])(
+                child, code)
+            return child, child.rewards[:, player].astype(jnp.float32) + leaf
+
+        # the valid codes first, ``sub`` at a time; a batch with none is not stepped (about half are padding)
+        ids = jnp.concatenate([jnp.argsort(~ok, stable=True), jnp.full(batches * sub - c, c)]).astype(jnp.int32)
+        shapes = jax.eval_shape(step, ids[:sub])
+        parts = [jax.lax.cond(k * sub < n_valid, step, lambda _: jax.tree.map(lambda x: jnp.zeros(x.shape, x.dtype),
+                                                                             shapes), ids[k * sub:(k + 1) * sub])
+                 for k in range(batches)]
+        stepped = jax.tree.map(lambda *x: jnp.concatenate(x), *parts)
+        children, static = jax.tree.map(
+            lambda x: jnp.zeros((c,) + x.shape[1:], x.dtype).at[ids].set(x, mode="drop"), stepped)
+        reward = children.rewards[:, player].astype(jnp.float32)
+        own = acts[own_slot, combos[:, own_slot]]  # [C]
+        best_of = jnp.max(jnp.where(ok[None, :] & (own[None, :] == jnp.arange(a)[:, None]), static[None, :], -inf),
+                          axis=1)  # [A]
+        order = jnp.lexsort((static, own, -best_of[own], ~ok)).astype(jnp.int32)  # valid first, best move first
+        own_sorted = own[order]
+        pos = jnp.arange(c)
+        closes = (pos + 1 >= n_valid) | (jnp.roll(own_sorted, -1) != own_sorted)  # the last code of its group
+        end = jax.lax.cummin(jnp.where(closes, pos, c), reverse=True) + 1
+        done = children.terminated | children.truncated
+        return children, ok, reward, static, own, order, end, n_valid, done
+
+    def last_ply_value(ok, static, own):
+        """The exact value of a node whose children are leaves: max over own actions of min over answers."""
+        worst = jnp.min(jnp.where(ok[None, :] & (own[None, :] == jnp.arange(a)[:, None]), static[None, :], inf),
+                        axis=1)
+        return jnp.max(jnp.where(worst < inf, worst, -inf)), worst
+
+    def stepped(n_valid):
+        """int32: the states a node of ``n_valid`` valid codes steps (whole batches of ``sub``)."""
+        return (n_valid + sub - 1) // sub * sub
+
+    root = expand(state, 0)
+    r_children, r_ok, r_reward, r_static, r_own = root[:5]
+    groups = r_ok[None, :] & (r_own[None, :] == jnp.arange(a)[:, None])  # [A, C]
+    enumerated_action = jnp.any(groups, axis=1)
+    mean_values = jnp.where(enumerated_action, jnp.sum(jnp.where(groups, r_static[None, :], 0.0), axis=1)
+                            / jnp.maximum(jnp.sum(groups, axis=1), 1), _FMIN)
+
+    if depth == 1:
+        worst = last_ply_value(r_ok, r_static, r_own)[1]
+        steps = stepped(root[7])
+    else:
+        worst, steps = _alphabeta_loop(root, expand, last_ply_value, stepped, depth, c, a, max_steps)
+    action_values = jnp.where(enumerated_action, worst, _FMIN).astype(jnp.float32)
+    return MaximinOutput(
+        action=jnp.argmax(action_values).astype(jnp.int32),
+        value=action_values.max(),
+        action_values=action_values,
+        mean_values=mean_values.astype(jnp.float32),
+        num_steps=steps,
+    )
+
+
+class _Ply(NamedTuple):
+    """The stack of `_alphabeta_loop`: one entry per ply ``0 .. depth - 2`` (the nodes with children to enter)."""
+
+    children: Any  # states [P, C, ...]
+    ok: jax.Array  # bool [P, C]
+    reward: jax.Array  # float32 [P, C]
+    static: jax.Array  # float32 [P, C]
+    own: jax.Array  # int32 [P, C]
+    order: jax.Array  # int32 [P, C]
+    end: jax.Array  # int32 [P, C]
+    n_valid: jax.Array  # int32 [P]
+    done: jax.Array  # bool [P, C]
+    pos: jax.Array  # int32 [P]: the next place in ``order``
+    group: jax.Array  # int32 [P]: the own action being searched (-1: none)
+    worst: jax.Array  # float32 [P]: its minimum so far over the answers
+    best: jax.Array  # float32 [P]: the node's maximum so far
+    alpha: jax.Array  # float32 [P]
+    beta: jax.Array  # float32 [P]
+
+
+def _alphabeta_loop(root, expand, last_ply_value, stepped, depth, c, a, max_steps):
+    """The depth-first search under the root: ``(worst float32 [A] per own action at the root, states stepped)``."""
+    inf = jnp.float32(jnp.inf)
+    plies = depth - 1
+
+    def put(stack, p, node, alpha, beta):
+        """``node`` written at ply ``p`` (nothing when ``p`` is past the stack)."""
+        fields = dict(zip(("children", "ok", "reward", "static", "own", "order", "end", "n_valid", "done"), node))
+        fields.update(pos=0, group=-1, worst=inf, best=-inf, alpha=alpha, beta=beta)
+        return stack._replace(**{k: jax.tree.map(lambda s, v: s.at[p].set(v, mode="drop"), getattr(stack, k), v)
+                                 for k, v in fields.items()})
+
+    empty = jax.tree.map(lambda x: jnp.zeros((plies,) + x.shape, x.dtype), root)
+    stack = _Ply(*empty, pos=jnp.zeros(plies, jnp.int32), group=jnp.full(plies, -1, jnp.int32),
+                 worst=jnp.full(plies, inf), best=jnp.full(plies, -inf), alpha=jnp.full(plies, -inf),
+                 beta=jnp.full(plies, inf))
+    stack = put(stack, 0, root, -inf, inf)
+    root_worst = jnp.full(a, inf)
+
+    def cond(carry):
+        return ~carry[3] & (carry[4] <= max_steps)
+
+    def body(carry):
+        stack, p, root_worst, finished, steps = carry
+        at = lambda x: x[p]  # noqa: E731
+        i = at(stack.pos)
+        at_end = i >= at(stack.n_valid)
+        code = at(stack.order)[jnp.minimum(i, c - 1)]
+        g = at(stack.own)[code]
+        in_group = at(stack.group) >= 0
+        finalize = in_group & (at_end | (g != at(stack.group)))
+        cutoff = (p > 0) & (at(stack.best) >= at(stack.beta))
+        leave = ~finalize & (at_end | cutoff)
+        start = ~finalize & ~leave & ~in_group
+        skip = ~finalize & ~leave & in_group & (p > 0) & (at(stack.worst) <= jnp.maximum(at(stack.alpha), at(stack.best)))
+        visit = ~finalize & ~leave & ~start & ~skip
+        terminal = at(stack.done)[code]
+        enter = visit & ~terminal  # the child is expanded
+        q = p + 1
+        reward = at(stack.reward)[code]
+
+        # finalize: the group's minimum is known
+        best_f = jnp.maximum(at(stack.best), at(stack.worst))
+        root_worst = jnp.where(finalize & (p == 0), root_worst.at[jnp.maximum(at(stack.group), 0)].set(
+            at(stack.worst)), root_worst)
+        # leave: the node's value goes to its parent's current answer
+        parent = jnp.maximum(p - 1, 0)
+        parent_code = stack.order[parent, jnp.minimum(stack.pos[parent], c - 1)]
+        up_value = stack.reward[parent, parent_code] + at(stack.best)
+        # visit: a terminal child, or one whose children are leaves, is valued now; another is entered (pushed)
+        resolved = visit & (terminal | (q == plies))
+        push = visit & ~resolved
+        alpha = jnp.where(p == 0, -inf, jnp.maximum(at(stack.alpha), at(stack.best))) - reward
+        beta = jnp.minimum(at(stack.beta), at(stack.worst)) - reward
+
+        def enter_child(stack):
+            node = expand(jax.tree.map(lambda x: x[p, code], stack.children), q)
+            value = reward + last_ply_value(node[1], node[3], node[4])[0]
+            return put(stack, q, node, alpha, beta), value, stepped(node[7])  # at q == plies nothing is written
+
+        stack, entered_value, more = jax.lax.cond(enter, enter_child, lambda st: (st, jnp.float32(0.0), jnp.int32(0)),
+                                                  stack)
+        steps = steps + more
+        resolved_value = jnp.where(terminal, at(stack.static)[code], entered_value)
+
+        new_worst = jnp.where(start, inf, jnp.where(resolved, jnp.minimum(at(stack.worst), resolved_value),
+                                                    at(stack.worst)))
+        new_pos = jnp.where(skip, at(stack.end)[jnp.minimum(i, c - 1)], jnp.where(resolved, i + 1, i))
+        stack = stack._replace(
+            best=stack.best.at[p].set(jnp.where(finalize, best_f, at(stack.best))),
+            group=stack.group.at[p].set(jnp.where(finalize, -1, jnp.where(start, g, at(stack.group)))),
+            worst=stack.worst.at[p].set(new_worst),
+            pos=stack.pos.at[p].set(new_pos),
+        )
+        # leave to the parent
+        leave_up = leave & (p > 0)
+        stack = stack._replace(
+            worst=jnp.where(leave_up, stack.worst.at[parent].set(jnp.minimum(stack.worst[parent], up_value)),
+                            stack.worst),
+            pos=jnp.where(leave_up, stack.pos.at[parent].add(1), stack.pos),
+        )
+        finished = leave & ~leave_up
+        p = jnp.where(push, q, jnp.where(leave_up, parent, p))
+        return stack, p, root_worst, finished, steps
+
+    carry = (stack, jnp.int32(0), root_worst, jnp.bool_(False), stepped(root[7]))
+    _, _, root_worst, _, steps = jax.lax.while_loop(cond, body, carry)
+    return jnp.where(root_worst < inf, root_worst, _FMIN), steps
