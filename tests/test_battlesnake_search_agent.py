@@ -627,3 +627,90 @@ def test_policy_search_is_the_search_behind_the_policys_move():
     np.testing.assert_array_equal(np.asarray(both.action_values)[0], np.asarray(out.action_values))
     one = jax.jit(lambda s, k: agent.policy_search(env, s, k, jnp.int32(1)))(state, jax.random.key(8))
     np.testing.assert_array_equal(np.asarray(both.num_steps), [int(out.num_steps), int(one.num_steps)])
+
+
+@pytest.mark.parametrize("depth", [1, 2, 3])
+def test_alphabeta_values_equal_a_plain_best_reply_enumeration(depth):
+    # The same best-reply tree as the plain-Python enumeration, searched depth first with pruning: the root's
+    # action values are exact (each own move gets an open window), and from depth 3 subtrees are cut.
+    from jaxgames.games.battlesnake import evaluation
+
+    env, state = _state(THREE_CLOSE, 3)
+    leaf = evaluation.leaf_value(env)
+    searched = np.array([2, 1, 0], np.int32)
+    key = jax.random.key(5)
+    default = lambda s, k: default_moves(s.board, k)  # noqa: E731
+    out = jitted(sim.best_reply_alphabeta, env, state, key, player=1, depth=depth, evaluate=leaf,
+                 searched=jnp.asarray(searched), default_policy=default)
+    want = _best_reply_oracle(env, state, jax.random.split(key, depth + 1), 1, searched.tolist(), depth, leaf)
+    legal = np.asarray(state.legal_action_mask)[1]
+    np.testing.assert_allclose(np.asarray(out.action_values)[legal], want[legal], atol=1e-5)
+    assert np.all(np.asarray(out.action_values)[~legal] == np.finfo(np.float32).min)
+    assert int(out.action) == int(np.argmax(np.where(legal, want, -np.inf)))
+    # 36 joint moves a node (4 own x (1 + 2 deviators x 4)): the enumeration steps 36 + 36^2 + 36^3 at depth 3.
+    full = sim.check_maximin_settings(env, player=1, depth=depth, searched=searched, default_policy=default,
+                                      best_reply=True)
+    if depth == 3:
+        assert int(out.num_steps) < full // 4
+    # A budget it passes marks the search unfinished; one it meets changes nothing.
+    if depth > 1:
+        small = jitted(sim.best_reply_alphabeta, env, state, key, player=1, depth=depth, evaluate=leaf,
+                       searched=jnp.asarray(searched), default_policy=default, max_steps=40)
+        assert int(small.num_steps) > 40
+        met = jitted(sim.best_reply_alphabeta, env, state, key, player=1, depth=depth, evaluate=leaf,
+                     searched=jnp.asarray(searched), default_policy=default, max_steps=int(out.num_steps))
+        np.testing.assert_array_equal(np.asarray(met.action_values), np.asarray(out.action_values))
+
+
+def test_alphabeta_agent_plays_the_forced_move_and_sees_the_trap():
+    env, state = _state(ONLY_DOWN, 2, stack={1: 1})
+    assert _move(SearchAgent(depth=2, opponents=1, alphabeta=True), env, state) == DOWN
+    env, state = _state(TRAP_AT_DEPTH_2, 2, stack={1: 2})
+    for depth in (2, 3):
+        agent = SearchAgent(depth=depth, opponents=1, alphabeta=True)
+        values = np.asarray(jax.jit(lambda s, k, a=agent: a.move_values(env, s, k, jnp.int32(0)))(
+            state, jax.random.key(0)))
+        assert values[LEFT] == -1.0 < values[DOWN]  # left: every move dies at the next ply (the loss reward; B wins)
+
+
+def test_alphabeta_agent_with_a_step_budget_falls_back_one_ply():
+    # 4 snakes on 7x7: depth 3 first needs more than 30 states, so a budget of 30 leaves the depth-2 search's
+    # values; a budget past both searches gives the depth-3 values.
+    env = Battlesnake(board_size=7, num_snakes=4, observation="none")
+    state = env.init(jax.random.key(2))
+    key = jax.random.key(0)
+
+    def search(**kw):
+        agent = SearchAgent(default_policy="greedy", alphabeta=True, **kw)
+        return jax.jit(lambda s, k: agent.policy_search(env, s, k, jnp.int32(0)))(state, key)
+
+    two, three = search(depth=2), search(depth=3)
+    assert not np.array_equal(np.asarray(two.action_values), np.asarray(three.action_values))
+    tight, loose = search(depth=3, step_budget=30), search(depth=3, step_budget=10**6)
+    np.testing.assert_array_equal(np.asarray(tight.action_values), np.asarray(two.action_values))
+    np.testing.assert_array_equal(np.asarray(loose.action_values), np.asarray(three.action_values))
+    assert int(loose.num_steps) == int(two.num_steps) + int(three.num_steps)
+
+
+def test_alphabeta_settings_raise_up_front():
+    with pytest.raises(ValueError, match="best_reply"):
+        SearchAgent(alphabeta=True, best_reply=False)
+    with pytest.raises(ValueError, match="reply_depth"):
+        SearchAgent(alphabeta=True, reply_depth=2)
+    with pytest.raises(ValueError, match="step_budget needs alphabeta"):
+        SearchAgent(step_budget=100)
+    with pytest.raises(ValueError, match="step_budget"):
+        SearchAgent(alphabeta=True, step_budget=0)
+    with pytest.raises(TypeError, match="alphabeta"):
+        SearchAgent(alphabeta=1)
+    env, state = _state(THREE_CLOSE, 3)
+    default = lambda s, k: default_moves(s.board, k)  # noqa: E731
+    with pytest.raises(ValueError, match="max_steps"):
+        sim.best_reply_alphabeta(env, state, jax.random.key(0), player=0, depth=2, evaluate=lambda s, k: s.rewards,
+                                 searched=jnp.arange(3), default_policy=default, max_steps=0)
+    with pytest.raises(TypeError, match="evaluate"):
+        sim.best_reply_alphabeta(env, state, jax.random.key(0), player=0, depth=2, evaluate=None,
+                                 searched=jnp.arange(3), default_policy=default)
+    with pytest.raises(ValueError, match="default_policy"):
+        sim.best_reply_alphabeta(env, state, jax.random.key(0), player=0, depth=2, evaluate=lambda s, k: s.rewards,
+                                 searched=jnp.arange(2), default_policy=None)

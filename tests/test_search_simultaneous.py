@@ -305,3 +305,33 @@ def test_best_reply_steps_a_repeated_answer_once():
         for out in (every, once):
             np.testing.assert_array_equal(np.asarray(out.action_values), [-2.0, -1.0, -3.0])
             np.testing.assert_allclose(np.asarray(out.mean_values), [7 / 4, 1 / 4, 1 / 4], rtol=1e-6)
+
+
+def test_alphabeta_best_reply_solves_a_matrix_game_and_means_its_answers_once():
+    # Zero-sum, row payoffs [[4, -1], [2, 1], [0, 3]]: row minima -1, 1, 0 -> action 1, value 1; a one-shot game
+    # ends after one ply, so depth 3 gives the same. The column player's default is column 1; its deviation onto
+    # column 1 repeats "nobody deviates" and is counted once: the one-ply means are (-1 + 4) / 2, (1 + 2) / 2,
+    # (3 + 0) / 2.
+    a = np.array([[4, -1], [2, 1], [0, 3]])
+    env = MatrixGame(a, -a)
+    state, key = env.init(jax.random.key(0)), jax.random.key(0)
+    default = lambda s, k: jnp.array([0, 1], jnp.int32)  # noqa: E731
+    for depth in (1, 3):
+        out = jax.jit(lambda s, k, d=depth: sim.best_reply_alphabeta(
+            env, s, k, player=0, depth=d, evaluate=lambda st, kk: jnp.zeros(2), searched=jnp.arange(2),
+            default_policy=default))(state, key)
+        assert int(out.action) == 1 and float(out.value) == 1.0
+        np.testing.assert_array_equal(np.asarray(out.action_values), [-1.0, 1.0, 0.0])
+        np.testing.assert_allclose(np.asarray(out.mean_values), [1.5, 1.5, 1.5])
+    # vmapped over two roots: the single call's values (the loop's expansions then run as selects).
+    many = jax.jit(jax.vmap(lambda s, k: sim.best_reply_alphabeta(
+        env, s, k, player=0, depth=2, evaluate=lambda st, kk: jnp.zeros(2), searched=jnp.arange(2),
+        default_policy=default)))(batch_of(state, 2), jax.random.split(key, 2))
+    np.testing.assert_array_equal(np.asarray(many.action_values), [[-1.0, 1.0, 0.0]] * 2)
+    sequential = jaxgames.make("dots_and_boxes")
+    with pytest.raises(ValueError, match="sequential"):
+        sim.best_reply_alphabeta(sequential, sequential.init(key), key, player=0, depth=1,
+                                 evaluate=lambda st, kk: jnp.zeros(2), searched=jnp.arange(2), default_policy=default)
+    with pytest.raises(ValueError, match=r"depth must be >= 1; got 0"):
+        sim.best_reply_alphabeta(env, state, key, player=0, depth=0, evaluate=lambda st, kk: jnp.zeros(2),
+                                 searched=jnp.arange(2), default_policy=default)
