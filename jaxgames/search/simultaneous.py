@@ -1009,8 +1009,8 @@ def _best_reply_alphabeta(env, state, key, player, depth, evaluate, searched, de
     batches = -(-c // sub)
 
     def expand(s, ply):
-        """One node at ``ply``: its children and, per code, valid, reward, static value, own action, the search
-        order and the end of each code's own-action group in that order."""
+        """One node at ``ply``: the node, its joint actions and, per code, valid, reward, static value, own action,
+        the search order, the end of each code's own-action group in that order, the valid count and finished."""
         ply_key = jax.lax.dynamic_index_in_dim(ply_keys, ply, keepdims=False)
         acts, valid = slots(s)
         base = jnp.asarray(default_policy(s, jax.random.fold_in(ply_key, 1)), jnp.int32)
@@ -1021,12 +1021,13 @@ def _best_reply_alphabeta(env, state, key, player, depth, evaluate, searched, de
         n_valid = jnp.sum(ok, dtype=jnp.int32)
 
         def step(ids):
-            """The children of codes ``ids`` (``c``: none) stepped and valued."""
+            """The children of codes ``ids`` (``c``: none) stepped and valued: reward, reward + leaf, finished."""
             code = jnp.minimum(ids, c - 1)
             child = jax.vmap(lambda j: env.step(s, j, ply_key, params))(joints[code])
             leaf = jax.vmap(lambda ch, k: _leaf_value(evaluate, ch, jax.random.fold_in(ply_keys[depth], k), n)[player])(
                 child, code)
-            return child, child.rewards[:, player].astype(jnp.float32) + leaf
+            reward = child.rewards[:, player].astype(jnp.float32)
+            return reward, reward + leaf, child.terminated | child.truncated
 
         # the valid codes first, ``sub`` at a time; a batch with none is not stepped (about half are padding)
         ids = jnp.concatenate([jnp.argsort(~ok, stable=True), jnp.full(batches * sub - c, c)]).astype(jnp.int32)
@@ -1035,9 +1036,7 @@ def _best_reply_alphabeta(env, state, key, player, depth, evaluate, searched, de
                                                                              shapes), ids[k * sub:(k + 1) * sub])
                  for k in range(batches)]
         stepped = jax.tree.map(lambda *x: jnp.concatenate(x), *parts)
-        children, static = jax.tree.map(
-            lambda x: jnp.zeros((c,) + x.shape[1:], x.dtype).at[ids].set(x, mode="drop"), stepped)
-        reward = children.rewards[:, player].astype(jnp.float32)
+        reward, static, done = jax.tree.map(lambda x: jnp.zeros(c, x.dtype).at[ids].set(x, mode="drop"), stepped)
         own = acts[own_slot, combos[:, own_slot]]  # [C]
         best_of = jnp.max(jnp.where(ok[None, :] & (own[None, :] == jnp.arange(a)[:, None]), static[None, :], -inf),
                           axis=1)  # [A]
@@ -1046,8 +1045,7 @@ def _best_reply_alphabeta(env, state, key, player, depth, evaluate, searched, de
         pos = jnp.arange(c)
         closes = (pos + 1 >= n_valid) | (jnp.roll(own_sorted, -1) != own_sorted)  # the last code of its group
         end = jax.lax.cummin(jnp.where(closes, pos, c), reverse=True) + 1
-        done = children.terminated | children.truncated
-        return children, ok, reward, static, own, order, end, n_valid, done
+        return s, joints, ok, reward, static, own, order, end, n_valid, done
 
     def last_ply_value(ok, static, own):
         """The exact value of a node whose children are leaves: max over own actions of min over answers."""
@@ -1060,7 +1058,7 @@ def _best_reply_alphabeta(env, state, key, player, depth, evaluate, searched, de
         return (n_valid + sub - 1) // sub * sub
 
     root = expand(state, 0)
-    r_children, r_ok, r_reward, r_static, r_own = root[:5]
+    r_ok, _, r_static, r_own = root[2:6]
     groups = r_ok[None, :] & (r_own[None, :] == jnp.arange(a)[:, None])  # [A, C]
     enumerated_action = jnp.any(groups, axis=1)
     mean_values = jnp.where(enumerated_action, jnp.sum(jnp.where(groups, r_static[None, :], 0.0), axis=1)
@@ -1068,9 +1066,10 @@ def _best_reply_alphabeta(env, state, key, player, depth, evaluate, searched, de
 
     if depth == 1:
         worst = last_ply_value(r_ok, r_static, r_own)[1]
-        steps = stepped(root[7])
+        steps = stepped(root[8])
     else:
-        worst, steps = _alphabeta_loop(root, expand, last_ply_value, stepped, depth, c, a, max_steps)
+        child_of = lambda s, joint, ply: env.step(s, joint, ply_keys[ply], params)  # noqa: E731
+        worst, steps = _alphabeta_loop(root, expand, child_of, last_ply_value, stepped, depth, c, a, max_steps)
     action_values = jnp.where(enumerated_action, worst, _FMIN).astype(jnp.float32)
     return MaximinOutput(
         action=jnp.argmax(action_values).astype(jnp.int32),
@@ -1084,7 +1083,8 @@ def _best_reply_alphabeta(env, state, key, player, depth, evaluate, searched, de
 class _Ply(NamedTuple):
     """The stack of `_alphabeta_loop`: one entry per ply ``0 .. depth - 2`` (the nodes with children to enter)."""
 
-    children: Any  # states [P, C, ...]
+    node: Any  # states [P, ...]: each ply's node (a child is stepped again when entered)
+    joints: jax.Array  # int32 [P, C, N]
     ok: jax.Array  # bool [P, C]
     reward: jax.Array  # float32 [P, C]
     static: jax.Array  # float32 [P, C]
@@ -1101,14 +1101,14 @@ class _Ply(NamedTuple):
     beta: jax.Array  # float32 [P]
 
 
-def _alphabeta_loop(root, expand, last_ply_value, stepped, depth, c, a, max_steps):
+def _alphabeta_loop(root, expand, child_of, last_ply_value, stepped, depth, c, a, max_steps):
     """The depth-first search under the root: ``(worst float32 [A] per own action at the root, states stepped)``."""
     inf = jnp.float32(jnp.inf)
     plies = depth - 1
 
     def put(stack, p, node, alpha, beta):
         """``node`` written at ply ``p`` (nothing when ``p`` is past the stack)."""
-        fields = dict(zip(("children", "ok", "reward", "static", "own", "order", "end", "n_valid", "done"), node))
+        fields = dict(zip(("node", "joints", "ok", "reward", "static", "own", "order", "end", "n_valid", "done"), node))
         fields.update(pos=0, group=-1, worst=inf, best=-inf, alpha=alpha, beta=beta)
         return stack._replace(**{k: jax.tree.map(lambda s, v: s.at[p].set(v, mode="drop"), getattr(stack, k), v)
                                  for k, v in fields.items()})
@@ -1157,9 +1157,9 @@ def _alphabeta_loop(root, expand, last_ply_value, stepped, depth, c, a, max_step
         beta = jnp.minimum(at(stack.beta), at(stack.worst)) - reward
 
         def enter_child(stack):
-            node = expand(jax.tree.map(lambda x: x[p, code], stack.children), q)
-            value = reward + last_ply_value(node[1], node[3], node[4])[0]
-            return put(stack, q, node, alpha, beta), value, stepped(node[7])  # at q == plies nothing is written
+            node = expand(child_of(jax.tree.map(lambda x: x[p], stack.node), stack.joints[p, code], p), q)
+            value = reward + last_ply_value(node[2], node[4], node[5])[0]
+            return put(stack, q, node, alpha, beta), value, stepped(node[8])  # at q == plies nothing is written
 
         stack, entered_value, more = jax.lax.cond(enter, enter_child, lambda st: (st, jnp.float32(0.0), jnp.int32(0)),
                                                   stack)
@@ -1186,6 +1186,6 @@ def _alphabeta_loop(root, expand, last_ply_value, stepped, depth, c, a, max_step
         p = jnp.where(push, q, jnp.where(leave_up, parent, p))
         return stack, p, root_worst, finished, steps
 
-    carry = (stack, jnp.int32(0), root_worst, jnp.bool_(False), stepped(root[7]))
+    carry = (stack, jnp.int32(0), root_worst, jnp.bool_(False), stepped(root[8]))
     _, _, root_worst, _, steps = jax.lax.while_loop(cond, body, carry)
     return jnp.where(root_worst < inf, root_worst, _FMIN), steps
