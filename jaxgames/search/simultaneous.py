@@ -28,6 +28,9 @@ Both searches are written for ONE root, pure JAX; `sm_mcts_batch` and
   certain deaths), ``(K ** num_players) ** depth`` states. ``best_reply``
   lets one opponent at a time answer (Schadd & Winands 2011), the others on
   a default policy: ``K + K (M - 1) K`` joint actions a node.
+* `best_reply_alphabeta`: the same best-reply tree searched depth first with
+  alpha-beta pruning (Knuth & Moore 1975): equal root values, far fewer
+  states, an optional budget of stepped states.
 
 Errors (before tracing): ``TypeError``/``ValueError`` naming the value for a
 sequential env, a batched root given to a one-root function, a root not
