@@ -385,6 +385,12 @@ def test_server_serves_the_search_agent_and_refuses_its_settings_for_others():
             server_from_args(["--agent", "search", *bad, "--port", "0", "--warmup-sizes", ""])
     srv, _ = server_from_args(["--agent", "search", "--port", "0", "--warmup-sizes", ""])
     assert srv.agent.depth == 4 and srv.agent.time_budget == 0.4  # the shipped snake deepens within 400 ms
+    assert not srv.agent.alphabeta and srv.agent.step_budget is None
+    srv, _ = server_from_args(["--agent", "search", "--alphabeta", "--step-budget", "500", "--port", "0",
+                               "--warmup-sizes", ""])
+    assert srv.agent.alphabeta and srv.agent.step_budget == 500
+    with pytest.raises(SystemExit):  # a step budget without alpha-beta
+        server_from_args(["--agent", "search", "--step-budget", "500", "--port", "0", "--warmup-sizes", ""])
 
 
 def test_learned_leaf_value_is_the_networks_best_win_rate():

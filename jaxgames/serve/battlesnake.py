@@ -802,6 +802,10 @@ def server_from_args(argv=None) -> tuple[BattlesnakeServer, str]:
                    help="search: among moves of equal value, the highest mean over the answers, or any (default: the agent's)")
     p.add_argument("--default-policy", choices=sorted(DEFAULT_POLICIES), default=None,
                    help="search: the moves of the snakes that do not answer (default: the agent's)")
+    p.add_argument("--alphabeta", action="store_true", default=None,
+                   help="search: the best-reply tree searched depth first with alpha-beta pruning")
+    p.add_argument("--step-budget", type=int, default=None,
+                   help="search, with --alphabeta: states a move may step (depth - 1 first, then depth with the rest)")
     p.add_argument("--time-budget-ms", type=float, default=None,
                    help=f"search: think time per move by iterative deepening (default {SEARCH_TIME_BUDGET_MS:g})")
     p.add_argument("--warmup-sizes", default="7,11,19", help="board sizes compiled at start-up, comma-separated")
@@ -814,11 +818,13 @@ def server_from_args(argv=None) -> tuple[BattlesnakeServer, str]:
     except ValueError:
         p.error(f"--warmup-sizes must be comma-separated integers; got {a.warmup_sizes!r}")
     options = {k: v for k, v in (("depth", a.depth), ("opponents", a.opponents), ("branching", a.branching),
-                                 ("tie_break", a.tie_break), ("default_policy", a.default_policy)) if v is not None}
+                                 ("tie_break", a.tie_break), ("default_policy", a.default_policy),
+                                 ("alphabeta", a.alphabeta), ("step_budget", a.step_budget)) if v is not None}
     if a.time_budget_ms is not None:
         options["time_budget"] = a.time_budget_ms / 1000
     if options and a.agent != "search":
-        p.error(f"--depth, --opponents, --branching, --tie-break, --default-policy and --time-budget-ms are settings "
+        p.error(f"--depth, --opponents, --branching, --tie-break, --default-policy, --alphabeta, --step-budget and "
+                f"--time-budget-ms are settings "
                 f"of --agent search, not {a.agent}")
     if a.agent == "search":
         options.setdefault("time_budget", SEARCH_TIME_BUDGET_MS / 1000)
