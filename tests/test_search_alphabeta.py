@@ -123,7 +123,9 @@ def test_deadline_ordering_hook_and_one_compile_per_game():
     # One compiled expansion per game value: an equal env reuses it.
     assert alphabeta.expander(DotsAndBoxes(3, 3, utility_margin=True)) is alphabeta.expander(env)
     packed, _, _ = alphabeta._host_expander(env, jax.device_get(state), None, None)
-    assert packed._cache_size() == 1  # traced and compiled once over all the searches above
+    # Traced and compiled once over all the searches above (at most one entry: in a long run of the whole suite,
+    # jax's process-wide cache of compiled calls may already have dropped it, as in a one-core run of 1,263 tests).
+    assert packed._cache_size() <= 1
 
 
 def test_terminal_root_and_bad_input():
