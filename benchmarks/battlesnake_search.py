@@ -138,8 +138,9 @@ class Config:
         experiment.check_names("opponents", self.opponents, tuple(OPPONENTS))
         checks.choice("tie_break", self.tie_break, TIE_BREAKS)
         checks.choice("default_policy", self.default_policy, tuple(DEFAULT_POLICIES))
+        # an unknown name or a bad value fails here, before any game
         SearchAgent(depth=self.depth, best_reply=self.best_reply, reply_depth=self.reply_depth,
-                    alphabeta=self.alphabeta, step_budget=self.step_budget, **self.weights())  # an unknown name or a bad value fails here, before any game
+                    alphabeta=self.alphabeta, step_budget=self.step_budget, **self.weights())
         if self.paired_with:
             self._check_pair()
 

@@ -950,10 +950,10 @@ def best_reply_alphabeta(
     nobody's (a min node), ``depth`` plies. Best-reply search turns the
     many-player game into a two-player one, so alpha-beta applies (Schadd &
     Winands 2011, "Best Reply Search for Multiplayer Games"; Knuth & Moore
-    1975, fail-soft). A node steps all its joint actions at once (one
-    ``vmap``) and values every child with ``evaluate``: a child at the last
-    ply is a leaf; above it the values order the search (the player's moves
-    by their best child, the answers worst first). The root is searched
+    1975, fail-soft). A node steps its valid joint actions, a third of the
+    codes at a time (``vmap``), and values every child with ``evaluate``: a
+    child at the last ply is a leaf; above it the values order the search
+    (the player's moves by their best child, the answers worst first). The root is searched
     with an open window for each own action, so ``action_values`` are
     exact: equal to `maximin`'s up to float rounding.
 
@@ -980,8 +980,12 @@ def best_reply_alphabeta(
         states stepped, padding included (each node steps its valid codes in thirds).
 
     Raises:
-        As `check_maximin_settings` with ``best_reply=True``.
+        As `check_maximin_settings` with ``best_reply=True``; ValueError: no
+        ``searched``, a ``max_steps`` < 1; TypeError: an ``evaluate`` that is
+        not callable.
     """
+    if searched is None:
+        raise ValueError("best_reply_alphabeta needs searched: the players whose moves are enumerated")
     check_maximin_settings(env, player=player, depth=depth, max_states=None, searched=searched,
                            default_policy=default_policy, branching=branching, candidates=candidates,
                            best_reply=True)
@@ -1003,7 +1007,7 @@ def _best_reply_alphabeta(env, state, key, player, depth, evaluate, searched, de
     n, a = int(env.num_players), int(env.num_actions)
     m = int(searched.shape[0])
     own_slot = jnp.argmax(searched == player)
-    c, combos, enumerated, d, canonical = _layout(a if branching is None else branching, m, own_slot, True)
+    c, combos, enumerated, d, _ = _layout(a if branching is None else branching, m, own_slot, True)
     slots = _slots(searched, a, branching, candidates)
     ply_keys = jax.random.split(key, depth + 1)
     codes = jnp.arange(c)
@@ -1138,7 +1142,8 @@ def _alphabeta_loop(root, expand, child_of, last_ply_value, stepped, depth, c, a
         cutoff = (p > 0) & (at(stack.best) >= at(stack.beta))
         leave = ~finalize & (at_end | cutoff)
         start = ~finalize & ~leave & ~in_group
-        skip = ~finalize & ~leave & in_group & (p > 0) & (at(stack.worst) <= jnp.maximum(at(stack.alpha), at(stack.best)))
+        pruned = at(stack.worst) <= jnp.maximum(at(stack.alpha), at(stack.best))  # this own move cannot be better
+        skip = ~finalize & ~leave & in_group & (p > 0) & pruned
         visit = ~finalize & ~leave & ~start & ~skip
         terminal = at(stack.done)[code]
         enter = visit & ~terminal  # the child is expanded
