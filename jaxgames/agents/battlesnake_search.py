@@ -201,16 +201,12 @@ class SearchAgent(JaxAgent):
             highest `simultaneous.MaximinOutput` ``mean_values`` (the move that
             loses against fewer answers), then any of those; ``"random"`` any,
             uniformly.
-        alphabeta: search the best-reply tree depth first with alpha-beta pruning
-            (`simultaneous.best_reply_alphabeta`: the same action values, far fewer
-            states; mean ties over the root's answers at one ply) instead of
-            enumerating it; needs ``best_reply`` and no ``reply_depth``; no
-            ``max_states`` bound. Default False.
-        step_budget: with ``alphabeta``, the states one move may step (> 0): the
-            search at ``depth - 1`` runs first, then the one at ``depth`` with
-            the states left; the move comes from the deeper search if it
-            finished within them, else from the shallower. None (default):
-            ``depth`` alone, unbounded.
+        alphabeta: prune the best-reply tree (`simultaneous.best_reply_alphabeta`:
+            the same action values; mean ties at one ply); needs ``best_reply``,
+            no ``reply_depth``; no ``max_states`` bound. Default False.
+        step_budget: with ``alphabeta``, states a move may step (> 0): depth - 1
+            first, then ``depth`` with the rest, used only if it finished. None:
+            ``depth`` alone.
         default_policy: the moves of the snakes that do not answer (those not
             searched, and in best-reply search the searched ones not deviating):
             ``"room"`` (default) `default_moves`, ``"greedy"`` `greedy_moves`.
