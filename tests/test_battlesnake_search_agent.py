@@ -514,16 +514,21 @@ def _leaves(leaf):
     return _LEAF_FNS.setdefault(leaf, jax.jit(jax.vmap(leaf, in_axes=(0, None))))
 
 
-def test_best_reply_values_equal_a_plain_enumeration_with_the_player_amid_the_searched():
-    # The player (B, snake 1) is the middle of `searched`, so the deviators are the snakes before and after it.
+def _three_close_best_reply():
+    """``(env, state, leaf, searched, key, default)``: THREE_CLOSE with the player (B, snake 1) amid ``searched``
+    ``[2, 1, 0]``, the hand-written leaf and `default_moves` for the snakes that do not answer."""
     from jaxgames.games.battlesnake import evaluation
 
     env, state = _state(THREE_CLOSE, 3)
-    leaf = evaluation.leaf_value(env)
-    searched = np.array([2, 1, 0], np.int32)
-    key = jax.random.key(5)
+    default = lambda s, k: default_moves(s.board, k)  # noqa: E731
+    return env, state, evaluation.leaf_value(env), np.array([2, 1, 0], np.int32), jax.random.key(5), default
+
+
+def test_best_reply_values_equal_a_plain_enumeration_with_the_player_amid_the_searched():
+    # The player (B, snake 1) is the middle of `searched`, so the deviators are the snakes before and after it.
+    env, state, leaf, searched, key, default = _three_close_best_reply()
     out = jitted(sim.maximin, env, state, key, player=1, depth=2, evaluate=leaf, searched=jnp.asarray(searched),
-                 default_policy=lambda s, k: default_moves(s.board, k), best_reply=True)
+                 default_policy=default, best_reply=True)
     keys = jax.random.split(key, 3)  # maximin's ply keys (the default policy ignores its key)
     legal = np.asarray(state.legal_action_mask)[1]
     got = np.asarray(out.action_values)
@@ -533,17 +538,16 @@ def test_best_reply_values_equal_a_plain_enumeration_with_the_player_amid_the_se
     assert len(set(np.round(want[legal], 4))) > 1  # the moves differ in value: the comparison can fail
     # Each ply's real children stepped 5 at a time, a deviation onto the default move once: the same values.
     batched = jitted(sim.maximin, env, state, key, player=1, depth=2, evaluate=leaf, searched=jnp.asarray(searched),
-                     default_policy=lambda s, k: default_moves(s.board, k), best_reply=True, leaf_batch=5)
+                     default_policy=default, best_reply=True, leaf_batch=5)
     np.testing.assert_allclose(np.asarray(batched.action_values)[legal], want[legal], atol=1e-5)
     assert int(batched.num_steps) < int(out.num_steps) == 36 + 36**2
     # At depth 1, the leaves valued 5 at a time (36 leaves: the last batch is short) give the plain values.
     batched = jitted(sim.maximin, env, state, key, player=1, depth=1, evaluate=leaf, searched=jnp.asarray(searched),
-                     default_policy=lambda s, k: default_moves(s.board, k), best_reply=True, leaf_batch=5)
+                     default_policy=default, best_reply=True, leaf_batch=5)
     keys = jax.random.split(key, 2)
     want = _best_reply_oracle(env, state, keys, 1, searched.tolist(), 1, leaf)
     np.testing.assert_allclose(np.asarray(batched.action_values)[legal], want[legal], atol=1e-5)
     # 4 legal moves each: 4 + 4 * 2 * 4 = 36 joint moves a node, 36 + 36 ** 2 states at depth 2.
-    default = lambda s, k: default_moves(s.board, k)  # noqa: E731
     assert sim.check_maximin_settings(env, player=1, depth=2, searched=searched, default_policy=default,
                                       best_reply=True) == 36 + 36**2
 
@@ -551,13 +555,7 @@ def test_best_reply_values_equal_a_plain_enumeration_with_the_player_amid_the_se
 @pytest.mark.parametrize("reply_depth", [0, 1])
 def test_replies_only_near_the_root_equal_a_plain_enumeration(reply_depth):
     # Below `reply_depth` only the player's own moves are enumerated, every other snake on `default_moves`.
-    from jaxgames.games.battlesnake import evaluation
-
-    env, state = _state(THREE_CLOSE, 3)
-    leaf = evaluation.leaf_value(env)
-    searched = np.array([2, 1, 0], np.int32)
-    key = jax.random.key(5)
-    default = lambda s, k: default_moves(s.board, k)  # noqa: E731
+    env, state, leaf, searched, key, default = _three_close_best_reply()
     want = _best_reply_oracle(env, state, jax.random.split(key, 3), 1, searched.tolist(), 2, leaf,
                               reply_depth=reply_depth)
     full = _best_reply_oracle(env, state, jax.random.split(key, 3), 1, searched.tolist(), 2, leaf)
@@ -639,13 +637,7 @@ def test_policy_search_is_the_search_behind_the_policys_move():
 def test_alphabeta_values_equal_a_plain_best_reply_enumeration(depth):
     # The same best-reply tree as the plain-Python enumeration, searched depth first with pruning: the root's
     # action values are exact (each own move gets an open window), and from depth 3 subtrees are cut.
-    from jaxgames.games.battlesnake import evaluation
-
-    env, state = _state(THREE_CLOSE, 3)
-    leaf = evaluation.leaf_value(env)
-    searched = np.array([2, 1, 0], np.int32)
-    key = jax.random.key(5)
-    default = lambda s, k: default_moves(s.board, k)  # noqa: E731
+    env, state, leaf, searched, key, default = _three_close_best_reply()
     out = jitted(sim.best_reply_alphabeta, env, state, key, player=1, depth=depth, evaluate=leaf,
                  searched=jnp.asarray(searched), default_policy=default)
     want = _best_reply_oracle(env, state, jax.random.split(key, depth + 1), 1, searched.tolist(), depth, leaf)
