@@ -59,6 +59,9 @@ from jaxgames.games.battlesnake import Battlesnake, rules
 from jaxgames.games.battlesnake.evaluation import evaluate
 
 OPPONENTS = {"heuristic": HeuristicAgent, "public": TailChaserAgent, "random_safe": RandomSafeAgent}
+# The settings of the search snake itself (those a think-time anchor may change).
+AGENT_SETTINGS = ("depth", "search_opponents", "branching", "best_reply", "reply_depth", "learned_weight",
+                  "learned_dir", "tie_break", "default_policy", "alphabeta", "step_budget", "max_states")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -89,6 +92,9 @@ class Config:
         max_states: the search's bound on enumerated states (`SearchAgent`'s ``max_states``).
         max_turns: turn limit (the game is truncated there).
         think_positions: boards timed one at a time (0: no think-time measurement).
+        think_anchor: an anchor search timed on the same boards in the same run, interleaved board by board:
+            this run's agent settings with these ``name:value`` changes (e.g. ``alphabeta:false,depth:4``);
+            its times and the ratios to them are reported beside this search's. ``()``: none.
         speed_batch: roots per call in the batched speed measurement (0: none).
         seed: PRNG seed.
         out_dir: results folder.
@@ -115,6 +121,7 @@ class Config:
     max_states: int = MAX_STATES
     max_turns: int = 1000
     think_positions: int = 300
+    think_anchor: tuple[str, ...] = ()
     speed_batch: int = 256
     seed: int = 0
     out_dir: str = "results/benchmarks/battlesnake_search"
@@ -143,6 +150,26 @@ class Config:
                     alphabeta=self.alphabeta, step_budget=self.step_budget, **self.weights())
         if self.paired_with:
             self._check_pair()
+        self.anchor()  # a bad anchor fails here too
+
+    def anchor(self) -> Config | None:
+        """The think-time anchor: this config with ``think_anchor``'s agent settings changed (None: no anchor)."""
+        if not self.think_anchor:
+            return None
+        if not self.think_positions:
+            raise ValueError(f"think_anchor={','.join(self.think_anchor)!r} needs think_positions > 0")
+        argv = []
+        for item in self.think_anchor:
+            name, sep, text = item.partition(":")
+            if not sep or name.strip() not in AGENT_SETTINGS:
+                raise ValueError(f"think_anchor item {item!r} must be name:value with a name from: "
+                                 f"{', '.join(AGENT_SETTINGS)}")
+            argv.append(f"{name.strip()}={text.strip()}")
+        base = dataclasses.replace(self, think_anchor=(), paired_with="")
+        try:
+            return experiment.parse_config(Config, argv, base=base)
+        except (TypeError, ValueError) as e:
+            raise ValueError(f"think_anchor={','.join(self.think_anchor)!r}: {e}") from None
 
     def _check_pair(self) -> None:
         path = os.path.join(self.paired_with, "config.json")
@@ -289,24 +316,52 @@ def positions(cfg: Config, count: int, key: jax.Array):
     return jax.tree.map(lambda x: x[idx], flat)
 
 
-def think_time(cfg: Config, key: jax.Array) -> dict:
-    """Per-board think time (ms) of the jitted one-board policy (what the server runs)."""
-    env, agent = _env(cfg), cfg.agent()
-    states = positions(cfg, cfg.think_positions, key)
+def _one_board_policy(cfg: Config, env: Battlesnake, first):
+    """The jitted one-board policy (what the server runs), compiled on ``first``; returns ms per call."""
+    agent = cfg.agent()
     policy = jax.jit(lambda s, k: agent.policy(env, s, k, jnp.int32(0)))
-    one = lambda i: jax.tree.map(lambda x: x[i], states)
-    policy(one(0), key).block_until_ready()
-    times = []
-    n = int(states.rewards.shape[0])
-    for i in range(n):
-        s = one(i)
-        jax.block_until_ready(s)
+    policy(first, jax.random.key(0)).block_until_ready()
+
+    def timed(state, key) -> float:
+        jax.block_until_ready(state)
         t0 = time.perf_counter()
-        int(policy(s, jax.random.fold_in(key, i)))
-        times.append((time.perf_counter() - t0) * 1000)
-    t = np.asarray(times)
-    return {"positions": n, "p50_ms": float(np.percentile(t, 50)), "p99_ms": float(np.percentile(t, 99)),
-            "max_ms": float(t.max()), "server_timeout_ms": 500, "target_p99_ms": 400}
+        int(policy(state, key))
+        return (time.perf_counter() - t0) * 1000
+
+    return timed
+
+
+def time_summary(ms: np.ndarray, anchor_ms: np.ndarray | None = None) -> dict:
+    """Percentiles of per-board times (ms); with the anchor's times on the same boards, theirs and the ratios
+    (this search's over the anchor's: of the p50s, of the p99s, and the median of the per-board ratios)."""
+    out = {"positions": int(ms.size), "p50_ms": float(np.percentile(ms, 50)), "p99_ms": float(np.percentile(ms, 99)),
+           "max_ms": float(ms.max())}
+    if anchor_ms is not None:
+        a = time_summary(anchor_ms)
+        out["anchor"] = {k: v for k, v in a.items() if k != "positions"}
+        out["p50_ratio"] = out["p50_ms"] / a["p50_ms"]
+        out["p99_ratio"] = out["p99_ms"] / a["p99_ms"]
+        out["median_ratio"] = float(np.median(ms / anchor_ms))
+    return out
+
+
+def think_time(cfg: Config, key: jax.Array) -> dict:
+    """Per-board think time (ms) of the jitted one-board policy, and of ``cfg.anchor()``'s on the same boards
+    (the two timed board by board, in alternating order)."""
+    env, anchor = _env(cfg), cfg.anchor()
+    states = positions(cfg, cfg.think_positions, key)
+    one = lambda i: jax.tree.map(lambda x: x[i], states)
+    timers = [_one_board_policy(c, env, one(0)) for c in ((cfg, anchor) if anchor else (cfg,))]
+    n = int(states.rewards.shape[0])
+    times = np.zeros((n, len(timers)))
+    for i in range(n):
+        s, k = one(i), jax.random.fold_in(key, i)
+        for j in (range(len(timers)) if i % 2 == 0 else reversed(range(len(timers)))):
+            times[i, j] = timers[j](s, k)
+    out = time_summary(times[:, 0], times[:, 1] if anchor else None)
+    if anchor:
+        out["anchor"]["settings"] = ",".join(cfg.think_anchor)
+    return {**out, "server_timeout_ms": 500, "target_p99_ms": 400}
 
 
 def _median_seconds(fn, *args, repeats=5):
@@ -380,6 +435,11 @@ def _readme(cfg: Config, results: dict) -> str:
         lines += ["", f"Think time, one board (B = 1, {th['positions']} positions of heuristic games): "
                   f"p50 {th['p50_ms']:.1f} ms, p99 {th['p99_ms']:.1f} ms, max {th['max_ms']:.1f} ms "
                   f"(target: p99 under {th['target_p99_ms']} ms = 80% of the {th['server_timeout_ms']} ms timeout)."]
+        an = th.get("anchor")
+        if an:
+            lines += ["", f"The anchor (`{an['settings']}`) on the same boards, in the same run: p50 {an['p50_ms']:.1f} ms, "
+                      f"p99 {an['p99_ms']:.1f} ms, max {an['max_ms']:.1f} ms. This search over the anchor: "
+                      f"p50 {th['p50_ratio']:.2f}x, p99 {th['p99_ratio']:.2f}x, median per board {th['median_ratio']:.2f}x."]
     sp = results.get("speed")
     if sp:
         tree = "in the tree that alpha-beta prunes" if cfg.alphabeta else "enumerated"
@@ -405,8 +465,10 @@ def run(cfg: Config, argv=None) -> dict:
         results["speed"] = search_speed(cfg, key_speed)
     if cfg.think_positions:
         results["think_time"] = think_time(cfg, key_think)
-        print(f"think time p50 {results['think_time']['p50_ms']:.1f} ms, p99 {results['think_time']['p99_ms']:.1f} ms",
-              flush=True)
+        th = results["think_time"]
+        print(f"think time p50 {th['p50_ms']:.1f} ms, p99 {th['p99_ms']:.1f} ms"
+              + (f"; anchor p50 {th['anchor']['p50_ms']:.1f} ms, p99 {th['anchor']['p99_ms']:.1f} ms" if cfg.think_anchor
+                 else ""), flush=True)
     results["strength"] = []
     for kind, k in zip(cfg.opponents, jax.random.split(key_games, len(cfg.opponents))):
         r = play_games(cfg, kind, k)

@@ -176,7 +176,7 @@ def _build(cls: type, overrides: dict, prefix: str = "", base: Any = None):
     return cls(**kwargs)
 
 
-def parse_config(cls: type[C], argv: Sequence[str]) -> C:
+def parse_config(cls: type[C], argv: Sequence[str], base: C | None = None) -> C:
     """Builds ``cls`` from ``key=value`` strings.
 
     Nested dataclass fields take dotted keys (``learner.num_envs=64``); a key
@@ -189,15 +189,17 @@ def parse_config(cls: type[C], argv: Sequence[str]) -> C:
     Args:
         cls: a dataclass type.
         argv: e.g. ``["num_iterations=1000", "games=subsidy_game,stag_hunt"]``.
+        base: an instance of ``cls`` whose values the unnamed settings keep (None: the declared defaults).
 
     Returns:
-        ``cls(**overrides)`` (its ``__post_init__`` validates the values).
+        ``cls(**overrides)``, or ``dataclasses.replace(base, **overrides)`` (its ``__post_init__`` validates
+        the values).
 
     Raises:
         ValueError: for an argument that is not ``key=value``, an unknown
             key or a value of the wrong type (each message names the key).
     """
-    keys = setting_keys(cls)
+    keys = setting_keys(cls, base)
     overrides = {}
     for arg in argv:
         if "=" not in arg:
@@ -207,7 +209,7 @@ def parse_config(cls: type[C], argv: Sequence[str]) -> C:
         f, annotation = keys[key]
         parse = f.metadata.get("parse")
         overrides[key] = parse(value) if parse is not None else _convert(value, annotation, key)
-    return _build(cls, overrides)
+    return _build(cls, overrides, base=base)
 
 
 def _docstring_help(cls: type) -> dict[str, str]:

@@ -152,3 +152,27 @@ def test_search_benchmark_pairs_runs_game_for_game_and_refuses_other_games(tmp_p
         bs.Config(out_dir=str(this), paired_with=str(tmp_path))
     with pytest.raises(ValueError, match="another run's folder"):
         bs.Config(out_dir=str(that), paired_with=str(that))
+
+
+def test_search_benchmark_anchor_changes_only_the_named_agent_settings():
+    bs = _search_benchmark()
+    cfg = bs.Config(depth=5, alphabeta=True, step_budget=40000, default_policy="greedy", think_positions=10,
+                    think_anchor=("alphabeta:false", "depth:4", "step_budget:none"))
+    assert cfg.anchor() == bs.Config(depth=4, default_policy="greedy", think_positions=10)
+    assert bs.Config().anchor() is None
+    for anchor, words in ((("games:5",), "name from"), (("depth",), "name from"), (("depth:0",), "depth"),
+                          (("alphabeta:false",), "step_budget")):  # a budget without alpha-beta
+        with pytest.raises(ValueError, match=words):
+            bs.Config(alphabeta=True, step_budget=40000, think_anchor=anchor)
+    with pytest.raises(ValueError, match="think_positions"):
+        bs.Config(think_positions=0, think_anchor=("depth:2",))
+
+
+def test_search_benchmark_time_summary_against_an_anchor():
+    bs = _search_benchmark()
+    out = bs.time_summary(np.array([10.0, 20.0, 30.0]), np.array([5.0, 5.0, 60.0]))
+    # p99 by linear interpolation between the two largest: 20 + 0.98 * 10 and 5 + 0.98 * 55.
+    assert out["p50_ms"] == 20.0 and out["anchor"]["p50_ms"] == 5.0 and out["p50_ratio"] == 4.0
+    assert out["p99_ratio"] == pytest.approx(29.8 / 58.9)
+    assert out["median_ratio"] == 2.0  # the per-board ratios 2, 4, 0.5
+    assert "anchor" not in bs.time_summary(np.array([1.0]))
