@@ -437,9 +437,10 @@ def _readme(cfg: Config, results: dict) -> str:
                   f"(target: p99 under {th['target_p99_ms']} ms = 80% of the {th['server_timeout_ms']} ms timeout)."]
         an = th.get("anchor")
         if an:
-            lines += ["", f"The anchor (`{an['settings']}`) on the same boards, in the same run: p50 {an['p50_ms']:.1f} ms, "
-                      f"p99 {an['p99_ms']:.1f} ms, max {an['max_ms']:.1f} ms. This search over the anchor: "
-                      f"p50 {th['p50_ratio']:.2f}x, p99 {th['p99_ratio']:.2f}x, median per board {th['median_ratio']:.2f}x."]
+            lines += ["", f"The anchor (`{an['settings']}`) on the same boards, in the same run: "
+                      f"p50 {an['p50_ms']:.1f} ms, p99 {an['p99_ms']:.1f} ms, max {an['max_ms']:.1f} ms. "
+                      f"This search over the anchor: p50 {th['p50_ratio']:.2f}x, p99 {th['p99_ratio']:.2f}x, "
+                      f"median per board {th['median_ratio']:.2f}x."]
     sp = results.get("speed")
     if sp:
         tree = "in the tree that alpha-beta prunes" if cfg.alphabeta else "enumerated"
@@ -466,9 +467,9 @@ def run(cfg: Config, argv=None) -> dict:
     if cfg.think_positions:
         results["think_time"] = think_time(cfg, key_think)
         th = results["think_time"]
+        an = th.get("anchor")
         print(f"think time p50 {th['p50_ms']:.1f} ms, p99 {th['p99_ms']:.1f} ms"
-              + (f"; anchor p50 {th['anchor']['p50_ms']:.1f} ms, p99 {th['anchor']['p99_ms']:.1f} ms" if cfg.think_anchor
-                 else ""), flush=True)
+              + (f"; anchor p50 {an['p50_ms']:.1f} ms, p99 {an['p99_ms']:.1f} ms" if an else ""), flush=True)
     results["strength"] = []
     for kind, k in zip(cfg.opponents, jax.random.split(key_games, len(cfg.opponents))):
         r = play_games(cfg, kind, k)
