@@ -11,7 +11,9 @@
   interrupted run continues where it stopped.
 * **Think time**: one board at a time (B = 1) through the jitted policy the
   HTTP server runs, on positions of heuristic-snake games; p50, p99 and max
-  in ms against the server's 500 ms default timeout.
+  in ms against the server's 500 ms default timeout. With ``think_anchor``,
+  a second search is timed on the same boards, board by board, and the
+  ratios are reported (a speed claim with its anchor in the same run).
 * **Search speed**: kernel steps inside the search per second at B = 1 and
   B = ``speed_batch`` roots, beside the bare kernel's rate (jitted, vmapped
   `env.step` over ``speed_batch`` states) in the same run.
@@ -19,6 +21,8 @@
     python benchmarks/battlesnake_search.py                       # 1000 games per opponent kind
     python benchmarks/battlesnake_search.py games=100 opponents=heuristic
     python benchmarks/battlesnake_search.py games=1000 depth=2 opponents=heuristic  # a CPU-sized run
+    python benchmarks/battlesnake_search.py games=4 chunk=4 opponents=random_safe speed_batch=0 \
+        alphabeta=true think_anchor=alphabeta:false              # alpha-beta's think time against enumeration
     python benchmarks/battlesnake_search.py --help
 
 The default depth (4, the shipped snake's) costs about a tenth of a second
@@ -317,7 +321,7 @@ def positions(cfg: Config, count: int, key: jax.Array):
 
 
 def _one_board_policy(cfg: Config, env: Battlesnake, first):
-    """The jitted one-board policy (what the server runs), compiled on ``first``; returns ms per call."""
+    """The jitted one-board policy (what the server runs), compiled on ``first``: a function timing one call (ms)."""
     agent = cfg.agent()
     policy = jax.jit(lambda s, k: agent.policy(env, s, k, jnp.int32(0)))
     policy(first, jax.random.key(0)).block_until_ready()
