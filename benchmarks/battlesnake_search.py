@@ -105,6 +105,12 @@ class Config:
         paired_with: another run's results folder of the same ``seed``, ``chunk`` and ``max_turns`` (the same
             spawns and seats, game for game): each opponent kind it played is compared game for game (the games
             only one run won, two-sided sign test). ``""``: none.
+        first_chunk, last_chunk: the first and last chunk this run plays (``last_chunk=none``: the last of
+            ``games``): a shard of the full run (e.g. one per core, each with its own ``out_dir``), whose games
+            are those chunks of the full run (the same keys: keep ``games``).
+        merge: a shard's results folder (the same settings, its ``first_chunk`` at most the chunks this run has
+            played): its later chunks are appended to this run's games before play resumes; chunks both played
+            must agree game for game. ``""``: none.
     """
 
     games: int = 1000
@@ -130,6 +136,9 @@ class Config:
     seed: int = 0
     out_dir: str = "results/benchmarks/battlesnake_search"
     paired_with: str = ""
+    first_chunk: int = 0
+    last_chunk: int | None = None
+    merge: str = ""
 
     def __post_init__(self):
         for name in ("games", "chunk", "depth", "max_states", "max_turns"):
@@ -141,6 +150,12 @@ class Config:
         if not isinstance(self.best_reply, bool):
             raise TypeError(f"best_reply must be a bool; got {self.best_reply!r}")
         checks.non_negative_int("seed", self.seed)
+        checks.integer("first_chunk", self.first_chunk, 0, -(-self.games // self.chunk) - 1)
+        if self.last_chunk is not None:
+            checks.integer("last_chunk", self.last_chunk, self.first_chunk, -(-self.games // self.chunk) - 1)
+        if self.merge and (os.path.abspath(self.merge) == os.path.abspath(self.out_dir)
+                           or not os.path.isdir(self.merge)):
+            raise ValueError(f"merge must be another run's existing folder than out_dir; got {self.merge!r}")
         checks.real("learned_weight", self.learned_weight, 0.0, 1.0)
         if self.learned_dir and not self.learned_weight:
             raise ValueError(f"learned_dir={self.learned_dir!r} needs learned_weight > 0")
@@ -241,14 +256,19 @@ def play_games(cfg: Config, kind: str, key: jax.Array) -> dict:
                            or (cfg.alphabeta and k in ("alphabeta", "step_budget"))},
                           sort_keys=True)  # the newer settings only when used: earlier game files still resume
     # (those of random ties, the default before, with tie_break=random)
-    done = dict(np.load(path)) if os.path.exists(path) else {}
-    if done and str(done.get("settings")) != settings:
-        raise ValueError(f"{path} holds games of other settings ({done.get('settings')}); "
-                         f"use another out_dir or delete it")
-    have = int(done["chunks"]) if done else 0
-    fields = ("won", "cause", "length", "truncated", "turn_died")
-    keys = jax.random.split(key, chunks)
-    for c in tqdm(range(have, chunks), desc=f"vs 3x {kind}", unit="chunk", initial=have, total=chunks):
+    done = _games(path, settings)
+    first = int(done.get("first_chunk", 0)) if done else cfg.first_chunk
+    if first != cfg.first_chunk:
+        raise ValueError(f"{path} holds the chunks from {first}; this run starts at first_chunk={cfg.first_chunk}")
+    if cfg.merge:
+        shard = _games(os.path.join(cfg.merge, f"games_{kind}.npz"), settings, what="merge")
+        done = merge_games(done, shard, cfg.chunk, first)
+        if done:
+            _save_games(path, done)
+    have = int(done["chunks"]) if done else first
+    keys = jax.random.split(key, chunks)  # split by the chunk count: shards keep ``games``
+    end = chunks if cfg.last_chunk is None else cfg.last_chunk + 1
+    for c in tqdm(range(have, end), desc=f"vs 3x {kind}", unit="chunk", initial=have - first, total=end - first):
         r = arena.play(env, [agent, other], cfg.chunk, keys[c], lineup=(0, 1, 1, 1), max_steps=cfg.max_turns + 1,
                        chunk_size=cfg.chunk)
         mine = r.agent_of_seat == 0  # [G, 4], one seat per game
@@ -259,12 +279,9 @@ def play_games(cfg: Config, kind: str, key: jax.Array) -> dict:
             "truncated": r.truncated,
             "turn_died": r.stats["eliminated_on_turn"][mine],
         }
-        done = {f: np.concatenate([done[f], new[f]]) if f in done else new[f] for f in fields}
-        done["chunks"] = np.int64(c + 1)
-        done["settings"] = np.asarray(settings)
-        tmp = path + ".tmp.npz"
-        np.savez(tmp, **done)
-        os.replace(tmp, path)
+        done = {f: np.concatenate([done[f], new[f]]) if f in done else new[f] for f in GAME_FIELDS}
+        done.update(chunks=np.int64(c + 1), first_chunk=np.int64(first), settings=np.asarray(settings))
+        _save_games(path, done)
     won, cause = done["won"], done["cause"]
     n, wins = int(won.size), int(won.sum())
     lo, hi = wilson_interval(wins, n)
@@ -273,6 +290,7 @@ def play_games(cfg: Config, kind: str, key: jax.Array) -> dict:
     avoidable = causes.get("out-of-health", 0) + causes.get("wall-collision", 0)
     return {
         "opponent": kind,
+        "first_game": first * cfg.chunk,
         "games": n,
         "wins": wins,
         "win_rate": wins / n,
@@ -286,14 +304,60 @@ def play_games(cfg: Config, kind: str, key: jax.Array) -> dict:
     }
 
 
+GAME_FIELDS = ("won", "cause", "length", "truncated", "turn_died")  # per game, in a games file
+
+
+def _games(path: str, settings: str, what: str = "out_dir") -> dict:
+    """A games file's arrays (``{}`` if there is none); ValueError if it holds games of other settings."""
+    done = dict(np.load(path)) if os.path.exists(path) else {}
+    if done and str(done.get("settings")) != settings:
+        raise ValueError(f"{path} holds games of other settings ({done.get('settings')}); "
+                         f"use another {what} or delete it")
+    return done
+
+
+def _save_games(path: str, done: dict) -> None:
+    tmp = path + ".tmp.npz"
+    np.savez(tmp, **done)
+    os.replace(tmp, path)
+
+
+def merge_games(done: dict, shard: dict, chunk: int, first: int = 0) -> dict:
+    """``done``'s games (chunks ``[a, b)``; none: ``[first, first)``) and those of ``shard`` (``[c, d)``,
+    ``c <= b``) after ``b``: the arrays of a games file.
+
+    Raises ValueError when the shard starts after ``b`` (a gap) or a chunk both played differs.
+    """
+    if not shard:
+        return done
+    a, b = (int(done.get("first_chunk", 0)), int(done["chunks"])) if done else (first, first)
+    c, d = int(shard.get("first_chunk", 0)), int(shard["chunks"])
+    if c > b:
+        raise ValueError(f"the shard to merge starts at chunk {c}, after the chunks played here ({a}-{b - 1}): a gap")
+    lo, hi = max(a, c), min(b, d)  # the chunks both played
+    for f in GAME_FIELDS:
+        if hi > lo and not np.array_equal(shard[f][(lo - c) * chunk:(hi - c) * chunk],
+                                          done[f][(lo - a) * chunk:(hi - a) * chunk]):
+            raise ValueError(f"the shard to merge differs from this run's games in chunks {lo}-{hi - 1} ({f})")
+    if d <= b:
+        return done
+    later = {f: shard[f][(b - c) * chunk:] for f in GAME_FIELDS}
+    return {**{f: np.concatenate([done[f], later[f]]) if done else later[f] for f in GAME_FIELDS},
+            "chunks": np.int64(d), "first_chunk": np.int64(a), "settings": shard["settings"]}
+
+
 def paired(cfg: Config, kind: str) -> dict | None:
     """This run's games against ``kind`` beside ``cfg.paired_with``'s, game for game (None if it played none)."""
     other = os.path.join(cfg.paired_with, f"games_{kind}.npz")
     if not cfg.paired_with or not os.path.exists(other):
         return None
-    mine, theirs = np.load(os.path.join(cfg.out_dir, f"games_{kind}.npz"))["won"], np.load(other)["won"]
-    n = min(mine.size, theirs.size)
-    mine, theirs = mine[:n], theirs[:n]
+    files = np.load(os.path.join(cfg.out_dir, f"games_{kind}.npz")), np.load(other)
+    starts = [int(f["first_chunk"]) * cfg.chunk if "first_chunk" in f else 0 for f in files]
+    lo, hi = max(starts), min(s + f["won"].size for s, f in zip(starts, files))
+    if hi <= lo:
+        return None
+    mine, theirs = (f["won"][lo - s:hi - s] for s, f in zip(starts, files))
+    n = hi - lo
     only_this, only_that = int(np.sum(mine & ~theirs)), int(np.sum(theirs & ~mine))
     return {"with": cfg.paired_with, "games": n, "win_rate": float(mine.mean()), "their_win_rate": float(theirs.mean()),
             "only_this_won": only_this, "only_they_won": only_that, "sign_test_p": sign_test(only_this, only_that)}
@@ -423,7 +487,8 @@ def _readme(cfg: Config, results: dict) -> str:
              "| opponents (3 of them) | games | search snake wins | 95% Wilson | starvation + wall share of its deaths | deaths by cause |",
              "| --- | ---: | ---: | --- | ---: | --- |"]
     for r in results.get("strength", []):
-        lines.append(f"| {r['opponent']} | {r['games']} | {100 * r['win_rate']:.1f}% | "
+        shard = f" (games from {r['first_game']} on)" if r.get("first_game") else ""
+        lines.append(f"| {r['opponent']}{shard} | {r['games']} | {100 * r['win_rate']:.1f}% | "
                      f"[{100 * r['wilson95'][0]:.1f}, {100 * r['wilson95'][1]:.1f}] | "
                      f"{100 * r['starvation_plus_wall_share_of_deaths']:.1f}% | "
                      + ", ".join(f"{k} {v}" for k, v in sorted(r["death_causes"].items())) + " |")

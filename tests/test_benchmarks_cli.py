@@ -176,3 +176,45 @@ def test_search_benchmark_time_summary_against_an_anchor():
     assert out["p99_ratio"] == pytest.approx(29.8 / 58.9)
     assert out["median_ratio"] == 2.0  # the per-board ratios 2, 4, 0.5
     assert "anchor" not in bs.time_summary(np.array([1.0]))
+
+
+def _games_file(first, chunks, won, settings="s"):
+    won = np.asarray(won, bool)
+    return {"won": won, "cause": (~won).astype(np.int32), "length": np.full(won.size, 9, np.int32),
+            "truncated": np.zeros(won.size, bool), "turn_died": np.zeros(won.size, np.int32),
+            "chunks": np.int64(chunks), "first_chunk": np.int64(first), "settings": np.asarray(settings)}
+
+
+def test_search_benchmark_merges_a_shard_after_the_games_played():
+    bs = _search_benchmark()
+    done = _games_file(0, 2, [1, 0, 1, 1])  # chunks 0-1 of 2 games each
+    shard = _games_file(1, 4, [1, 1, 0, 0, 1, 0])  # chunks 1-3; chunk 1 as played here
+    merged = bs.merge_games(done, shard, chunk=2)
+    assert merged["won"].tolist() == [True, False, True, True, False, False, True, False]
+    assert int(merged["chunks"]) == 4 and int(merged["first_chunk"]) == 0 and merged["cause"].dtype == np.int32
+    assert bs.merge_games(done, _games_file(0, 1, [1, 0]), chunk=2) is done  # nothing later than chunk 1
+    assert bs.merge_games(done, {}, chunk=2) is done
+    alone = bs.merge_games({}, shard, chunk=2, first=1)  # nothing played here yet, from chunk 1
+    assert alone["won"].tolist() == shard["won"].tolist() and int(alone["first_chunk"]) == 1
+    with pytest.raises(ValueError, match="differs .* chunks 1-1"):
+        bs.merge_games(done, _games_file(1, 3, [0, 1, 1, 1]), chunk=2)
+    with pytest.raises(ValueError, match="a gap"):
+        bs.merge_games(done, _games_file(3, 4, [1, 1]), chunk=2)
+
+
+def test_search_benchmark_pairs_a_shard_by_game_index_and_refuses_bad_chunks(tmp_path):
+    bs = _search_benchmark()
+    this, that = tmp_path / "this", tmp_path / "that"
+    for folder in (this, that):
+        folder.mkdir()
+        (folder / "config.json").write_text(json.dumps({"seed": 0, "chunk": 2, "max_turns": 1000}))
+    np.savez(this / "games_heuristic.npz", **_games_file(2, 4, [1, 1, 1, 0]))  # games 4-7
+    np.savez(that / "games_heuristic.npz", won=np.asarray([0, 0, 0, 0, 1, 0, 0], bool))  # games 0-6
+    cfg = bs.Config(chunk=2, games=8, out_dir=str(this), paired_with=str(that))
+    # Games 4-6: this run won all three, that run game 4 only.
+    pr = bs.paired(cfg, "heuristic")
+    assert (pr["games"], pr["only_this_won"], pr["only_they_won"]) == (3, 2, 0)
+    for bad, key in ((dict(first_chunk=4), "first_chunk"), (dict(first_chunk=2, last_chunk=1), "last_chunk"),
+                     (dict(merge=str(tmp_path / "none")), "merge"), (dict(merge=str(this)), "merge")):
+        with pytest.raises(ValueError, match=key):
+            bs.Config(chunk=2, games=8, out_dir=str(this), **bad)
