@@ -95,7 +95,9 @@ class Config:
             `SearchAgent`'s defaults.
         max_states: the search's bound on enumerated states (`SearchAgent`'s ``max_states``).
         max_turns: turn limit (the game is truncated there).
-        think_positions: boards timed one at a time (0: no think-time measurement).
+        think_positions: boards drawn for the think time, every 10th turn of the first 200 of
+            ``ceil(think_positions / 20)`` heuristic games; those where the timed snake is alive and the game
+            not over are timed, one at a time (``157``: 71 boards). 0: no think-time measurement.
         think_anchor: an anchor search timed on the same boards in the same run, interleaved board by board:
             this run's agent settings with these ``name:value`` changes (e.g. ``alphabeta:false,depth:4``);
             its times and the ratios to them are reported beside this search's. ``()``: none.
