@@ -60,7 +60,7 @@ def test_a_base_instance_keeps_its_values_for_the_unnamed_keys():
     base = Outer(learner=Inner(num_envs=16, rate=0.1), out="results/y")
     c = experiment.parse_config(Outer, ["sizes=7", "budget_minutes=3"], base=base)
     assert c == Outer(learner=Inner(num_envs=16, sizes=(7,), rate=0.1), out="results/y", budget_minutes=3.0)
-    with pytest.raises(ValueError, match="num_envs"):  # the base's values are validated like any others
+    with pytest.raises(ValueError, match="num_envs"):  # an override of the base is validated as any other
         experiment.parse_config(Outer, ["num_envs=0"], base=base)
 
 
