@@ -326,9 +326,19 @@ def _save_games(path: str, done: dict) -> None:
 
 def merge_games(done: dict, shard: dict, chunk: int, first: int = 0) -> dict:
     """``done``'s games (chunks ``[a, b)``; none: ``[first, first)``) and those of ``shard`` (``[c, d)``,
-    ``c <= b``) after ``b``: the arrays of a games file.
+    ``c <= b``) after ``b``.
 
-    Raises ValueError when the shard starts after ``b`` (a gap) or a chunk both played differs.
+    Args:
+        done, shard: the arrays of a games file (``{}``: none): `GAME_FIELDS`, each ``[games]`` (``chunk`` per
+            chunk), with ``chunks`` (the end chunk), ``first_chunk`` (0 if absent) and ``settings``.
+        chunk: games per chunk.
+        first: the first chunk of ``done`` when it holds none.
+
+    Returns:
+        The arrays of the merged file (``done`` itself when the shard adds nothing).
+
+    Raises:
+        ValueError: the shard starts after ``b`` (a gap), or a chunk both played differs.
     """
     if not shard:
         return done
@@ -402,8 +412,17 @@ def _one_board_policy(cfg: Config, env: Battlesnake, first):
 
 
 def time_summary(ms: np.ndarray, anchor_ms: np.ndarray | None = None) -> dict:
-    """Percentiles of per-board times (ms); with the anchor's times on the same boards, theirs and the ratios
-    (this search's over the anchor's: of the p50s, of the p99s, and the median of the per-board ratios)."""
+    """Percentiles of per-board times; with the anchor's times on the same boards, theirs and the ratios
+    (this search's over the anchor's: of the p50s, of the p99s, and the median of the per-board ratios).
+
+    Args:
+        ms: float ``[N]``, milliseconds per board (N >= 1).
+        anchor_ms: float ``[N]``, the anchor's on the same boards, or None.
+
+    Returns:
+        ``{"positions", "p50_ms", "p99_ms", "max_ms"}`` (percentiles by linear interpolation), with an anchor
+        also ``"anchor"`` (its three figures) and ``"p50_ratio"``, ``"p99_ratio"``, ``"median_ratio"``.
+    """
     out = {"positions": int(ms.size), "p50_ms": float(np.percentile(ms, 50)), "p99_ms": float(np.percentile(ms, 99)),
            "max_ms": float(ms.max())}
     if anchor_ms is not None:

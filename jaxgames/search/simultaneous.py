@@ -953,9 +953,9 @@ def best_reply_alphabeta(
     1975, fail-soft). A node steps its valid joint actions, a third of the
     codes at a time (``vmap``), and values every child with ``evaluate``: a
     child at the last ply is a leaf; above it the values order the search
-    (the player's moves by their best child, the answers worst first). The root is searched
-    with an open window for each own action, so ``action_values`` are
-    exact: equal to `maximin`'s up to float rounding.
+    (the player's moves by their best child, the answers worst first). The
+    root is searched with an open window for each own action, so
+    ``action_values`` are exact: equal to `maximin`'s up to float rounding.
 
     One root, pure JAX (a ``lax.while_loop`` of one node expansion an
     iteration): jit it, and map it over roots with ``lax.map`` (under
