@@ -473,3 +473,33 @@ def test_won_food_term_is_the_health_left_at_the_won_food_always_hungry():
                                   np.asarray(zero(from_ascii(CONTESTED_FOOD))))
     with pytest.raises(ValueError, match="won_food_weight"):
         evaluation.evaluate(from_ascii(CONTESTED_FOOD), won_food_weight=float("nan"))
+
+
+def _stacked(board: Board, lengths) -> Board:
+    """``board`` (heads only, from `_heads_only`) with each snake stacked at its head to ``lengths``."""
+    lengths = np.asarray(lengths, np.int32)
+    body = np.where(np.asarray(board.body) > 0, lengths[:, None], 0).astype(np.int8)
+    return board.replace(length=jnp.asarray(lengths), body=jnp.asarray(body))
+
+
+@pytest.mark.parametrize("lengths, term", [((9, 3), [0.0, 0.0]), ((10, 3), [-1.0, 0.0]), ((10, 10), [-1.0, -1.0])])
+def test_cramped_term_is_minus_one_when_the_territory_cannot_hold_the_snake(lengths, term):
+    # Two corners of an empty 5x5 (the territory test above): each snake reaches 9 cells first; a
+    # stacked snake's own cell is its head, so its length does not change the partition.
+    b = _stacked(_heads_only(CORNERS), lengths)
+    assert TERRITORY(b).tolist() == [9, 9]
+    alone = dict(territory_weight=0.0, longest_weight=0.0, nearest_weight=0.0, starvation_weight=0.0,
+                 head_to_head_weight=0.0, food_weight=0.0, cramped_weight=1.0)
+    v = jax.jit(functools.partial(evaluation.evaluate, **alone))(b)
+    np.testing.assert_allclose(np.asarray(v), evaluation.LIVE_BOUND * np.asarray(term))
+
+
+def test_cramped_weight_default_zero_and_checked():
+    board = _walled(5)  # A's territory (at most its 2 cells of space) is below its length 3
+    on = jax.jit(functools.partial(evaluation.evaluate, cramped_weight=0.5))(board)
+    off = EVALUATE(board)
+    assert float(on[0]) < float(off[0])
+    np.testing.assert_array_equal(np.asarray(off), np.asarray(
+        jax.jit(functools.partial(evaluation.evaluate, cramped_weight=0.0))(board)))
+    with pytest.raises(ValueError, match="cramped_weight"):
+        evaluation.evaluate(board, cramped_weight=-0.5)

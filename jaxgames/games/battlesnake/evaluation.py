@@ -253,6 +253,9 @@ def _features(board: Board, rounds: int, players: jax.Array | None, space: bool)
     )
 
 
+_TERMS = 9  # the leading `_Weights` fields that weigh a term
+
+
 class _Weights(NamedTuple):
     territory: float
     length_vs_longest: float
@@ -262,13 +265,14 @@ class _Weights(NamedTuple):
     food: float
     space: float
     won_food: float
+    cramped: float
     length_scale: float
     hunger_health: int
     hungry_unless_longest: bool
 
 
 def _weights(territory_weight, longest_weight, nearest_weight, starvation_weight, head_to_head_weight,
-             food_weight, space_weight, won_food_weight, length_scale, hunger_health,
+             food_weight, space_weight, won_food_weight, cramped_weight, length_scale, hunger_health,
              hungry_unless_longest) -> _Weights:
     """Checks the weights at the Python boundary (finite, >= 0, not all 0; ``length_scale`` > 0)."""
     w = _Weights(
@@ -280,13 +284,14 @@ def _weights(territory_weight, longest_weight, nearest_weight, starvation_weight
         checks.real("food_weight", food_weight, lo=0.0, dtype="float32"),
         checks.real("space_weight", space_weight, lo=0.0, dtype="float32"),
         checks.real("won_food_weight", won_food_weight, lo=0.0, dtype="float32"),
+        checks.real("cramped_weight", cramped_weight, lo=0.0, dtype="float32"),
         checks.real("length_scale", length_scale, lo=0.0, lo_open=True, dtype="float32"),
         checks.integer("hunger_health", hunger_health, 1, rules.SNAKE_MAX_HEALTH),
         hungry_unless_longest,
     )
     if not isinstance(hungry_unless_longest, bool):
         raise TypeError(f"hungry_unless_longest must be a bool; got {hungry_unless_longest!r}")
-    if sum(w[:8]) <= 0.0:
+    if sum(w[:_TERMS]) <= 0.0:
         raise ValueError("the evaluation weights must not all be 0")
     return w
 
@@ -302,6 +307,7 @@ def evaluate(
     food_weight: float = 0.2,
     space_weight: float = 0.0,
     won_food_weight: float = 0.0,
+    cramped_weight: float = 0.0,
     length_scale: float = 3.0,
     hunger_health: int = 50,
     hungry_unless_longest: bool = False,
@@ -329,7 +335,9 @@ def evaluate(
       than its length), else 0;
     * won food: ``2 clip((health - won_food_distance) / 100, 0, 1) - 1``,
       the food term over the food the snake reaches strictly first, always
-      hungry: it draws the snake to food no other snake can take first.
+      hungry: it draws the snake to food no other snake can take first;
+    * cramped: -1 when the snake's territory holds fewer cells than its
+      length (the cells it reaches first cannot hold its body), else 0.
 
     An eliminated snake is worth -1 and the sole survivor of a game of two
     or more snakes +1 (the Env's loss and win rewards). The defaults are
@@ -339,8 +347,8 @@ def evaluate(
     Args:
         board: one board (vmap for a batch).
         territory_weight, longest_weight, nearest_weight, starvation_weight,
-            head_to_head_weight, food_weight, space_weight, won_food_weight: the weights, finite, >= 0,
-            not all 0.
+            head_to_head_weight, food_weight, space_weight, won_food_weight, cramped_weight: the weights,
+            finite, >= 0, not all 0.
         length_scale: length difference (segments) at which a length term
             reaches ``tanh(1) = 0.76``; > 0.
         hunger_health: health margin (1..100) from which the food term is +1.
@@ -362,7 +370,8 @@ def evaluate(
         TypeError, ValueError: a bad board, weight or ``rounds``, naming it.
     """
     w = _weights(territory_weight, longest_weight, nearest_weight, starvation_weight, head_to_head_weight,
-                 food_weight, space_weight, won_food_weight, length_scale, hunger_health, hungry_unless_longest)
+                 food_weight, space_weight, won_food_weight, cramped_weight, length_scale, hunger_health,
+                 hungry_unless_longest)
     _check_board(board)
     f = _features(board, _rounds(board, rounds), players, space=bool(w.space > 0))
     rows = _rows(board, players)
@@ -382,9 +391,10 @@ def evaluate(
         -f.trapped.astype(jnp.float32),
         jnp.clip((health - jnp.minimum(f.won_food_distance, 2 * rules.SNAKE_MAX_HEALTH))
                  / rules.SNAKE_MAX_HEALTH, 0.0, 1.0) * 2.0 - 1.0,
+        -(f.territory < board.length[rows]).astype(jnp.float32),
     )
-    total = sum(w[:8])
-    live = LIVE_BOUND * sum((wi / total) * term for wi, term in zip(w[:8], terms))
+    total = sum(w[:_TERMS])
+    live = LIVE_BOUND * sum((wi / total) * term for wi, term in zip(w[:_TERMS], terms))
     sole = alive & (n_alive == 1) & (board.num_snakes > 1)
     return jnp.where(alive, jnp.where(sole, 1.0, live), -1.0).astype(jnp.float32)
 
