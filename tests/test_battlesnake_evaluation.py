@@ -492,6 +492,9 @@ def test_cramped_term_is_minus_one_when_the_territory_cannot_hold_the_snake(leng
                  head_to_head_weight=0.0, food_weight=0.0, cramped_weight=1.0)
     v = jax.jit(functools.partial(evaluation.evaluate, **alone))(b)
     np.testing.assert_allclose(np.asarray(v), evaluation.LIVE_BOUND * np.asarray(term))
+    # the agent's path: only the ``players`` rows, in their order
+    rows = jax.jit(functools.partial(evaluation.evaluate, players=jnp.array([1, 0]), **alone))(b)
+    np.testing.assert_allclose(np.asarray(rows), evaluation.LIVE_BOUND * np.asarray(term)[::-1])
 
 
 def test_cramped_weight_default_zero_and_checked():
