@@ -152,9 +152,9 @@ class Config:
         if not isinstance(self.best_reply, bool):
             raise TypeError(f"best_reply must be a bool; got {self.best_reply!r}")
         checks.non_negative_int("seed", self.seed)
-        checks.integer("first_chunk", self.first_chunk, 0, -(-self.games // self.chunk) - 1)
+        checks.integer("first_chunk", self.first_chunk, 0, self.num_chunks - 1)
         if self.last_chunk is not None:
-            checks.integer("last_chunk", self.last_chunk, self.first_chunk, -(-self.games // self.chunk) - 1)
+            checks.integer("last_chunk", self.last_chunk, self.first_chunk, self.num_chunks - 1)
         if self.merge and (os.path.abspath(self.merge) == os.path.abspath(self.out_dir)
                            or not os.path.isdir(self.merge)):
             raise ValueError(f"merge must be another run's existing folder than out_dir; got {self.merge!r}")
@@ -172,6 +172,11 @@ class Config:
         if self.paired_with:
             self._check_pair()
         self.anchor()  # a bad anchor fails here too
+
+    @property
+    def num_chunks(self) -> int:
+        """Chunks of the full run: ``ceil(games / chunk)`` (each chunk's key is split from this count)."""
+        return -(-self.games // self.chunk)
 
     def anchor(self) -> Config | None:
         """The think-time anchor: this config with ``think_anchor``'s agent settings changed (None: no anchor)."""
@@ -247,7 +252,7 @@ def play_games(cfg: Config, kind: str, key: jax.Array) -> dict:
     """Plays (or resumes) ``cfg.games`` games of the search snake against three ``kind`` snakes."""
     env, agent, other = _env(cfg), cfg.agent(), OPPONENTS[kind]()
     path = os.path.join(cfg.out_dir, f"games_{kind}.npz")
-    chunks = -(-cfg.games // cfg.chunk)
+    chunks = cfg.num_chunks
     settings = json.dumps({k: v for k, v in dataclasses.asdict(cfg).items()
                            if k in ("chunk", "depth", "search_opponents", "branching", "best_reply", "max_turns",
                                      "seed") or (cfg.learned_weight and k in ("learned_weight", "learned_dir"))
