@@ -469,7 +469,7 @@ def _best_reply_oracle(env, state, keys, player, searched, depth, leaf, ply=0, r
     call."""
     legal = np.asarray(state.legal_action_mask)
     values = np.where(legal[player], np.inf, -np.inf)
-    base = np.asarray(policy(state.board, keys[ply]))
+    base = np.asarray(_jit_once(policy)(state.board, keys[ply]))
     own, joints = [], []
     for o in np.flatnonzero(legal[player]):
         answers = [base.copy()]
@@ -501,7 +501,12 @@ def _best_reply_oracle(env, state, keys, player, searched, depth, leaf, ply=0, r
     return values
 
 
-_STEPS, _LEAF_FNS = {}, {}
+_STEPS, _LEAF_FNS, _JITTED = {}, {}, {}
+
+
+def _jit_once(fn):
+    """``fn`` jitted, once per function: eagerly, each of its ops would dispatch on its own (about 50 ms a call)."""
+    return _JITTED.setdefault(fn, jax.jit(fn))
 
 
 def _stepper(env):
@@ -561,7 +566,7 @@ def test_replies_only_near_the_root_equal_a_plain_enumeration(reply_depth):
     full = _best_reply_oracle(env, state, jax.random.split(key, 3), 1, searched.tolist(), 2, leaf)
     legal = np.asarray(state.legal_action_mask)[1]
     assert np.all(want[legal] >= full[legal] - 1e-6)  # fewer answers: never a worse worst case
-    for leaf_batch in (None, 5):
+    for leaf_batch in (5, None):
         out = jitted(sim.maximin, env, state, key, player=1, depth=2, evaluate=leaf, searched=jnp.asarray(searched),
                      default_policy=default, best_reply=True, leaf_batch=leaf_batch, reply_depth=reply_depth)
         np.testing.assert_allclose(np.asarray(out.action_values)[legal], want[legal], atol=1e-5)
@@ -569,9 +574,7 @@ def test_replies_only_near_the_root_equal_a_plain_enumeration(reply_depth):
     count = [4 + 4 * 4, 36 + 36 * 4][reply_depth]
     assert sim.check_maximin_settings(env, player=1, depth=2, searched=searched, default_policy=default,
                                       best_reply=True, reply_depth=reply_depth) == count
-    out = jitted(sim.maximin, env, state, key, player=1, depth=2, evaluate=leaf, searched=jnp.asarray(searched),
-                 default_policy=default, best_reply=True, reply_depth=reply_depth)
-    assert int(out.num_steps) == count
+    assert int(out.num_steps) == count  # the loop's last search: every leaf in one batch
     for bad, error in (({"reply_depth": 3}, ValueError), ({"reply_depth": -1}, ValueError),
                        ({"reply_depth": 1.0}, TypeError), ({"reply_depth": 1, "best_reply": False}, ValueError)):
         settings = {"best_reply": True, **bad}
@@ -619,7 +622,8 @@ def test_policy_search_is_the_search_behind_the_policys_move():
     env, state = _state(THREE_CLOSE, 3)
     agent = SearchAgent(depth=2)
     key = jax.random.key(7)
-    out = jax.jit(lambda s, k: agent.policy_search(env, s, k, jnp.int32(0)))(state, key)
+    policy_search = jax.jit(lambda s, k, p: agent.policy_search(env, s, k, p))
+    out = policy_search(state, key, jnp.int32(0))
     want = jax.jit(lambda s, k: agent.search(env, s, k, jnp.int32(0)))(state, jax.random.split(key)[0])
     np.testing.assert_array_equal(np.asarray(out.action_values), np.asarray(want.action_values))
     values = np.asarray(jax.jit(lambda s, k: agent.move_values(env, s, k, jnp.int32(0)))(state, jax.random.split(key)[0]))
@@ -629,7 +633,7 @@ def test_policy_search_is_the_search_behind_the_policys_move():
     both = jax.jit(agent.batched_policy_search(env))(states, jnp.stack([key, jax.random.key(8)]),
                                                      jnp.asarray([0, 1], jnp.int32))
     np.testing.assert_array_equal(np.asarray(both.action_values)[0], np.asarray(out.action_values))
-    one = jax.jit(lambda s, k: agent.policy_search(env, s, k, jnp.int32(1)))(state, jax.random.key(8))
+    one = policy_search(state, jax.random.key(8), jnp.int32(1))
     np.testing.assert_array_equal(np.asarray(both.num_steps), [int(out.num_steps), int(one.num_steps)])
 
 
@@ -638,8 +642,11 @@ def test_alphabeta_values_equal_a_plain_best_reply_enumeration(depth):
     # The same best-reply tree as the plain-Python enumeration, searched depth first with pruning: the root's
     # action values are exact (each own move gets an open window), and from depth 3 subtrees are cut.
     env, state, leaf, searched, key, default = _three_close_best_reply()
-    out = jitted(sim.best_reply_alphabeta, env, state, key, player=1, depth=depth, evaluate=leaf,
-                 searched=jnp.asarray(searched), default_policy=default)
+    # The budget a traced argument: one compile for both runs. Without one it is int32's largest, as for None.
+    search = jax.jit(lambda s, k, m: sim.best_reply_alphabeta(env, s, k, player=1, depth=depth, evaluate=leaf,
+                                                              searched=jnp.asarray(searched), default_policy=default,
+                                                              max_steps=m))
+    out = search(state, key, jnp.int32(np.iinfo(np.int32).max))
     want = _best_reply_oracle(env, state, jax.random.split(key, depth + 1), 1, searched.tolist(), depth, leaf)
     legal = np.asarray(state.legal_action_mask)[1]
     np.testing.assert_allclose(np.asarray(out.action_values)[legal], want[legal], atol=1e-5)
@@ -652,8 +659,7 @@ def test_alphabeta_values_equal_a_plain_best_reply_enumeration(depth):
         assert int(out.num_steps) < full // 4
     # A budget it passes stops the search, marked unfinished by its count.
     if depth > 1:
-        small = jitted(sim.best_reply_alphabeta, env, state, key, player=1, depth=depth, evaluate=leaf,
-                       searched=jnp.asarray(searched), default_policy=default, max_steps=40)
+        small = search(state, key, jnp.int32(40))
         assert 40 < int(small.num_steps) < int(out.num_steps)
 
 
