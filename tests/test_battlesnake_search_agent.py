@@ -326,12 +326,12 @@ def test_vmapped_roots_give_the_moves_of_one_root_at_a_time():
     keys = jax.random.split(jax.random.key(7), 4)
     states = jax.vmap(env.init)(keys)
     players = jnp.arange(4, dtype=jnp.int32)
-    mapped = SearchAgent(depth=2, opponents=2, vmap_roots=False)
-    vmapped = SearchAgent(depth=2, opponents=2, vmap_roots=True)
+    mapped = SearchAgent(depth=1, opponents=2, vmap_roots=False)
+    vmapped = SearchAgent(depth=1, opponents=2, vmap_roots=True)
     assert mapped.settings_key(env) != vmapped.settings_key(env)  # separate compiled code
     want = np.asarray(mapped.compiled(env)(states, keys, players))
     assert np.array_equal(np.asarray(vmapped.compiled(env)(states, keys, players)), want)
-    one = jax.jit(lambda s, k, p: mapped.policy(env, s, k, p, 2))
+    one = jax.jit(lambda s, k, p: mapped.policy(env, s, k, p, 1))
     for b in range(4):  # and each is the one-board policy's move
         assert int(one(jax.tree.map(lambda x: x[b], states), keys[b], players[b])) == want[b]
     # On a CPU a root whose snake is eliminated (root 1), or whose game is over (root 2), is not searched:
@@ -620,7 +620,7 @@ def test_policy_search_is_the_search_behind_the_policys_move():
     # `policy` searches with the first key of `jax.random.split(key)`: `policy_search` with the same key is that
     # search, its move has the best `move_values`, and the batched form gives each root's search.
     env, state = _state(THREE_CLOSE, 3)
-    agent = SearchAgent(depth=2)
+    agent = SearchAgent(depth=1)
     key = jax.random.key(7)
     policy_search = jax.jit(lambda s, k, p: agent.policy_search(env, s, k, p))
     out = policy_search(state, key, jnp.int32(0))
@@ -675,8 +675,9 @@ def test_alphabeta_agent_plays_the_forced_move_and_sees_the_trap():
 
 
 def test_alphabeta_agent_with_a_step_budget_falls_back_one_ply():
-    # 4 snakes on 7x7: depth 1, then depth 2, need more than 30 states, so the move comes from the depth-1 search.
-    env = Battlesnake(board_size=7, num_snakes=4, observation="none")
+    # 2 snakes on 7x7: depth 1 steps 12 states (3 own moves against none and 3 answers), depth 2 then needs more
+    # than the 18 left of 30, so the move comes from the depth-1 search.
+    env = Battlesnake(board_size=7, num_snakes=2, observation="none")
     state = env.init(jax.random.key(2))
     key = jax.random.key(0)
 
@@ -686,6 +687,7 @@ def test_alphabeta_agent_with_a_step_budget_falls_back_one_ply():
 
     one, two = search(depth=1), search(depth=2)
     assert not np.array_equal(np.asarray(one.action_values), np.asarray(two.action_values))
+    assert int(one.num_steps) == 12 and int(two.num_steps) > 30
     tight = search(depth=2, step_budget=30)
     np.testing.assert_array_equal(np.asarray(tight.action_values), np.asarray(one.action_values))
     assert int(tight.num_steps) > 30
