@@ -4,21 +4,20 @@ The suite is compile-bound: most of its time is XLA compiling small
 programs that then run for milliseconds. Two settings cut that time; what
 the tests assert is unchanged by either.
 
-* **Cheaper compilation** (`FAST_COMPILE_FLAGS`: LLVM's expensive passes
-  off, the classic emitters instead of the fusion emitters). It changes
-  how fast the compiled code runs, not what it computes (up to float
-  rounding, which every float comparison here allows for: bitwise
-  comparisons are between two results compiled alike in one process). If
-  this jaxlib does not know one of the flags (XLA aborts on unknown
-  flags), a probe at session start notices and the session keeps XLA's
-  defaults. Not used: ``--xla_backend_optimization_level=0``, which is
-  faster still (``python -m pytest -q -n 2 tests/test_q_snake.py``: 106 s
-  at XLA's defaults, 81 s with these two flags, 49 s with that one too,
-  one run each on this 2-core machine), but under which the AlphaZero update's
-  gradients come out NaN at the second step of the tiny Onitama config
-  where XLA's defaults (and these flags) give finite ones with the same
-  loss (2026-11-22, jax 0.10.2): tests under it would not test what users
-  run.
+* **Cheaper compilation** (`FAST_COMPILE_FLAGS`: LLVM's optimization level
+  0 and its expensive passes off, the classic emitters instead of the
+  fusion emitters). It changes how fast the compiled code runs, not what
+  it computes (up to float rounding, which every float comparison here
+  allows for: bitwise comparisons are between two results compiled alike
+  in one process). If this jaxlib does not know one of the flags (XLA
+  aborts on unknown flags), a probe at session start notices and the
+  session keeps XLA's defaults. The whole suite (``python -m pytest -q -n 2``,
+  one run each on a 2-core Intel Xeon, 2026-11-30): 1198 s with the last
+  two flags alone, 671 s with level 0 too. Level 0 once made the AlphaZero
+  update's gradients NaN on the tiny Onitama config: ``jnp.max``'s gradient
+  found no cell equal to the max, XLA having computed its input twice with
+  different rounding. `jaxgames.networks.dots_and_boxes.global_pool` now
+  takes the max at its arg-max instead.
 * **Persistent compilation cache**, keyed on the lowered program, the
   compile options, the XLA flags and the jax/jaxlib versions. Many tests
   compile a program another test (often in the other xdist worker) has
@@ -61,7 +60,8 @@ from typing import Iterable, Mapping
 
 import pytest
 
-FAST_COMPILE_FLAGS = "--xla_llvm_disable_expensive_passes=true --xla_cpu_use_fusion_emitters=false"
+FAST_COMPILE_FLAGS = ("--xla_backend_optimization_level=0 --xla_llvm_disable_expensive_passes=true "
+                      "--xla_cpu_use_fusion_emitters=false")
 GPU_DETERMINISM_FLAGS = "--xla_gpu_deterministic_ops=true"
 GPU_MATMUL_PRECISION = "highest"
 PROFILES = ("cpu", "gpu", "other")

@@ -124,6 +124,17 @@ def zero_evaluate(num_actions):
     return evaluate
 
 
+def test_global_pool_by_hand():
+    # One channel [[1, 3], [3, 2]]: mean 9 / 4, max 3. The max's gradient goes to its first cell (row 0,
+    # column 1) alone, where jnp.max's would split it between the two cells equal to 3.
+    x = jnp.asarray([[1.0, 3.0], [3.0, 2.0]], jnp.float32)[None, :, :, None]
+    np.testing.assert_array_equal(np.asarray(nets.global_pool(x)), [[2.25, 3.0]])
+    grad = jax.jit(jax.grad(lambda x: nets.global_pool(x)[0, 1]))(x)
+    np.testing.assert_array_equal(np.asarray(grad)[0, :, :, 0], [[0.0, 1.0], [0.0, 0.0]])
+    batch = jnp.stack([x[0], -x[0]])  # a batch of two: each row pooled alone
+    np.testing.assert_array_equal(np.asarray(jax.jit(nets.global_pool)(batch)), [[2.25, 3.0], [-2.25, -1.0]])
+
+
 def test_search_finds_the_one_move_win():
     """Gumbel search here; PUCT (``algorithm="muzero"``) through the agent in `test_agent_...`."""
     env = DotsAndBoxes(1, 2)

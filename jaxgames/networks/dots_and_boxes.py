@@ -121,8 +121,17 @@ def features(observation: jax.Array) -> jax.Array:
 
 
 def global_pool(x: jax.Array) -> jax.Array:
-    """``[N, H, W, F] -> [N, 2F]``: mean and max over the grid."""
-    return jnp.concatenate([jnp.mean(x, axis=(1, 2)), jnp.max(x, axis=(1, 2))], axis=-1)
+    """``[N, H, W, F] -> [N, 2F]``: mean and max over the grid.
+
+    The max is the value at the first arg-max, and its gradient goes to that
+    cell. ``jnp.max``'s gradient divides by the number of cells equal to the
+    max, and XLA may compute ``x`` twice with different rounding (on CPU at
+    ``--xla_backend_optimization_level=0``): no cell equals it, and the
+    gradient is 0 / 0. The values are those of ``jnp.max``.
+    """
+    flat = x.reshape(x.shape[0], -1, x.shape[-1])
+    first = jnp.argmax(flat, axis=1)[:, None, :]  # [N, 1, F]
+    return jnp.concatenate([jnp.mean(x, axis=(1, 2)), jnp.take_along_axis(flat, first, axis=1)[:, 0]], axis=-1)
 
 
 class ResidualBlock(nn.Module):
