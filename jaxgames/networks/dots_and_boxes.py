@@ -120,18 +120,29 @@ def features(observation: jax.Array) -> jax.Array:
     return out
 
 
+@jax.custom_jvp
+def _grid_max(x: jax.Array) -> jax.Array:
+    """``[N, P, F] -> [N, F]``: ``jnp.max`` over axis 1; its derivative is the tangent at the first arg-max."""
+    return jnp.max(x, axis=1)
+
+
+@_grid_max.defjvp
+def _grid_max_jvp(primals, tangents):
+    (x,), (dx,) = primals, tangents
+    first = jnp.arange(x.shape[1])[None, :, None] == jnp.argmax(x, axis=1)[:, None, :]  # [N, P, F], one True per column
+    return jnp.max(x, axis=1), jnp.sum(jnp.where(first, dx, 0.0), axis=1)
+
+
 def global_pool(x: jax.Array) -> jax.Array:
     """``[N, H, W, F] -> [N, 2F]``: mean and max over the grid.
 
-    The max is the value at the first arg-max, and its gradient goes to that
-    cell. ``jnp.max``'s gradient divides by the number of cells equal to the
-    max, and XLA may compute ``x`` twice with different rounding (on CPU at
+    The max's gradient goes to its first arg-max cell. ``jnp.max``'s own
+    divides by the number of cells equal to the max, and XLA may compute
+    ``x`` twice with different rounding (on CPU at
     ``--xla_backend_optimization_level=0``): no cell equals it, and the
-    gradient is 0 / 0. The values are those of ``jnp.max``.
+    gradient is 0 / 0. The values are ``jnp.max``'s.
     """
-    flat = x.reshape(x.shape[0], -1, x.shape[-1])
-    first = jnp.argmax(flat, axis=1)[:, None, :]  # [N, 1, F]
-    return jnp.concatenate([jnp.mean(x, axis=(1, 2)), jnp.take_along_axis(flat, first, axis=1)[:, 0]], axis=-1)
+    return jnp.concatenate([jnp.mean(x, axis=(1, 2)), _grid_max(x.reshape(x.shape[0], -1, x.shape[-1]))], axis=-1)
 
 
 class ResidualBlock(nn.Module):
