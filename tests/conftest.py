@@ -12,12 +12,13 @@ the tests assert is unchanged by either.
   in one process). If this jaxlib does not know one of the flags (XLA
   aborts on unknown flags), a probe at session start notices and the
   session keeps XLA's defaults. The whole suite (``python -m pytest -q -n 2``,
-  one run each on a 2-core Intel Xeon, 2026-11-30): 1198 s with the last
-  two flags alone, 671 s with level 0 too. Level 0 once made the AlphaZero
-  update's gradients NaN on the tiny Onitama config: ``jnp.max``'s gradient
-  found no cell equal to the max, XLA having computed its input twice with
-  different rounding. `jaxgames.networks.dots_and_boxes.global_pool` now
-  takes the max at its arg-max instead.
+  one run each, back to back on a 2-core Intel Xeon, 2026-11-30): 1354 s
+  with the last two flags alone, 867 s with level 0 too. Level 0 once made
+  the AlphaZero update's gradients NaN on the tiny Onitama config:
+  ``jnp.max``'s gradient found no cell equal to the max, XLA having
+  computed its input twice with different rounding.
+  `jaxgames.networks.dots_and_boxes.global_pool` now sends the max's
+  gradient to its first arg-max.
 * **Persistent compilation cache**, keyed on the lowered program, the
   compile options, the XLA flags and the jax/jaxlib versions. Many tests
   compile a program another test (often in the other xdist worker) has

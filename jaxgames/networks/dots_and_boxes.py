@@ -129,7 +129,7 @@ def _grid_max(x: jax.Array) -> jax.Array:
 @_grid_max.defjvp
 def _grid_max_jvp(primals, tangents):
     (x,), (dx,) = primals, tangents
-    first = jnp.arange(x.shape[1])[None, :, None] == jnp.argmax(x, axis=1)[:, None, :]  # [N, P, F], one True per column
+    first = jnp.arange(x.shape[1])[None, :, None] == jnp.argmax(x, axis=1)[:, None, :]  # [N, P, F]: one True per (n, f)
     return jnp.max(x, axis=1), jnp.sum(jnp.where(first, dx, 0.0), axis=1)
 
 
