@@ -675,8 +675,8 @@ def test_alphabeta_agent_plays_the_forced_move_and_sees_the_trap():
 
 
 def test_alphabeta_agent_with_a_step_budget_falls_back_one_ply():
-    # 2 snakes on 7x7: depth 1 steps 12 states (3 own moves against none and 3 answers), depth 2 then needs more
-    # than the 18 left of 30, so the move comes from the depth-1 search.
+    # 2 snakes on 7x7: depth 1 steps 12 states (3 own moves, each against the other snake's default move and its
+    # 3 answers), depth 2 then needs more than the 18 left of 30, so the move comes from the depth-1 search.
     env = Battlesnake(board_size=7, num_snakes=2, observation="none")
     state = env.init(jax.random.key(2))
     key = jax.random.key(0)
