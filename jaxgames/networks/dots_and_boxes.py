@@ -134,7 +134,7 @@ def _grid_max_jvp(primals, tangents):
 
 
 def global_pool(x: jax.Array) -> jax.Array:
-    """``[N, H, W, F] -> [N, 2F]``: mean and max over the grid.
+    """float ``[N, H, W, F] -> [N, 2F]``: mean and max over the grid (KataGo's global pooling, Wu 2019).
 
     The max's gradient goes to its first arg-max cell. ``jnp.max``'s own
     divides by the number of cells equal to the max, and XLA may compute
