@@ -17,6 +17,12 @@ game slot of every loop step, so ``loop/rollout`` is the per-step overhead
 and ``arena/rollout`` adds the wait for the longest game). Each figure is the best of
 ``repeats`` timed calls after one untimed compile call.
 
+A second table removes that wait: the same Battlesnake games played in chunks of
+``rows`` games (`arena.play`'s ``chunk_size``) and streamed through ``rows`` batch
+rows (``refill=True``, a row taking the next game as its game ends). Both equal the
+one-batch games bitwise (checked in the run), so the ratio of their times is the
+refill's gain alone.
+
     python benchmarks/arena.py                  # 256 snake games, 1024 Dots-and-Boxes games
     python benchmarks/arena.py snake_games=1024 repeats=5
     python benchmarks/arena.py --help           # every setting, its type, default and meaning
@@ -48,12 +54,14 @@ class Config:
 
     Attributes:
         snake_games: Battlesnake games per arena call (the batch).
+        rows: batch rows of the refill table (0: ``snake_games // 4``).
         dab_games: Dots-and-Boxes games per match.
         repeats: timed calls per figure (the best is reported).
         seed: PRNG seed.
     """
 
     snake_games: int = 256
+    rows: int = 0
     dab_games: int = 1024
     repeats: int = 3
     seed: int = 0
@@ -61,6 +69,7 @@ class Config:
     def __post_init__(self):
         for name in ("snake_games", "dab_games", "repeats"):
             checks.positive_int(name, getattr(self, name))
+        checks.integer("rows", self.rows, 0, self.snake_games)
         checks.non_negative_int("seed", self.seed)
 
 
@@ -119,6 +128,30 @@ def bench_snakes(config, key):
     return rows
 
 
+def bench_refill(config, key):
+    """The same snake games in chunks of ``rows`` and streamed through ``rows`` refilled rows: seconds of each."""
+    env = jaxgames.make("battlesnake", num_snakes=4, board_size=11, observation="none")
+    G = config.snake_games
+    R = config.rows or max(G // 4, 1)
+    rows = []
+    for label, agents, lineup in (
+        ("4 random-safe", [RandomSafeAgent()], (0, 0, 0, 0)),
+        ("heuristic vs 3 random-safe", [HeuristicAgent(), RandomSafeAgent()], (0, 1, 1, 1)),
+    ):
+        kw = dict(lineup=lineup, max_steps=1000, chunk_size=R)
+        chunked, a = _best(lambda: arena.play(env, agents, G, key, **kw), config.repeats)
+        refilled, b = _best(lambda: arena.play(env, agents, G, key, refill=True, **kw), config.repeats)
+        if not (np_equal(a.returns, b.returns) and np_equal(a.length, b.length)):
+            raise RuntimeError(f"{label}: the refilled games differ from the chunked ones")
+        chunk_steps = sum(int(a.length[i:i + R].max()) for i in range(0, G, R))
+        rows.append((f"battlesnake 11x11: {label}", G, R, chunked, refilled, chunk_steps, int(a.length.sum())))
+    return rows
+
+
+def np_equal(a, b) -> bool:
+    return bool((a == b).all())
+
+
 def bench_dab(config, key):
     env = jaxgames.make("dots_and_boxes", num_rows=3, num_cols=3)
     rows = []
@@ -149,6 +182,13 @@ def run(config: Config, argv=None) -> None:
             f"| {label} | {g} | {gps:,.0f} | {sps:,.0f} | {bare:,.0f} | {sps / bare:.2f} | {loop:,.0f} | {loop / bare:.2f} "
             f"| {mean_len:.1f} | {longest} |"
         )
+    print()
+    print("| workload | games | rows | chunked: s | refilled: s | chunked / refilled | loop steps: chunks' longest, "
+          "summed | game steps / rows |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    for label, g, r, chunked, refilled, chunk_steps, played in bench_refill(config, key):
+        print(f"| {label} | {g} | {r} | {chunked:.3f} | {refilled:.3f} | {chunked / refilled:.2f} | {chunk_steps:,} "
+              f"| {played / r:,.0f} |")
 
 
 

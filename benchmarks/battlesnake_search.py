@@ -74,7 +74,11 @@ class Config:
 
     Attributes:
         games: games per opponent kind (rounded up to a multiple of ``chunk``).
-        chunk: games per compiled call (a multiple of 4 rotates every seat equally).
+        chunk: games per compiled call and per save (a multiple of 4 rotates every seat equally).
+        slots: batch rows for a chunk's games (0: all of them at once). The games stream through the rows,
+            a row taking the next game as soon as its game ends (`arena.play`'s ``refill``): the same games,
+            game for game, in about the sum of their lengths over ``slots`` steps instead of ``chunk / slots``
+            times the longest. Use a chunk several times ``slots``.
         opponents: kinds from `OPPONENTS`, comma separated.
         depth: the search's plies.
         search_opponents: the snakes the search enumerates besides its own.
@@ -117,6 +121,7 @@ class Config:
 
     games: int = 1000
     chunk: int = 100
+    slots: int = 0
     opponents: tuple[str, ...] = ("heuristic", "public", "random_safe")
     depth: int = 4
     search_opponents: int = 2
@@ -145,7 +150,7 @@ class Config:
     def __post_init__(self):
         for name in ("games", "chunk", "depth", "max_states", "max_turns"):
             checks.positive_int(name, getattr(self, name))
-        for name in ("think_positions", "speed_batch"):
+        for name in ("think_positions", "speed_batch", "slots"):
             checks.non_negative_int(name, getattr(self, name))
         checks.non_negative_int("search_opponents", self.search_opponents)
         checks.integer("branching", self.branching, 0, 4)
@@ -277,7 +282,7 @@ def play_games(cfg: Config, kind: str, key: jax.Array) -> dict:
     end = chunks if cfg.last_chunk is None else cfg.last_chunk + 1
     for c in tqdm(range(have, end), desc=f"vs 3x {kind}", unit="chunk", initial=have - first, total=end - first):
         r = arena.play(env, [agent, other], cfg.chunk, keys[c], lineup=(0, 1, 1, 1), max_steps=cfg.max_turns + 1,
-                       chunk_size=cfg.chunk)
+                       chunk_size=cfg.slots or cfg.chunk, refill=cfg.slots > 0)
         mine = r.agent_of_seat == 0  # [G, 4], one seat per game
         new = {
             "won": r.won()[mine],

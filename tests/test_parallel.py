@@ -266,6 +266,8 @@ def check_arena():
     _assert_trees_equal(whole, arena.play(env, agents, 13, jax.random.key(0), mesh=mesh))
     # chunks on the mesh (5 rounds up to 8 per chunk: two chunks, the second padded)
     _assert_trees_equal(whole, arena.play(env, agents, 13, jax.random.key(0), mesh=mesh, chunk_size=5))
+    # games streamed through 8 rows, one a device (5 rounds up to 8), refilled as they end
+    _assert_trees_equal(whole, arena.play(env, agents, 13, jax.random.key(0), mesh=mesh, chunk_size=5, refill=True))
     # A simultaneous game, random actions and random seating, 8 games on 2 devices.
     env = jaxgames.make("rock_paper_scissors")
     kw = dict(seating="permute")

@@ -52,6 +52,7 @@ from typing import NamedTuple, Sequence
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.extend.random import threefry_2x32
 
 from jaxgames import parallel
 from jaxgames.agents.base import Agent, JaxAgent
@@ -270,13 +271,14 @@ def _final_stats(env: Env):
     return jax.jit(functools.partial(_tiebreak_and_stats, env))
 
 
-def _agent_actions(env, agents, holders, states, seat_of_slot, agent_of_seat, live, key, split_games):
+def _agent_actions(env, agents, holders, states, seat_of_slot, agent_of_seat, live, game_keys):
     """Joint actions ``[G]`` or ``[G, N]`` of every agent for one step, inside the compiled match.
 
-    ``split_games(key) -> [G]`` keys: one per game of this batch (see `_compiled_match`).
+    ``game_keys(k, j) -> [G]`` keys: agent ``k``'s keys for one step, one per
+    game, for its ``j``-th lineup slot (simultaneous games) or ``j=None``
+    (turn-taking games); see `_shared_game_keys` and `_slot_game_keys`.
     """
     G = states.current_player.shape[0]
-    keys = jax.random.split(key, len(agents))
     if env.simultaneous:
         actions = jnp.zeros((G, env.num_players), jnp.int32)
         rows = jnp.arange(G)
@@ -284,7 +286,7 @@ def _agent_actions(env, agents, holders, states, seat_of_slot, agent_of_seat, li
             pol = agent.batched_policy(env)
             for j, slot in enumerate(holders[k]):
                 seats = seat_of_slot[:, slot]
-                act = pol(states, split_games(jax.random.fold_in(keys[k], j)), seats)
+                act = pol(states, game_keys(k, j), seats)
                 actions = actions.at[rows, seats].set(act.astype(jnp.int32))
         return actions
     mover = jnp.clip(states.current_player, 0, env.num_players - 1)
@@ -293,7 +295,7 @@ def _agent_actions(env, agents, holders, states, seat_of_slot, agent_of_seat, li
     for k, agent in enumerate(agents):
         pol = agent.batched_policy(env)
         mine = live & (owner == k)
-        k_keys = split_games(keys[k])
+        k_keys = game_keys(k, None)
         act = jax.lax.cond(
             jnp.any(mine),
             lambda: pol(states, k_keys, mover).astype(jnp.int32),
@@ -303,14 +305,47 @@ def _agent_actions(env, agents, holders, states, seat_of_slot, agent_of_seat, li
     return actions
 
 
+def _agent_key(act_key, num_agents: int, k: int, j):
+    """Agent ``k``'s key of one step (folded with its slot number ``j`` unless None)."""
+    key = jax.random.split(act_key, num_agents)[k]
+    return key if j is None else jax.random.fold_in(key, j)
+
+
+def _shared_game_keys(act_key, num_agents: int, split_games):
+    """`_agent_actions`' ``game_keys`` when every game of the batch is at the same step (one ``act_key``)."""
+    return lambda k, j: split_games(_agent_key(act_key, num_agents, k, j))
+
+
+def _slot_game_keys(act_keys, games, num_agents: int, total: int):
+    """`_agent_actions`' ``game_keys`` for slots at their own steps: ``act_keys`` ``[S]``, game indices ``[S]``."""
+    return lambda k, j: _split_rows(jax.vmap(lambda a: _agent_key(a, num_agents, k, j))(act_keys), games, total)
+
+
+def _split_rows(keys, rows, n: int):
+    """Keys ``[S]``: row ``rows[s]`` of ``jax.random.split(keys[s], n)``.
+
+    With partitionable threefry keys (JAX's default) row ``r`` of a split is
+    the threefry hash of the counter ``(0, r)``, whatever ``n``: it is
+    computed alone (`tests/test_arena_refill.py` checks the identity). Other
+    PRNGs split all ``n`` rows and take one.
+    """
+    typed = jax.dtypes.issubdtype(keys.dtype, jax.dtypes.prng_key)
+    if typed and jax.random.key_impl(keys) == "threefry2x32" and jax.config.jax_threefry_partitionable and n < 2**32:
+        counts = jnp.stack([jnp.zeros(rows.shape, jnp.uint32), rows.astype(jnp.uint32)], axis=-1)
+        bits = jax.vmap(threefry_2x32)(jax.random.key_data(keys), counts)
+        return jax.random.wrap_key_data(bits, impl=jax.random.key_impl(keys))
+    return jax.vmap(lambda k, r: jax.random.split(k, n)[r])(keys, rows)
+
+
 _MATCHES: dict = {}
 """`_compiled_match`'s cache: jitted matches by (env, agents' settings keys, sizes); the oldest dropped past `_MAX_MATCHES`."""
 _MAX_MATCHES = 32
 
 
 def _compiled_match(env: Env, agents: tuple, lineup: tuple, num_games: int, max_steps: int, sharding=None,
-                    total_games: int | None = None):
-    """The jitted match of `_build_match`, cached on ``(env, settings keys of agents, lineup, sizes, sharding)``.
+                    total_games: int | None = None, refill: bool = False):
+    """The jitted match of `_build_match` (``refill``: `_build_refill_match` with ``num_games`` rows and
+    ``total_games`` games), cached on ``(env, settings keys of agents, lineup, sizes, sharding, refill)``.
 
     Agents of equal `JaxAgent.settings_key` share it: the compiled function
     takes their `JaxAgent.arrays` as its 4th argument,
@@ -318,10 +353,13 @@ def _compiled_match(env: Env, agents: tuple, lineup: tuple, num_games: int, max_
     was built with (the first ones of these settings) lend their code only.
     """
     settings = tuple(agent.settings_key(env) for agent in agents)
-    cache_key = (env, settings, lineup, num_games, max_steps, sharding, total_games)
+    cache_key = (env, settings, lineup, num_games, max_steps, sharding, total_games, refill)
     fn = _MATCHES.pop(cache_key, None)
     if fn is None:
-        fn = _build_match(env, agents, lineup, num_games, max_steps, sharding, total_games)
+        if refill:
+            fn = _build_refill_match(env, agents, lineup, num_games, total_games, max_steps, sharding)
+        else:
+            fn = _build_match(env, agents, lineup, num_games, max_steps, sharding, total_games)
         while len(_MATCHES) >= _MAX_MATCHES:
             _MATCHES.pop(next(iter(_MATCHES)))
     _MATCHES[cache_key] = fn  # most recently used last
@@ -376,8 +414,8 @@ def _build_match(env: Env, agents: tuple, lineup: tuple, num_games: int, max_ste
             states, returns, t, key = carry
             key, act_key, step_key = jax.random.split(key, 3)
             live = ~(states.terminated | states.truncated)
-            actions = _agent_actions(env, players, holders, states, seat_of_slot, agent_of_seat, live, act_key,
-                                     lambda k: split_games(k, start))
+            game_keys = _shared_game_keys(act_key, len(players), lambda k: split_games(k, start))
+            actions = _agent_actions(env, players, holders, states, seat_of_slot, agent_of_seat, live, game_keys)
             states = jax.vmap(env.step, in_axes=(0, 0, 0, None))(states, actions, split_games(step_key, start), params)
             states = constrain(states)
             return states, returns + states.rewards, t + 1, key
@@ -386,6 +424,90 @@ def _build_match(env: Env, agents: tuple, lineup: tuple, num_games: int, max_ste
         states, returns, _, _ = jax.lax.while_loop(cond, body, (states, returns, jnp.int32(0), key))
         tiebreak, stats = _tiebreak_and_stats(env, states)
         return states.terminated, states.truncated, states.step_count, returns, agent_of_seat, tiebreak, stats
+
+    return jax.jit(run)
+
+
+def _build_refill_match(env: Env, agents: tuple, lineup: tuple, slots: int, total: int, max_steps: int,
+                        sharding=None):
+    """``total`` games through ``slots`` batch rows: a row whose game ends takes the next game at once.
+
+    Game ``g`` draws what it draws in `_build_match` over ``total`` games in
+    one batch: row ``g`` of the init split, and at its own step ``t`` row ``g``
+    of the splits of the match's step-``t`` keys (the loop's key chain,
+    computed before the loop). So the result equals the one-batch match's
+    bitwise, while no row steps a finished game as long as games are left.
+    Returns ``match(key, seat_of_game, params, arrays)``, ``seat_of_game``
+    int32 ``[total, N]``; outputs as `_build_match`'s, by game.
+    """
+    constrain = (lambda t: t) if sharding is None else (lambda t: jax.lax.with_sharding_constraint(t, sharding))
+    holders = tuple(tuple(s for s, a in enumerate(lineup) if a == k) for k in range(len(agents)))
+    lineup_arr = jnp.asarray(lineup, jnp.int32)
+    N = env.num_players
+    init = jax.vmap(env.init, in_axes=(0, None))
+    step = jax.vmap(env.step, in_axes=(0, 0, 0, None))
+
+    def select(rows, a, b):
+        return jax.tree.map(lambda x, y: jnp.where(jnp.reshape(rows, (-1,) + (1,) * (x.ndim - 1)), x, y), a, b)
+
+    def run(key, seat_of_game, params, arrays):
+        players = tuple(agent.with_arrays(a) for agent, a in zip(agents, arrays))
+        agent_of_game = jnp.zeros((total, N), jnp.int32).at[jnp.arange(total)[:, None], seat_of_game].set(
+            lineup_arr[None, :])
+        key, init_key = jax.random.split(key)
+        init_keys = jax.random.split(init_key, total)
+
+        def chain(k, _):
+            k, act_key, step_key = jax.random.split(k, 3)
+            return k, (act_key, step_key)
+
+        _, (act_keys, step_keys) = jax.lax.scan(chain, key, None, length=max_steps)
+
+        def start(games):  # rows past the last game hold a copy of it, never recorded
+            return constrain(init(init_keys[jnp.minimum(games, total - 1)], params))
+
+        games = jnp.arange(slots, dtype=jnp.int32)
+        states = start(games)
+        final, stats = jax.eval_shape(functools.partial(_tiebreak_and_stats, env), states)
+        blank = lambda x: jnp.zeros((total,) + x.shape[1:], x.dtype)  # noqa: E731
+        out = dict(terminated=jnp.zeros(total, bool), truncated=jnp.zeros(total, bool),
+                   length=jnp.zeros(total, jnp.int32), returns=jnp.zeros((total, N), jnp.float32),
+                   tiebreak=blank(final), stats=jax.tree.map(blank, stats))
+        carry = (states, jnp.zeros((slots, N), jnp.float32), jnp.zeros(slots, jnp.int32), games,
+                 jnp.int32(min(slots, total)), out)
+
+        def finish(carry, ended):
+            states, returns, t, games, next_game, out = carry
+            rows = jnp.where(ended, games, total)  # out of range: dropped
+            tiebreak, stats = _tiebreak_and_stats(env, states)
+            put = lambda acc, x: acc.at[rows].set(x, mode="drop")  # noqa: E731
+            out = dict(terminated=put(out["terminated"], states.terminated),
+                       truncated=put(out["truncated"], states.truncated),
+                       length=put(out["length"], states.step_count), returns=put(out["returns"], returns),
+                       tiebreak=put(out["tiebreak"], tiebreak), stats=jax.tree.map(put, out["stats"], stats))
+            games = jnp.where(ended, next_game + jnp.cumsum(ended) - 1, games).astype(jnp.int32)
+            states = select(ended, start(games), states)
+            returns = jnp.where(ended[:, None], 0.0, returns)
+            t = jnp.where(ended, 0, t)
+            return states, returns, t, games, next_game + jnp.sum(ended, dtype=jnp.int32), out
+
+        def body(carry):
+            states, returns, t, games, next_game, out = carry
+            busy = games < total
+            g = jnp.minimum(games, total - 1)
+            live = busy & ~(states.terminated | states.truncated)
+            now = jnp.minimum(t, max_steps - 1)
+            game_keys = _slot_game_keys(act_keys[now], g, len(players), total)
+            actions = _agent_actions(env, players, holders, states, seat_of_game[g], agent_of_game[g], live,
+                                     game_keys)
+            states = constrain(step(states, actions, _split_rows(step_keys[now], g, total), params))
+            carry = (states, returns + states.rewards, t + 1, games, next_game, out)
+            ended = busy & (states.terminated | states.truncated | (t + 1 >= max_steps))
+            return jax.lax.cond(jnp.any(ended), finish, lambda c, _: c, carry, ended)
+
+        *_, out = jax.lax.while_loop(lambda c: jnp.any(c[3] < total), body, carry)
+        return (out["terminated"], out["truncated"], out["length"], out["returns"], agent_of_game, out["tiebreak"],
+                out["stats"])
 
     return jax.jit(run)
 
@@ -404,6 +526,7 @@ def play(
     params=None,
     mesh=None,
     chunk_size: int | None = None,
+    refill: bool = False,
 ) -> ArenaResult:
     """Plays ``num_games`` games of ``env`` between ``agents`` in one batch (or in chunks).
 
@@ -431,6 +554,13 @@ def play(
             device memory); the result equals the unchunked one bitwise. With
             a mesh it is rounded up to a multiple of the device count. JAX
             agents only. None: one batch.
+        refill: play every game in one compiled loop over ``chunk_size``
+            batch rows (all ``num_games`` if None): as soon as a game ends,
+            its row takes the next game, so no row steps a finished game
+            while games are left. The result equals the one-batch result
+            bitwise; the time is about the sum of the games' lengths over
+            the rows, not the sum of each chunk's longest game. JAX agents
+            only.
 
     Returns:
         An `ArenaResult`.
@@ -439,8 +569,9 @@ def play(
         TypeError: ``env`` not an Env, an agent not an Agent.
         ValueError: no agents, a bad lineup (wrong length or agent index),
             a non-positive ``num_games``/``max_steps``/``move_time_limit``, an
-            unknown seating, a ``mesh`` or ``chunk_size`` with a host agent,
-            a ``chunk_size`` that is not a positive int.
+            unknown seating, a ``mesh``, ``chunk_size`` or ``refill`` with a
+            host agent, a ``chunk_size`` that is not a positive int, a
+            ``refill`` that is not a bool.
     """
     agents, lineup, num_games, max_steps = _check(env, agents, lineup, num_games, max_steps, move_time_limit, seating)
     params = env.default_params if params is None else params
@@ -450,11 +581,19 @@ def play(
     N = env.num_players
     if chunk_size is not None and (isinstance(chunk_size, bool) or not isinstance(chunk_size, (int, np.integer)) or chunk_size < 1):
         raise ValueError(f"chunk_size must be a positive int or None; got {chunk_size!r}")
+    if not isinstance(refill, (bool, np.bool_)):
+        raise ValueError(f"refill must be a bool; got {refill!r}")
     all_jax = all(isinstance(a, JaxAgent) for a in agents)
-    if (mesh is not None or chunk_size is not None) and not all_jax:
-        what = "a mesh" if mesh is not None else "chunk_size"
+    if (mesh is not None or chunk_size is not None or refill) and not all_jax:
+        what = "a mesh" if mesh is not None else "chunk_size" if chunk_size is not None else "refill"
         raise ValueError(f"arena.play with {what} needs every agent to be a JaxAgent (host agents run on the host)")
-    if mesh is not None or (chunk_size is not None and chunk_size < num_games):
+    if refill:
+        terminated, truncated, length, returns, agent_of_seat, tiebreak, stats = _refill_match(
+            env, agents, lineup, np.asarray(seat_of_slot), max_steps, params, play_key, mesh, chunk_size
+        )
+        slowest = np.zeros((num_games, N))
+        overran = np.zeros(num_games, bool)
+    elif mesh is not None or (chunk_size is not None and chunk_size < num_games):
         terminated, truncated, length, returns, agent_of_seat, tiebreak, stats = _chunked_match(
             env, agents, lineup, np.asarray(seat_of_slot), max_steps, params, play_key, mesh, chunk_size
         )
@@ -511,6 +650,21 @@ def _chunked_match(env, agents, lineup, seat_of_slot, max_steps, params, play_ke
         outs.append(parallel.gather(match(play_key, rows, params, arrays, np.int32(start))))
     out = jax.tree.map(lambda *xs: np.concatenate(xs, axis=0), *outs)
     return parallel.unpad(out, num_games)
+
+
+def _refill_match(env, agents, lineup, seat_of_slot, max_steps, params, play_key, mesh, chunk_size):
+    """`_build_refill_match` over ``chunk_size`` rows (rounded up to the mesh's devices); host numpy outputs."""
+    num_games = seat_of_slot.shape[0]
+    shards = 1 if mesh is None else parallel.num_shards(mesh)
+    rows = num_games if chunk_size is None else min(int(chunk_size), num_games)
+    rows = -(-rows // shards) * shards
+    sharding = None if mesh is None else parallel.batch_sharding(mesh)
+    match = _compiled_match(env, agents, lineup, rows, max_steps, sharding, num_games, refill=True)
+    arrays = _agent_arrays(agents)
+    seats = jnp.asarray(seat_of_slot)
+    if mesh is not None:
+        params, arrays, seats = parallel.replicate((params, arrays, seats), mesh)
+    return parallel.gather(match(play_key, seats, params, arrays))
 
 
 def _host_match(env, agents, lineup, seat_of_slot, G, max_steps, move_time_limit, params, key):
@@ -576,6 +730,7 @@ def play_match(
     move_time_limit: float | None = None,
     mesh=None,
     chunk_size: int | None = None,
+    refill: bool = False,
 ) -> MatchResult:
     """Plays ``num_games`` games of A against B in a two-player game, alternating seats.
 
@@ -584,7 +739,7 @@ def play_match(
         agent_a, agent_b: `jaxgames.agents.Agent` instances (may be the same object).
         num_games: games to play, ``G``; A holds seat 0 (moves first) in even games.
         key: PRNG key.
-        max_steps, move_time_limit, mesh, chunk_size: see `play`.
+        max_steps, move_time_limit, mesh, chunk_size, refill: see `play`.
 
     Returns:
         A `MatchResult` from A's side.
@@ -596,7 +751,7 @@ def play_match(
     if isinstance(env, Env) and env.num_players != 2:
         raise ValueError(f"play_match is for two-player games; {env!r} has {env.num_players} players (use arena.play)")
     res = play(env, (agent_a, agent_b), num_games, key, max_steps=max_steps, move_time_limit=move_time_limit, mesh=mesh,
-               chunk_size=chunk_size)
+               chunk_size=chunk_size, refill=refill)
     seat_a = np.argmax(res.agent_of_seat == 0, axis=1)
     rows = np.arange(res.num_games)
     pa, pb = res.placement[rows, seat_a], res.placement[rows, 1 - seat_a]
