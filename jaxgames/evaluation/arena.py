@@ -16,9 +16,10 @@ somewhere in the batch (``lax.cond``). The agents' device arrays (network
 parameters, solver tables: `JaxAgent.arrays`) are an argument of the
 compiled match, which is keyed on the agents' `JaxAgent.settings_key`: fresh
 agents of equal settings (e.g. new parameters at every evaluation during
-training) reuse it and compile nothing. With a `HostAgent` the loop runs on the host
-and the host agent decides only for the games where its seat is to move,
-each decision timed.
+training) reuse it and compile nothing. With ``refill`` the games stream
+through fewer batch rows, a row taking the next game as its game ends
+(`play`). With a `HostAgent` the loop runs on the host and the host agent
+decides only for the games where its seat is to move, each decision timed.
 
 Outcomes. A seat's *return* is the sum of its rewards. Its *placement* is 1
 + the number of seats ranked strictly above it (standard competition
