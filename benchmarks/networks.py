@@ -40,7 +40,9 @@ in the process (`jaxgames.malloc.retain_freed_memory`); ``ynn=false`` compiles t
 without XLA's YNNPACK fusions; ``batch_multipliers=1,4`` adds rows at 4 x the
 training batch (the learners' batch size is a setting; the shipped batch stays
 the headline); ``check=true`` first checks the new layout against the old;
-``ceiling=true`` adds, under each network, its products alone (`product_ceiling`).
+``ceiling=true`` adds, under each network, its products alone (`product_ceiling`);
+``pool_anchor=true`` adds, under each AlphaZero network, its step timed alternately
+with the same step whose global pooling takes ``jnp.max``'s gradient (`pool_row`).
 
     python benchmarks/networks.py                        # every network, repeats=7 (about 3 min on a quiet core)
     python benchmarks/networks.py quick=true             # under ~90 s on a quiet core
@@ -117,6 +119,9 @@ class Config:
             (forward outputs bitwise, parameter gradients to float32 rounding).
         ceiling: also time each network's matrix products and convolutions alone, at its shapes
             (`product_ceiling`): the GFLOP/s its step would reach if it did nothing else.
+        pool_anchor: also time each AlphaZero step against the same step with ``jnp.max``'s gradient in
+            `jaxgames.networks.dots_and_boxes.global_pool` (before its custom gradient), alternately, and
+            report the ratio (`pool_row`).
         clock: what a call's time is: cpu (the process's CPU time: on a core shared with other jobs
             it leaves out the time others ran; XLA runs these steps on one thread) or wall.
         seed: PRNG seed.
@@ -135,6 +140,7 @@ class Config:
     ynn: bool = True
     check: bool = False
     ceiling: bool = False
+    pool_anchor: bool = False
     clock: str = "cpu"
     seed: int = 0
     json: str = ""
@@ -145,7 +151,7 @@ class Config:
             raise ValueError(f"networks must name at least one of {NETWORKS}")
         for n in self.networks:
             checks.choice("networks", n, NETWORKS)
-        for name in ("quick", "ynn", "check", "ceiling"):
+        for name in ("quick", "ynn", "check", "ceiling", "pool_anchor"):
             if not isinstance(getattr(self, name), bool):
                 raise TypeError(f"{name} must be a bool; got {getattr(self, name)!r}")
         checks.positive_int("repeats", self.repeats)
@@ -181,6 +187,43 @@ def layout(which: str):
         yield
     finally:
         q_snake_nets.conv, ddpg_nets.conv, ddpg_nets.max_pool_2x2 = saved
+
+
+@contextlib.contextmanager
+def jnp_max_pool():
+    """Inside: `dab_nets.global_pool` takes ``jnp.max`` itself (its gradient split over tied maxima), the
+    pool of both AlphaZero networks before its custom gradient (values are the same)."""
+    saved = dab_nets._grid_max
+    dab_nets._grid_max = lambda x: jnp.max(x, axis=1)
+    try:
+        yield
+    finally:
+        dab_nets._grid_max = saved
+
+
+def pool_row(name: str, multiplier: int, repeats: int, warmup: int, seed: int = 0, clock: str = "cpu") -> dict:
+    """An AlphaZero network's step as shipped against the same step under `jnp_max_pool`, timed alternately.
+
+    Returns ``{"ms": shipped, "anchor_ms": with jnp.max, "ratio": shipped / anchor}`` (medians of ``repeats``
+    alternated calls after ``warmup`` untimed pairs; process CPU or wall time by ``clock``).
+    """
+    jitted, args, _, _ = build(name, multiplier, seed)
+    compiled = _compile(jitted, *args)[0]
+    with jnp_max_pool():
+        ref, ref_args, _, _ = build(name, multiplier, seed)
+        anchor = _compile(ref, *ref_args)[0]
+    now = time.process_time if clock == "cpu" else time.perf_counter
+    for _ in range(warmup):
+        jax.block_until_ready(compiled(*args))
+        jax.block_until_ready(anchor(*ref_args))
+    ours, theirs = [], []
+    for _ in range(repeats):
+        for fn, a, out in ((compiled, args, ours), (anchor, ref_args, theirs)):
+            t0 = now()
+            jax.block_until_ready(fn(*a))
+            out.append(now() - t0)
+    ms, anchor_ms = 1e3 * statistics.median(ours), 1e3 * statistics.median(theirs)
+    return {"ms": ms, "anchor_ms": anchor_ms, "ratio": ms / anchor_ms}
 
 
 def check_layout(seed: int = 0) -> dict:
@@ -585,6 +628,10 @@ def run(cfg: Config, show=print) -> list[dict]:
                      f"{100 * c['product_flops'] / row['flops']:.0f}% of the FLOPs) | | | "
                      f"{c['product_flops'] / 1e9:.3f} G | {c['product_ms']:.2f} | {c['gflops']:.1f} | "
                      f"{100 * row['ceiling']['fraction']:.1f}% (matmul {c['matmul_gflops']:.0f}) | |")
+            if cfg.pool_anchor and name.startswith("az_"):
+                row["pool"] = p = pool_row(name, m, repeats, warmup, cfg.seed, cfg.clock)
+                show(f"|   the same step with jnp.max's pool gradient | | | | {p['anchor_ms']:.2f} | | "
+                     f"shipped / that: {p['ratio']:.3f} | |")
     return rows
 
 
@@ -611,7 +658,7 @@ def record(cfg: Config, argv=None) -> list[dict]:
     flags = os.environ.get("XLA_FLAGS", "")
     print(f"device: {dev.platform} ({dev.device_kind}), {os.cpu_count()} CPUs, jax {jax.__version__}, "
           f"XLA_FLAGS={flags!r}, quick={cfg.quick}, layout={cfg.layout}, malloc={cfg.malloc}, ynn={cfg.ynn}, "
-          f"ceiling={cfg.ceiling}, "
+          f"ceiling={cfg.ceiling}, pool_anchor={cfg.pool_anchor}, "
           f"clock={cfg.clock}")
     print("| network | batch | params | FLOPs/step | ms/step | GFLOP/s | % of matmul | compile s |\n"
           "|---|---:|---:|---:|---:|---:|---:|---:|")

@@ -210,6 +210,9 @@ def test_round_robin_in_chunks_equals_one_batch():
     chunked = elo.round_robin(env, agents, 9, jax.random.key(6), bootstrap_samples=10, chunk_size=4)
     np.testing.assert_array_equal(whole.wins, chunked.wins)
     np.testing.assert_array_equal(whole.elo, chunked.elo)
+    refilled = elo.round_robin(env, agents, 9, jax.random.key(6), bootstrap_samples=10, chunk_size=4, refill=True)
+    np.testing.assert_array_equal(whole.wins, refilled.wins)
+    np.testing.assert_array_equal(whole.elo, refilled.elo)
 
 
 def test_a_solo_snake_that_dies_or_only_survives_has_not_won():

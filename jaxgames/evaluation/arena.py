@@ -464,8 +464,9 @@ def _build_refill_match(env: Env, agents: tuple, lineup: tuple, slots: int, tota
 
         _, (act_keys, step_keys) = jax.lax.scan(chain, key, None, length=max_steps)
 
-        def start(games):  # rows past the last game hold a copy of it, never recorded
-            return constrain(init(init_keys[jnp.minimum(games, total - 1)], params))
+        def start(games):  # rows past the last game hold a copy of it, ended (agents may skip it), never recorded
+            fresh = init(init_keys[jnp.minimum(games, total - 1)], params)
+            return constrain(fresh.replace(terminated=fresh.terminated | (games >= total)))
 
         games = jnp.arange(slots, dtype=jnp.int32)
         states = start(games)

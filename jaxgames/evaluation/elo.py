@@ -380,6 +380,7 @@ def round_robin(
     progress=None,
     mesh=None,
     chunk_size: int | None = None,
+    refill: bool = False,
 ) -> Tournament:
     """Plays every lineup ``num_rounds`` times (Dasgupta & Chong, section 6.3) and rates the agents.
 
@@ -399,8 +400,9 @@ def round_robin(
         lineups: override the lineups (agent index per seat).
         bootstrap_samples: resamples for the confidence intervals.
         progress: optional callable ``progress(lineup)`` called before each lineup.
-        mesh, chunk_size: each lineup's games split over a device mesh and/or
-            played in chunks (`arena.play`; the same result bitwise, JAX agents only).
+        mesh, chunk_size, refill: each lineup's games split over a device mesh
+            and/or played in chunks or refilled rows (`arena.play`; the same
+            result bitwise, JAX agents only).
 
     Returns:
         A `Tournament`.
@@ -428,6 +430,7 @@ def round_robin(
         res = arena_lib.play(
             env, agents, num_rounds, keys[li], lineup=lineup, seating=seating,
             max_steps=max_steps, move_time_limit=move_time_limit, mesh=mesh, chunk_size=chunk_size,
+            refill=refill,
         )
         results.append(res)
         pairs = pairwise_outcomes(res)
