@@ -77,9 +77,9 @@ class Config:
         chunk: games per compiled call and per save (a multiple of 4 rotates every seat equally).
         slots: batch rows for a chunk's games (0: all of them at once). The games stream through the rows,
             a row taking the next game as soon as its game ends (`arena.play`'s ``refill``): the same games,
-            game for game. It pays where the search is vmapped over roots (a GPU: `SearchAgent`'s
-            ``vmap_roots``), which searches finished games too; on a CPU the roots are searched one at a
-            time and finished games skipped, so there is nothing to remove (``benchmarks/README.md``).
+            game for game. It is meant for a search vmapped over roots (a GPU: `SearchAgent`'s
+            ``vmap_roots``), which searches finished games too (not yet measured on one). On a CPU the roots
+            are searched one at a time and finished games skipped: there it was slower (``benchmarks/README.md``).
         opponents: kinds from `OPPONENTS`, comma separated.
         depth: the search's plies.
         search_opponents: the snakes the search enumerates besides its own.
