@@ -37,6 +37,7 @@ import time
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
@@ -141,15 +142,11 @@ def bench_refill(config, key):
         kw = dict(lineup=lineup, max_steps=1000, chunk_size=R)
         chunked, a = _best(lambda: arena.play(env, agents, G, key, **kw), config.repeats)
         refilled, b = _best(lambda: arena.play(env, agents, G, key, refill=True, **kw), config.repeats)
-        if not (np_equal(a.returns, b.returns) and np_equal(a.length, b.length)):
+        if not (np.array_equal(a.returns, b.returns) and np.array_equal(a.length, b.length)):
             raise RuntimeError(f"{label}: the refilled games differ from the chunked ones")
         chunk_steps = sum(int(a.length[i:i + R].max()) for i in range(0, G, R))
         rows.append((f"battlesnake 11x11: {label}", G, R, chunked, refilled, chunk_steps, int(a.length.sum())))
     return rows
-
-
-def np_equal(a, b) -> bool:
-    return bool((a == b).all())
 
 
 def bench_dab(config, key):
