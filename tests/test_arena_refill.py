@@ -10,14 +10,7 @@ from jaxgames.agents import RandomAgent
 from jaxgames.agents.base import HostAgent
 from jaxgames.agents.battlesnake import HeuristicAgent, RandomSafeAgent
 from jaxgames.evaluation import arena
-
-
-def _same_result(a, b):
-    for field in ("agent_of_seat", "returns", "placement", "length", "finished", "truncated", "timed_out"):
-        np.testing.assert_array_equal(getattr(a, field), getattr(b, field), err_msg=field)
-    assert a.stats.keys() == b.stats.keys()
-    for k in a.stats:
-        np.testing.assert_array_equal(a.stats[k], b.stats[k], err_msg=k)
+from tests.test_arena_nplayer import _same_result
 
 
 def test_a_split_row_is_computed_alone():

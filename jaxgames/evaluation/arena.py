@@ -306,20 +306,21 @@ def _agent_actions(env, agents, holders, states, seat_of_slot, agent_of_seat, li
     return actions
 
 
-def _agent_key(act_key, num_agents: int, k: int, j):
-    """Agent ``k``'s key of one step (folded with its slot number ``j`` unless None)."""
-    key = jax.random.split(act_key, num_agents)[k]
-    return key if j is None else jax.random.fold_in(key, j)
+def _agent_key(agent_keys, k: int, j):
+    """Agent ``k``'s key of one step: row ``k`` of ``split(act_key, K)``, folded with slot ``j`` unless None."""
+    return agent_keys[k] if j is None else jax.random.fold_in(agent_keys[k], j)
 
 
 def _shared_game_keys(act_key, num_agents: int, split_games):
     """`_agent_actions`' ``game_keys`` when every game of the batch is at the same step (one ``act_key``)."""
-    return lambda k, j: split_games(_agent_key(act_key, num_agents, k, j))
+    agent_keys = jax.random.split(act_key, num_agents)
+    return lambda k, j: split_games(_agent_key(agent_keys, k, j))
 
 
 def _slot_game_keys(act_keys, games, num_agents: int, total: int):
     """`_agent_actions`' ``game_keys`` for slots at their own steps: ``act_keys`` ``[S]``, game indices ``[S]``."""
-    return lambda k, j: _split_rows(jax.vmap(lambda a: _agent_key(a, num_agents, k, j))(act_keys), games, total)
+    agent_keys = jax.vmap(lambda a: jax.random.split(a, num_agents))(act_keys)  # [S, K]
+    return lambda k, j: _split_rows(jax.vmap(lambda a: _agent_key(a, k, j))(agent_keys), games, total)
 
 
 def _split_rows(keys, rows, n: int):
