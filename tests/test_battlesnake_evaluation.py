@@ -243,6 +243,27 @@ def test_food_out_of_reach_is_starvation():
     assert f.starving.tolist() == [True, False, False]
 
 
+
+def test_starvation_loss_values_a_starving_snake_as_eliminated():
+    # FOOD with health [2, 50]: A is 3 moves from the food with 2 health (starving), B 5 moves with 50.
+    board = from_ascii(FOOD, health=[2, 50])
+    off = np.asarray(EVALUATE(board))
+    on = np.asarray(jax.jit(functools.partial(evaluation.evaluate, starvation_loss=True))(board))
+    assert -evaluation.LIVE_BOUND <= off[0] <= evaluation.LIVE_BOUND  # a live value without the flag
+    assert on[0] == -1.0  # as an eliminated snake
+    assert on[1] == off[1]  # B does not starve: unchanged
+    # POCKET with food: A cannot reach any food (starving at any health), B and C can.
+    pocket = from_ascii(POCKET.replace("b . . . . . .", "b . . . . . *", 1))
+    np.testing.assert_array_equal(
+        np.asarray(jax.jit(functools.partial(evaluation.evaluate, starvation_loss=True))(pocket)) == -1.0,
+        [True, False, False])
+    # a sole survivor has won, starving or not
+    alone = _kill(board, 1)
+    assert float(jax.jit(functools.partial(evaluation.evaluate, starvation_loss=True))(alone)[0]) == 1.0
+    with pytest.raises(TypeError, match="starvation_loss"):
+        evaluation.evaluate(board, starvation_loss=1)
+
+
 H2H = """
     . . . . . . .
     . . . . . . .

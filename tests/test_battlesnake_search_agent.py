@@ -100,6 +100,37 @@ def test_state_from_board_is_the_state_the_env_starts_with():
         np.testing.assert_array_equal(np.asarray(getattr(made, field)), np.asarray(getattr(start, field)), err_msg=field)
 
 
+
+# A (length 3, health 2) and B (length 4: its tail doubled) both next to the food at (3,2); another food
+# at (0,6), 5 moves from A's up or down cell; C far off in the corner. No food spawns. Up or down, A has
+# 1 health left and food 2 or more moves away (the near food eaten by B or still 2 away): it starves
+# after the horizon of depth 1. Right eats unless B takes the same cell, where the longer B wins the
+# head-to-head (and B and C play on: the loss reward plus an eliminated snake's -1).
+CONTESTED_FOOD = """
+    * . . . . . .
+    . . . . . . .
+    . . . . . . .
+    . . . . . . .
+    a a A * B b b
+    . . . . . . .
+    . . . . c c C
+"""
+
+
+def test_starvation_loss_contests_food_rather_than_starve_beyond_the_horizon():
+    board = from_ascii(CONTESTED_FOOD, health=[2, 100, 100], stack={1: 1})
+    env = Battlesnake(board_size=7, num_snakes=3, minimum_food=0, food_spawn_chance=0, observation="none")
+    state = jax.device_put(env.state_from_board(board))
+    # Without the flag a starving leaf is a live value (> -0.9): up and down beat right's worst case, a death.
+    assert _move(SearchAgent(depth=1, opponents=1), env, state) in (UP, DOWN)
+    # With it, up and down are worth a death against every answer, right only against B's left: all three
+    # tie at -2 and the mean tie-break takes right.
+    agent = SearchAgent(depth=1, opponents=1, starvation_loss=True)
+    values = np.asarray(jax.jit(lambda s, k: agent.move_values(env, s, k, jnp.int32(0)))(state, jax.random.key(0)))
+    np.testing.assert_array_equal(values[[UP, RIGHT, DOWN]], [-2.0, -2.0, -2.0])
+    assert _move(agent, env, state) == RIGHT
+
+
 def test_head_to_head_against_a_shorter_snake_wins():
     # B (length 3) can only leave its corner by (1,1): down is A's doubled tail, up its neck.
     # A (length 5) takes (1,1): B dies whatever it does, and A wins at once.

@@ -195,8 +195,9 @@ class SearchAgent(JaxAgent):
             eliminated or whose game is over (move 0, which the game
             ignores). The moves are the same.
         **weights: keyword arguments of `evaluation.evaluate` (weights,
-            ``length_scale``, ``rounds``); unset ones take `DEFAULT_WEIGHTS`,
-            then `evaluate`'s defaults.
+            ``length_scale``, ``rounds``, flags); unset ones take `DEFAULT_WEIGHTS`,
+            then `evaluate`'s defaults. With ``starvation_loss=True`` a
+            starving leaf is worth -2, as a death while other snakes play on.
         tie_break: among moves of equal value, ``"mean"`` (default) takes the
             highest `simultaneous.MaximinOutput` ``mean_values`` (the move that
             loses against fewer answers), then any of those; ``"random"`` any,
@@ -332,12 +333,21 @@ class SearchAgent(JaxAgent):
         """float32 ``[]``: `evaluation.evaluate` of ``player`` alone (its own BFS only: cheaper, the same value)."""
         return evaluation.evaluate(board, players=player[None], **self.weights)[0]
 
+    def _as_death(self, board: rules.Board, player: jax.Array, own: jax.Array, value: jax.Array) -> jax.Array:
+        """``value``, or -2 where ``starvation_loss`` values the living snake's evaluation ``own`` as lost (-1):
+        a starving leaf is worth a death while other snakes play on (the loss reward plus an eliminated snake's
+        -1; a death that ends the game is worth -1), so starving after the horizon never outranks dying in it."""
+        if not self.weights.get("starvation_loss", False):
+            return value
+        return jnp.where(board.alive[player] & (own <= -1.0), -2.0, value)
+
     def _player_leaf(self, player: jax.Array):
         """The leaf evaluation: only ``player``'s entry is computed (the search reads no other)."""
         def fn(state, key):
             del key
             n = state.board.num_snakes
-            return jnp.zeros(n, jnp.float32).at[player].set(self._player_value(state.board, player))
+            own = self._player_value(state.board, player)
+            return jnp.zeros(n, jnp.float32).at[player].set(self._as_death(state.board, player, own, own))
 
         return fn
 
@@ -349,11 +359,12 @@ class SearchAgent(JaxAgent):
             board = state.board
             q = learned.q_values(learned.view(board, player))
             value = evaluation.LIVE_BOUND * (2.0 * jnp.max(q) - 1.0)
+            own = self._player_value(board, player) if w < 1.0 or self.weights.get("starvation_loss") else None
             if w < 1.0:
-                value = (1.0 - w) * self._player_value(board, player) + w * value
+                value = (1.0 - w) * own + w * value
             alive = board.alive
             sole = alive[player] & (jnp.sum(alive) == 1) & (board.num_snakes > 1)
-            value = jnp.where(alive[player], jnp.where(sole, 1.0, value), -1.0)
+            value = self._as_death(board, player, own, jnp.where(alive[player], jnp.where(sole, 1.0, value), -1.0))
             return jnp.zeros(board.num_snakes, jnp.float32).at[player].set(value.astype(jnp.float32))
 
         return fn

@@ -269,12 +269,13 @@ class _Weights(NamedTuple):
     length_scale: float
     hunger_health: int
     hungry_unless_longest: bool
+    starvation_loss: bool
 
 
 def _weights(territory_weight, longest_weight, nearest_weight, starvation_weight, head_to_head_weight,
              food_weight, space_weight, won_food_weight, cramped_weight, length_scale, hunger_health,
-             hungry_unless_longest) -> _Weights:
-    """Checks the weights at the Python boundary (finite, >= 0, not all 0; ``length_scale`` > 0)."""
+             hungry_unless_longest, starvation_loss) -> _Weights:
+    """Checks the weights at the Python boundary (finite, >= 0, not all 0; ``length_scale`` > 0; flags bool)."""
     w = _Weights(
         checks.real("territory_weight", territory_weight, lo=0.0, dtype="float32"),
         checks.real("longest_weight", longest_weight, lo=0.0, dtype="float32"),
@@ -288,9 +289,11 @@ def _weights(territory_weight, longest_weight, nearest_weight, starvation_weight
         checks.real("length_scale", length_scale, lo=0.0, lo_open=True, dtype="float32"),
         checks.integer("hunger_health", hunger_health, 1, rules.SNAKE_MAX_HEALTH),
         hungry_unless_longest,
+        starvation_loss,
     )
-    if not isinstance(hungry_unless_longest, bool):
-        raise TypeError(f"hungry_unless_longest must be a bool; got {hungry_unless_longest!r}")
+    for name in ("hungry_unless_longest", "starvation_loss"):
+        if not isinstance(getattr(w, name), bool):
+            raise TypeError(f"{name} must be a bool; got {getattr(w, name)!r}")
     if sum(w[:_TERMS]) <= 0.0:
         raise ValueError("the evaluation weights must not all be 0")
     return w
@@ -311,6 +314,7 @@ def evaluate(
     length_scale: float = 3.0,
     hunger_health: int = 50,
     hungry_unless_longest: bool = False,
+    starvation_loss: bool = False,
     rounds: int | None = None,
     players: jax.Array | None = None,
 ) -> jax.Array:
@@ -340,7 +344,8 @@ def evaluate(
       length (the cells it reaches first cannot hold its body), else 0.
 
     An eliminated snake is worth -1 and the sole survivor of a game of two
-    or more snakes +1 (the Env's loss and win rewards). The defaults are
+    or more snakes +1 (the Env's loss and win rewards); with
+    ``starvation_loss`` a starving snake is worth -1 too. The defaults are
     fixed by hand (territory first, as in a1k0n's Voronoi evaluation), not
     tuned against any opponent.
 
@@ -358,6 +363,9 @@ def evaluate(
             drawn to food while it is not the longest, as
             `jaxgames.agents.battlesnake.HeuristicAgent` goes for food "when
             hungry or not the longest". Default False.
+        starvation_loss: value a starving snake (still playing, health
+            below its moves to the nearest food, or no food reachable) as
+            an eliminated one, -1. Default False.
         rounds: static BFS bound, as `owners`.
         players: as `features`: only these snakes' values, in this order
             (cheaper: only their own BFS runs; each stops at food unless
@@ -371,7 +379,7 @@ def evaluate(
     """
     w = _weights(territory_weight, longest_weight, nearest_weight, starvation_weight, head_to_head_weight,
                  food_weight, space_weight, won_food_weight, cramped_weight, length_scale, hunger_health,
-                 hungry_unless_longest)
+                 hungry_unless_longest, starvation_loss)
     _check_board(board)
     f = _features(board, _rounds(board, rounds), players, space=bool(w.space > 0))
     rows = _rows(board, players)
@@ -396,7 +404,8 @@ def evaluate(
     total = sum(w[:_TERMS])
     live = LIVE_BOUND * sum((wi / total) * term for wi, term in zip(w[:_TERMS], terms))
     sole = alive & (n_alive == 1) & (board.num_snakes > 1)
-    return jnp.where(alive, jnp.where(sole, 1.0, live), -1.0).astype(jnp.float32)
+    lost = ~alive | (f.starving if w.starvation_loss else False)
+    return jnp.where(sole, 1.0, jnp.where(lost, -1.0, live)).astype(jnp.float32)
 
 
 def leaf_value(env: Battlesnake, **weights) -> Callable[[BattlesnakeState, jax.Array], jax.Array]:
