@@ -287,7 +287,8 @@ def test_solo_rows_and_players_equal_the_reference_rows():
         if space:
             np.testing.assert_array_equal(np.asarray(got.space), np.asarray(ref.solo_seen).sum(-1)[:, [2, 0]])
     assert (np.asarray(ref.food_distance)[:, [2, 0]] < bitboard.UNREACHABLE).any()
-    for weights in ({}, {"space_weight": 0.5, "won_food_weight": 0.3, "hungry_unless_longest": True}):
+    for weights in ({}, {"space_weight": 0.5, "won_food_weight": 0.3, "hungry_unless_longest": True,
+                         "starvation_loss": True}):
         every = jax.jit(jax.vmap(lambda x, w=weights: evaluation.evaluate(x, **w)))(boards)
         for player in range(4):
             one = jax.jit(jax.vmap(lambda x, p=player, w=weights: evaluation.evaluate(
