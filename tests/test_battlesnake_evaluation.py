@@ -243,7 +243,6 @@ def test_food_out_of_reach_is_starvation():
     assert f.starving.tolist() == [True, False, False]
 
 
-
 def test_starvation_loss_values_a_starving_snake_as_eliminated():
     # FOOD with health [2, 50]: A is 3 moves from the food with 2 health (starving), B 5 moves with 50.
     board = from_ascii(FOOD, health=[2, 50])

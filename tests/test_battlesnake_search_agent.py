@@ -100,7 +100,6 @@ def test_state_from_board_is_the_state_the_env_starts_with():
         np.testing.assert_array_equal(np.asarray(getattr(made, field)), np.asarray(getattr(start, field)), err_msg=field)
 
 
-
 # A (length 3, health 2) and B (length 4: its tail doubled) both next to the food at (3,2); another food
 # at (0,6), 5 moves from A's up or down cell; C far off in the corner. No food spawns. Up or down, A has
 # 1 health left and food 2 or more moves away (the near food eaten by B or still 2 away): it starves
