@@ -55,7 +55,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from jaxgames import checks, experiment
 from jaxgames.agents.battlesnake import HeuristicAgent, RandomSafeAgent
 from jaxgames.agents.battlesnake_public import TailChaserAgent
-from jaxgames.agents.battlesnake_search import DEFAULT_POLICIES, MAX_STATES, TIE_BREAKS, SearchAgent
+from jaxgames.agents.battlesnake_search import DEFAULT_POLICIES, DEFAULT_WEIGHTS, MAX_STATES, TIE_BREAKS, SearchAgent
 from jaxgames.agents.q_snake import QSnakeAgent
 from jaxgames.evaluation import arena
 from jaxgames.evaluation.stats import sign_test, wilson_interval
@@ -92,7 +92,7 @@ class Config:
             hand-written evaluation only).
         learned_dir: the Q-snake weights folder whose network values the leaves (``""``: the shipped one).
         tie_break: `SearchAgent`'s ``tie_break`` (``random`` or ``mean``).
-        default_policy: `SearchAgent`'s ``default_policy`` (``room`` or ``greedy``).
+        default_policy: `SearchAgent`'s ``default_policy`` (``greedy``, the default, or ``room``).
         alphabeta: `SearchAgent`'s ``alphabeta`` (the best-reply tree searched depth first with pruning).
         step_budget: `SearchAgent`'s ``step_budget`` (with ``alphabeta``: states a move may step; ``none``: no bound).
         evaluation: `evaluation.evaluate` keywords for the search snake's leaves, ``name:value`` comma
@@ -132,7 +132,7 @@ class Config:
     learned_weight: float = 0.0
     learned_dir: str = ""
     tie_break: str = "mean"
-    default_policy: str = "room"
+    default_policy: str = "greedy"
     alphabeta: bool = False
     step_budget: int | None = None
     evaluation: tuple[str, ...] = ()
@@ -259,16 +259,7 @@ def play_games(cfg: Config, kind: str, key: jax.Array) -> dict:
     env, agent, other = _env(cfg), cfg.agent(), OPPONENTS[kind]()
     path = os.path.join(cfg.out_dir, f"games_{kind}.npz")
     chunks = cfg.num_chunks
-    settings = json.dumps({k: v for k, v in dataclasses.asdict(cfg).items()
-                           if k in ("chunk", "depth", "search_opponents", "branching", "best_reply", "max_turns",
-                                     "seed") or (cfg.learned_weight and k in ("learned_weight", "learned_dir"))
-                           or (cfg.tie_break != "random" and k == "tie_break")
-                           or (cfg.evaluation and k == "evaluation")
-                           or (cfg.reply_depth is not None and k == "reply_depth")
-                           or (cfg.default_policy != "room" and k == "default_policy")
-                           or (cfg.alphabeta and k in ("alphabeta", "step_budget"))},
-                          sort_keys=True)  # the newer settings only when used: earlier game files still resume
-    # (those of random ties, the default before, with tie_break=random)
+    settings = games_settings(cfg)
     done = _games(path, settings)
     first = int(done.get("first_chunk", 0)) if done else cfg.first_chunk
     if first != cfg.first_chunk:
@@ -318,6 +309,27 @@ def play_games(cfg: Config, kind: str, key: jax.Array) -> dict:
 
 
 GAME_FIELDS = ("won", "cause", "length", "truncated", "turn_died")  # per game, in a games file
+
+
+def games_settings(cfg: Config) -> str:
+    """The settings a games file holds (JSON): a file of other settings is refused, never resumed.
+
+    A setting newer than the file format is named only where it differs from the default it had before, so
+    earlier files still resume: ``tie_break`` unless ``random``, ``default_policy`` unless ``room``,
+    ``starvation_loss`` (on by default now, off before) as ``starvation_loss:true`` among the ``evaluation``
+    items when on, and not at all when off.
+    """
+    evaluation = [i for i in cfg.evaluation if i.partition(":")[0].strip() != "starvation_loss"]
+    if {**DEFAULT_WEIGHTS, **cfg.weights()}["starvation_loss"]:
+        evaluation.append("starvation_loss:true")
+    named = {k: v for k, v in dataclasses.asdict(cfg).items()
+             if k in ("chunk", "depth", "search_opponents", "branching", "best_reply", "max_turns", "seed")
+             or (cfg.learned_weight and k in ("learned_weight", "learned_dir"))
+             or (cfg.tie_break != "random" and k == "tie_break")
+             or (cfg.reply_depth is not None and k == "reply_depth")
+             or (cfg.default_policy != "room" and k == "default_policy")
+             or (cfg.alphabeta and k in ("alphabeta", "step_budget"))}
+    return json.dumps(named | ({"evaluation": evaluation} if evaluation else {}), sort_keys=True)
 
 
 def _games(path: str, settings: str, what: str = "out_dir") -> dict:

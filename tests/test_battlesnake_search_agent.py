@@ -121,10 +121,10 @@ def test_starvation_loss_contests_food_rather_than_starve_beyond_the_horizon():
     env = Battlesnake(board_size=7, num_snakes=3, minimum_food=0, food_spawn_chance=0, observation="none")
     state = jax.device_put(env.state_from_board(board))
     # Without the flag a starving leaf is a live value (> -0.9): up and down beat right's worst case, a death.
-    assert _move(SearchAgent(depth=1, opponents=1), env, state) in (UP, DOWN)
-    # With it, up and down are worth a death against every answer, right only against B's left: all three
-    # tie at -2 and the mean tie-break takes right.
-    agent = SearchAgent(depth=1, opponents=1, starvation_loss=True)
+    assert _move(SearchAgent(depth=1, opponents=1, starvation_loss=False), env, state) in (UP, DOWN)
+    # With it (the default), up and down are worth a death against every answer, right only against B's left:
+    # all three tie at -2 and the mean tie-break takes right.
+    agent = SearchAgent(depth=1, opponents=1)
     values = np.asarray(jax.jit(lambda s, k: agent.move_values(env, s, k, jnp.int32(0)))(state, jax.random.key(0)))
     np.testing.assert_array_equal(values[[UP, RIGHT, DOWN]], [-2.0, -2.0, -2.0])
     assert _move(agent, env, state) == RIGHT

@@ -134,6 +134,24 @@ def test_search_benchmark_evaluation_setting_reaches_the_agent_and_refuses_bad_i
         bs.Config(default_policy="random")
 
 
+def test_search_benchmark_games_files_of_the_defaults_before_still_resume_and_only_theirs():
+    bs = _search_benchmark()
+    base = dict(games=1000, chunk=50, think_positions=0, speed_batch=0)
+    # As stored by two earlier runs' games files: the room default without starvation_loss (session 24), and
+    # default_policy=greedy evaluation=starvation_loss:true (session 27).
+    room = ('{"best_reply": true, "branching": 3, "chunk": 50, "depth": 4, "max_turns": 1000, "search_opponents": 2, '
+            '"seed": 0, "tie_break": "mean"}')
+    greedy_sl = ('{"best_reply": true, "branching": 3, "chunk": 50, "default_policy": "greedy", "depth": 4, '
+                 '"evaluation": ["starvation_loss:true"], "max_turns": 1000, "search_opponents": 2, "seed": 0, '
+                 '"tie_break": "mean"}')
+    assert bs.games_settings(bs.Config(**base)) == greedy_sl  # the default now
+    assert bs.games_settings(bs.Config(**base, evaluation=("starvation_loss:true",))) == greedy_sl
+    assert bs.games_settings(bs.Config(**base, default_policy="room", evaluation=("starvation_loss:false",))) == room
+    assert bs.games_settings(bs.Config(**base, default_policy="room")) != room  # starvation_loss is on now
+    both = bs.games_settings(bs.Config(**base, evaluation=("cramped_weight:0.5",)))
+    assert json.loads(both)["evaluation"] == ["cramped_weight:0.5", "starvation_loss:true"]
+
+
 def test_search_benchmark_pairs_runs_game_for_game_and_refuses_other_games(tmp_path):
     bs = _search_benchmark()
     this, that = tmp_path / "this", tmp_path / "that"

@@ -3,11 +3,11 @@
 `SearchAgent.policy` runs `jaxgames.search.simultaneous.maximin` from one
 board for snake ``player`` (traced): its own candidate moves (`candidate_moves`)
 against the ``opponents`` living snakes whose heads are nearest (Manhattan),
-the other snakes following a default policy (`default_moves` or
-`greedy_moves`), ``depth`` plies deep, leaves valued by
+the other snakes following a default policy (`greedy_moves` by default, or
+`default_moves`), ``depth`` plies deep, leaves valued by
 `jaxgames.games.battlesnake.evaluation.evaluate` (territory by a multi-source
 breadth-first partition, length against the longest and nearest snakes,
-starvation, head-to-head risk). By default one nearby snake answers
+starvation, head-to-head risk; a starving snake's leaf valued as a death). By default one nearby snake answers
 at a time (best-reply search: Schadd & Winands 2011, "Best Reply Search for
 Multiplayer Games"); ``best_reply=False`` takes their joint answers (paranoid
 search: Sturtevant & Korf 2000, "On Pruning Techniques for Multi-Player
@@ -40,10 +40,12 @@ from jaxgames.search import simultaneous
 
 _BIG = 1 << 20
 
-DEFAULT_WEIGHTS = {"food_weight": 0.6, "longest_weight": 0.4}
-"""The agent's evaluation weights where they differ from `evaluation.evaluate`'s: more weight on food and
+DEFAULT_WEIGHTS = {"food_weight": 0.6, "longest_weight": 0.4, "starvation_loss": True}
+"""The agent's evaluation settings where they differ from `evaluation.evaluate`'s: more weight on food and
 length, chosen over trials of 48-100 games against `HeuristicAgent` snakes (starvation was the first cause
-of death with the defaults); never tried against `jaxgames.agents.battlesnake_public`."""
+of death with the defaults), and a starving leaf valued as a death (`SearchAgent`'s ``**weights``), chosen by a
+rule written before 1,000 games against them (`benchmarks/README.md`); the weights never tried against
+`jaxgames.agents.battlesnake_public`."""
 
 TIE_BREAKS = ("random", "mean")
 """`SearchAgent`'s ``tie_break`` settings."""
@@ -196,7 +198,7 @@ class SearchAgent(JaxAgent):
             ignores). The moves are the same.
         **weights: keyword arguments of `evaluation.evaluate` (weights,
             ``length_scale``, ``rounds``, flags); unset ones take `DEFAULT_WEIGHTS`,
-            then `evaluate`'s defaults. With ``starvation_loss=True`` a
+            then `evaluate`'s defaults. With ``starvation_loss=True`` (default) a
             starving leaf is worth -2, as a death while other snakes play on.
         tie_break: among moves of equal value, ``"mean"`` (default) takes the
             highest `simultaneous.MaximinOutput` ``mean_values`` (the move that
@@ -210,7 +212,7 @@ class SearchAgent(JaxAgent):
             ``depth`` alone.
         default_policy: the moves of the snakes that do not answer (those not
             searched, and in best-reply search the searched ones not deviating):
-            ``"room"`` (default) `default_moves`, ``"greedy"`` `greedy_moves`.
+            ``"greedy"`` (default) `greedy_moves`, ``"room"`` `default_moves`.
         name: a label.
 
     Raises:
@@ -222,7 +224,7 @@ class SearchAgent(JaxAgent):
                  branching: int | None = 3, best_reply: bool = True, reply_depth: int | None = None,
                  learned_weight: float = 0.0,
                  learned=None, time_budget: float | None = None, vmap_roots: bool | None = None,
-                 tie_break: str = "mean", default_policy: str = "room", alphabeta: bool = False,
+                 tie_break: str = "mean", default_policy: str = "greedy", alphabeta: bool = False,
                  step_budget: int | None = None, name: str = "search", **weights):
         self.depth = checks.positive_int("depth", depth)
         self.branching = None if branching is None else checks.integer("branching", branching, 1, 4)
