@@ -448,6 +448,31 @@ def test_learned_leaf_value_is_the_networks_best_win_rate():
         SearchAgent(learned_weight=0.5, learned=object())
 
 
+def test_learned_leaf_values_a_starving_snake_as_a_death():
+    # CONTESTED_FOOD with the constant network above: up and down leave A starving but alive, worth the
+    # network's value LIVE_BOUND * (2 sigmoid(1.2) - 1) whatever B answers; with starvation_loss (the
+    # default) they are worth a death, -2, as right is against B's left.
+    from jaxgames.agents.q_snake import QSnakeAgent
+    from jaxgames.games.battlesnake import evaluation
+    from jaxgames.networks.q_snake import QSnakeNet, init_variables
+
+    board = from_ascii(CONTESTED_FOOD, health=[2, 100, 100], stack={1: 1})
+    env = Battlesnake(board_size=7, num_snakes=3, minimum_food=0, food_spawn_chance=0, observation="none")
+    state = jax.device_put(env.state_from_board(board))
+    variables = init_variables(QSnakeNet(features=(4,)), jax.random.key(0), (13, 13, 3))
+    dense = variables["params"]["Dense_0"]
+    variables["params"]["Dense_0"] = {"kernel": jnp.zeros_like(dense["kernel"]),
+                                      "bias": jnp.asarray([0.3, 1.2, -0.5], jnp.float32)}
+    learned = QSnakeAgent(variables, features=(4,), board_size=7)
+    live = evaluation.LIVE_BOUND * (2.0 / (1.0 + np.exp(-1.2)) - 1.0)
+    for flag, want in ((False, live), (True, -2.0)):
+        agent = SearchAgent(depth=1, opponents=1, learned_weight=1.0, learned=learned, starvation_loss=flag)
+        values = np.asarray(jax.jit(lambda s, k, a=agent: a.move_values(env, s, k, jnp.int32(0)))(
+            state, jax.random.key(0)))
+        np.testing.assert_allclose(values[[UP, DOWN]], [want, want], rtol=1e-6)
+        assert values[RIGHT] == -2.0
+
+
 def test_learned_leaf_variables_are_an_argument_of_one_shared_compile():
     """Two search agents whose learned leaves differ only in their variables compile once, and each plays
     as its own policy traced with its variables as constants does."""
