@@ -137,8 +137,8 @@ def test_search_benchmark_evaluation_setting_reaches_the_agent_and_refuses_bad_i
 def test_search_benchmark_games_files_of_the_defaults_before_still_resume_and_only_theirs():
     bs = _search_benchmark()
     base = dict(games=1000, chunk=50, think_positions=0, speed_batch=0)
-    # As stored by two earlier runs' games files: the room default without starvation_loss (session 24), and
-    # default_policy=greedy evaluation=starvation_loss:true (session 27).
+    # As the code before this change wrote them into games files: the room default without starvation_loss,
+    # and default_policy=greedy evaluation=starvation_loss:true (session 27's results/s27/sl_p).
     room = ('{"best_reply": true, "branching": 3, "chunk": 50, "depth": 4, "max_turns": 1000, "search_opponents": 2, '
             '"seed": 0, "tie_break": "mean"}')
     greedy_sl = ('{"best_reply": true, "branching": 3, "chunk": 50, "default_policy": "greedy", "depth": 4, '
