@@ -10,8 +10,8 @@ breadth-first partition, length against the longest and nearest snakes,
 starvation, head-to-head risk; a starving snake's leaf valued as a death).
 By default one nearby snake answers at a time (best-reply search: Schadd &
 Winands 2011, "Best Reply Search for Multiplayer Games"); ``best_reply=False``
-takes their joint answers (paranoid search: Sturtevant & Korf 2000, "On Pruning Techniques for Multi-Player
-Games"; Sturtevant 2002, "A Comparison of Algorithms for Multi-player
+takes their joint answers (paranoid search: Sturtevant & Korf 2000, "On
+Pruning Techniques for Multi-Player Games"; Sturtevant 2002, "A Comparison of Algorithms for Multi-player
 Games"). Cutting the enumeration to the nearby snakes is the common practice
 of strong Battlesnakes (the others cannot reach the searched snake's cells
 within a shallow horizon). Moves of equal worst case go to the highest mean
