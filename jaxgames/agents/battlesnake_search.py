@@ -11,8 +11,8 @@ starvation, head-to-head risk; a starving snake's leaf valued as a death).
 By default one nearby snake answers at a time (best-reply search: Schadd &
 Winands 2011, "Best Reply Search for Multiplayer Games"); ``best_reply=False``
 takes their joint answers (paranoid search: Sturtevant & Korf 2000, "On
-Pruning Techniques for Multi-Player Games"; Sturtevant 2002, "A Comparison of Algorithms for Multi-player
-Games"). Cutting the enumeration to the nearby snakes is the common practice
+Pruning Techniques for Multi-Player Games"; Sturtevant 2002, "A Comparison
+of Algorithms for Multi-player Games"). Cutting the enumeration to the nearby snakes is the common practice
 of strong Battlesnakes (the others cannot reach the searched snake's cells
 within a shallow horizon). Moves of equal worst case go to the highest mean
 over the answers (default) or, with ``tie_break="random"``, to any of them.
