@@ -14,8 +14,9 @@ takes their joint answers (paranoid search: Sturtevant & Korf 2000, "On
 Pruning Techniques for Multi-Player Games"; Sturtevant 2002, "A Comparison
 of Algorithms for Multi-player Games"). Cutting the enumeration to the
 nearby snakes is the common practice of strong Battlesnakes (the others
-cannot reach the searched snake's cells within a shallow horizon). Moves of equal worst case go to the highest mean
-over the answers (default) or, with ``tie_break="random"``, to any of them.
+cannot reach the searched snake's cells within a shallow horizon). Moves of
+equal worst case go to the highest mean over the answers (default) or, with
+``tie_break="random"``, to any of them.
 
 The batched agent is one jitted call (`JaxAgent.compiled`); `act_in_time`
 adds the wall-clock budget for one board: iterative deepening, one depth at
