@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import collections
 import dataclasses
-import inspect
 import json
 import os
 import sys
@@ -55,12 +54,12 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from jaxgames import checks, experiment
 from jaxgames.agents.battlesnake import HeuristicAgent, RandomSafeAgent
 from jaxgames.agents.battlesnake_public import TailChaserAgent
-from jaxgames.agents.battlesnake_search import DEFAULT_POLICIES, DEFAULT_WEIGHTS, MAX_STATES, TIE_BREAKS, SearchAgent
+from jaxgames.agents.battlesnake_search import (DEFAULT_POLICIES, DEFAULT_WEIGHTS, MAX_STATES, TIE_BREAKS,
+                                                SearchAgent, parse_weights)
 from jaxgames.agents.q_snake import QSnakeAgent
 from jaxgames.evaluation import arena
 from jaxgames.evaluation.stats import sign_test, wilson_interval
 from jaxgames.games.battlesnake import Battlesnake, rules
-from jaxgames.games.battlesnake.evaluation import evaluate
 
 OPPONENTS = {"heuristic": HeuristicAgent, "public": TailChaserAgent, "random_safe": RandomSafeAgent}
 # The settings of the search snake itself (those a think-time anchor may change).
@@ -217,28 +216,8 @@ class Config:
                                  f"this run with {getattr(self, name)!r}: its games are not the same games")
 
     def weights(self) -> dict:
-        """``evaluation`` as keyword arguments, each value converted to its default's type in `evaluate`."""
-        defaults = inspect.signature(evaluate).parameters
-        out = {}
-        for item in self.evaluation:
-            name, sep, text = item.partition(":")
-            name, text = name.strip(), text.strip()
-            if not sep or name not in defaults or name in ("board", "rounds"):
-                known = ", ".join(k for k in defaults if k not in ("board", "rounds"))
-                raise ValueError(f"evaluation item {item!r} must be name:value with a name from: {known}")
-            if name in out:
-                raise ValueError(f"evaluation names {name} twice")
-            kind = type(defaults[name].default)
-            if kind is bool:
-                if text.lower() not in ("true", "false"):
-                    raise ValueError(f"evaluation {name} must be true or false; got {text!r}")
-                out[name] = text.lower() == "true"
-            else:
-                try:
-                    out[name] = kind(text)
-                except ValueError:
-                    raise ValueError(f"evaluation {name} must be {kind.__name__}; got {text!r}") from None
-        return out
+        """``evaluation`` as keyword arguments (`parse_weights`)."""
+        return parse_weights(self.evaluation)
 
     def agent(self) -> SearchAgent:
         learned = QSnakeAgent(weights_dir=self.learned_dir or None) if self.learned_weight else None

@@ -421,6 +421,16 @@ def test_server_serves_the_search_agent_and_refuses_its_settings_for_others():
     assert srv.agent.alphabeta and srv.agent.step_budget == 500
     with pytest.raises(SystemExit):  # a step budget without alpha-beta
         server_from_args(["--agent", "search", "--step-budget", "500", "--port", "0", "--warmup-sizes", ""])
+    srv, _ = server_from_args(["--agent", "search", "--evaluation", "hungry_unless_longest:true, food_weight:0.8",
+                               "--port", "0", "--warmup-sizes", ""])
+    assert srv.agent.weights["hungry_unless_longest"] is True and srv.agent.weights["food_weight"] == 0.8
+    assert srv.agent.weights["longest_weight"] == 0.4  # the agent's own default, untouched
+    for bad in ("food_weight", "speed:1", "hungry_unless_longest:1", "food_weight:-1"):
+        with pytest.raises(SystemExit):
+            server_from_args(["--agent", "search", "--evaluation", bad, "--port", "0", "--warmup-sizes", ""])
+    with pytest.raises(SystemExit):  # a search setting for another agent
+        server_from_args(["--agent", "heuristic", "--evaluation", "food_weight:0.8", "--port", "0",
+                          "--warmup-sizes", ""])
 
 
 def test_learned_leaf_value_is_the_networks_best_win_rate():

@@ -25,6 +25,7 @@ a time, each depth started only while the time measured for it fits.
 
 from __future__ import annotations
 
+import inspect
 import time
 
 import jax
@@ -59,6 +60,43 @@ the roots run one at a time (a CPU), where batches of tens run several times fas
 MAX_STATES = 250_000
 """`SearchAgent`'s default bound on enumerated states: depth 4 over the two nearest snakes enumerates 204,204 (21 joint
 moves a node; a CPU steps only the real ones, about a twentieth)."""
+
+
+def parse_weights(items) -> dict:
+    """``name:value`` items as `SearchAgent` ``**weights``: keywords of `evaluation.evaluate`, each value converted
+    to the type of its default there (``true``/``false`` for flags).
+
+    Args:
+        items: a str of comma-separated items (``"hungry_unless_longest:true,food_weight:0.8"``) or a sequence of
+            items; empty: ``{}``.
+
+    Raises:
+        ValueError: an item not ``name:value`` with a keyword of `evaluate` (``board`` and ``rounds`` excluded),
+            a name given twice, or a value not of the keyword's type, naming it.
+    """
+    if isinstance(items, str):
+        items = [i for i in items.split(",") if i.strip()]
+    defaults = inspect.signature(evaluation.evaluate).parameters
+    known = [k for k in defaults if k not in ("board", "rounds")]
+    out = {}
+    for item in items:
+        name, sep, text = str(item).partition(":")
+        name, text = name.strip(), text.strip()
+        if not sep or name not in known:
+            raise ValueError(f"evaluation item {item!r} must be name:value with a name from: {', '.join(known)}")
+        if name in out:
+            raise ValueError(f"evaluation names {name} twice")
+        kind = type(defaults[name].default)
+        if kind is bool:
+            if text.lower() not in ("true", "false"):
+                raise ValueError(f"evaluation {name} must be true or false; got {text!r}")
+            out[name] = text.lower() == "true"
+        else:
+            try:
+                out[name] = kind(text)
+            except ValueError:
+                raise ValueError(f"evaluation {name} must be {kind.__name__}; got {text!r}") from None
+    return out
 
 HEAD_TO_HEAD_PENALTY = 1.0
 """Subtracted from a move's value when a snake outside the search, at least as long, can enter the same cell

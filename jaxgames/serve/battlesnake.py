@@ -51,7 +51,7 @@ import numpy as np
 
 from jaxgames.agents.base import Agent, HostAgent, JaxAgent
 from jaxgames.agents.battlesnake import HeuristicAgent, RandomAgent, RandomSafeAgent
-from jaxgames.agents.battlesnake_search import DEFAULT_POLICIES, TIE_BREAKS, SearchAgent
+from jaxgames.agents.battlesnake_search import DEFAULT_POLICIES, TIE_BREAKS, SearchAgent, parse_weights
 from jaxgames.agents.q_snake import QSnakeAgent
 from jaxgames.games.battlesnake import api, rules
 from jaxgames.games.battlesnake.env import Battlesnake
@@ -65,7 +65,7 @@ AGENTS = {"random": RandomAgent, "random_safe": RandomSafeAgent, "heuristic": He
           "search": SearchAgent}
 """Agents built without arguments, by name (the command line's ``--agent``). ``q_snake`` loads its
 shipped weights only when built; ``search`` takes ``--depth``, ``--opponents``, ``--branching``,
-``--tie-break``, ``--default-policy`` and ``--time-budget-ms``."""
+``--tie-break``, ``--default-policy``, ``--alphabeta``, ``--step-budget``, ``--time-budget-ms`` and ``--evaluation``."""
 
 SEARCH_TIME_BUDGET_MS = 0.8 * DEFAULT_TIMEOUT_MS
 """``--agent search``'s default think time per move (ms; 80% of `DEFAULT_TIMEOUT_MS`, 400): iterative deepening up
@@ -779,8 +779,8 @@ def server_from_args(argv=None) -> tuple[BattlesnakeServer, str]:
     accepts outside connections), ``--port`` (8000; 0 picks a free port),
     ``--agent`` (a name of `AGENTS`, default
     ``random_safe``), ``--seed``, the search agent's ``--depth``,
-    ``--opponents``, ``--branching``, ``--tie-break``, ``--default-policy`` and ``--time-budget-ms`` (default
-    `SEARCH_TIME_BUDGET_MS`), ``--warmup-sizes`` (comma-separated board
+    ``--opponents``, ``--branching``, ``--tie-break``, ``--default-policy``, ``--time-budget-ms`` (default
+    `SEARCH_TIME_BUDGET_MS`) and ``--evaluation`` (`parse_weights`), ``--warmup-sizes`` (comma-separated board
     sizes compiled at start-up, default ``7,11,19``), ``--workers`` (threads
     running the agent, default 2), ``--limit-concurrency`` (128), ``--http``
     (uvicorn's protocol, `HTTP_PROTOCOLS`, default ``auto``).
@@ -808,6 +808,9 @@ def server_from_args(argv=None) -> tuple[BattlesnakeServer, str]:
                    help="search, with --alphabeta: states a move may step (depth - 1 first, then depth with the rest)")
     p.add_argument("--time-budget-ms", type=float, default=None,
                    help=f"search: think time per move by iterative deepening (default {SEARCH_TIME_BUDGET_MS:g})")
+    p.add_argument("--evaluation", default=None,
+                   help="search: leaf evaluation keywords of evaluate, name:value comma-separated "
+                        "(e.g. hungry_unless_longest:true,food_weight:0.8; default: the agent's)")
     p.add_argument("--warmup-sizes", default="7,11,19", help="board sizes compiled at start-up, comma-separated")
     p.add_argument("--workers", type=int, default=2, help="threads running the agent's decisions")
     p.add_argument("--limit-concurrency", type=int, default=128, help="most connections or requests at once (503 beyond)")
@@ -822,10 +825,14 @@ def server_from_args(argv=None) -> tuple[BattlesnakeServer, str]:
                                  ("alphabeta", a.alphabeta), ("step_budget", a.step_budget)) if v is not None}
     if a.time_budget_ms is not None:
         options["time_budget"] = a.time_budget_ms / 1000
+    if a.evaluation is not None:
+        try:
+            options.update(parse_weights(a.evaluation))
+        except ValueError as e:
+            p.error(f"--evaluation: {e}")
     if options and a.agent != "search":
-        p.error(f"--depth, --opponents, --branching, --tie-break, --default-policy, --alphabeta, --step-budget and "
-                f"--time-budget-ms are settings "
-                f"of --agent search, not {a.agent}")
+        p.error(f"--depth, --opponents, --branching, --tie-break, --default-policy, --alphabeta, --step-budget, "
+                f"--time-budget-ms and --evaluation are settings of --agent search, not {a.agent}")
     if a.agent == "search":
         options.setdefault("time_budget", SEARCH_TIME_BUDGET_MS / 1000)
     try:
