@@ -98,6 +98,7 @@ def parse_weights(items) -> dict:
                 raise ValueError(f"evaluation {name} must be {kind.__name__}; got {text!r}") from None
     return out
 
+
 HEAD_TO_HEAD_PENALTY = 1.0
 """Subtracted from a move's value when a snake outside the search, at least as long, can enter the same cell
 (paranoid at the first ply for every snake; a sure death is worth -2)."""
