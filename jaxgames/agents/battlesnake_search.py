@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import inspect
 import time
+from collections.abc import Sequence
 
 import jax
 import jax.numpy as jnp
@@ -62,13 +63,17 @@ MAX_STATES = 250_000
 moves a node; a CPU steps only the real ones, about a twentieth)."""
 
 
-def parse_weights(items) -> dict:
+def parse_weights(items: str | Sequence[str]) -> dict:
     """``name:value`` items as `SearchAgent` ``**weights``: keywords of `evaluation.evaluate`, each value converted
     to the type of its default there (``true``/``false`` for flags).
 
     Args:
         items: a str of comma-separated items (``"hungry_unless_longest:true,food_weight:0.8"``) or a sequence of
             items; empty: ``{}``.
+
+    Returns:
+        ``{name: value}``, each value a float, int or bool as the keyword's default in `evaluate`; validated
+        further (ranges) by `SearchAgent`.
 
     Raises:
         ValueError: an item not ``name:value`` with a keyword of `evaluate` (``board`` and ``rounds`` excluded),
