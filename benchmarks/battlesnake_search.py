@@ -95,7 +95,7 @@ class Config:
         alphabeta: `SearchAgent`'s ``alphabeta`` (the best-reply tree searched depth first with pruning).
         step_budget: `SearchAgent`'s ``step_budget`` (with ``alphabeta``: states a move may step; ``none``: no bound).
         evaluation: `evaluation.evaluate` keywords for the search snake's leaves, ``name:value`` comma
-            separated (e.g. ``hungry_unless_longest:true,food_weight:0.8``); unset ones keep
+            separated (e.g. ``hungry_unless_longest:false,food_weight:0.8``); unset ones keep
             `SearchAgent`'s defaults.
         max_states: the search's bound on enumerated states (`SearchAgent`'s ``max_states``).
         max_turns: turn limit (the game is truncated there).
@@ -295,12 +295,13 @@ def games_settings(cfg: Config) -> str:
 
     A setting newer than the file format is named only where it differs from the default it had before, so
     earlier files still resume: ``tie_break`` unless ``random``, ``default_policy`` unless ``room``,
-    ``starvation_loss`` (on by default now, off before) as ``starvation_loss:true`` among the ``evaluation``
-    items when on, and not at all when off.
+    ``hungry_unless_longest`` and ``starvation_loss`` (on by default now, off before) as ``name:true`` among the
+    ``evaluation`` items when on, in that order after the others, and not at all when off.
     """
-    evaluation = [i for i in cfg.evaluation if i.partition(":")[0].strip() != "starvation_loss"]
-    if {**DEFAULT_WEIGHTS, **cfg.weights()}["starvation_loss"]:
-        evaluation.append("starvation_loss:true")
+    flags = ("hungry_unless_longest", "starvation_loss")
+    weights = {**DEFAULT_WEIGHTS, **cfg.weights()}
+    evaluation = [i for i in cfg.evaluation if i.partition(":")[0].strip() not in flags]
+    evaluation += [f"{flag}:true" for flag in flags if weights.get(flag)]
     named = {k: v for k, v in dataclasses.asdict(cfg).items()
              if k in ("chunk", "depth", "search_opponents", "branching", "best_reply", "max_turns", "seed")
              or (cfg.learned_weight and k in ("learned_weight", "learned_dir"))

@@ -87,8 +87,9 @@ def test_move_values_rank_the_only_living_move_first_and_sure_deaths_at_minus_tw
         assert values[move] <= -2.0
     batched = agent.batched_move_values(env)
     states = jax.tree.map(lambda x: jnp.stack([x, x]), state)
-    both = np.asarray(jax.jit(batched)(states, jax.random.split(jax.random.key(0), 2), jnp.zeros(2, jnp.int32)))
-    np.testing.assert_allclose(both[0], values, rtol=1e-6)
+    keys = jnp.stack([jax.random.key(0)] * 2)  # the same key: food spawned in the search depends on it
+    both = np.asarray(jax.jit(batched)(states, keys, jnp.zeros(2, jnp.int32)))
+    np.testing.assert_allclose(both, [values, values], rtol=1e-6)
 
 
 def test_state_from_board_is_the_state_the_env_starts_with():
@@ -421,9 +422,9 @@ def test_server_serves_the_search_agent_and_refuses_its_settings_for_others():
     assert srv.agent.alphabeta and srv.agent.step_budget == 500
     with pytest.raises(SystemExit):  # a step budget without alpha-beta
         server_from_args(["--agent", "search", "--step-budget", "500", "--port", "0", "--warmup-sizes", ""])
-    srv, _ = server_from_args(["--agent", "search", "--evaluation", "hungry_unless_longest:true, food_weight:0.8",
+    srv, _ = server_from_args(["--agent", "search", "--evaluation", "hungry_unless_longest:false, food_weight:0.8",
                                "--port", "0", "--warmup-sizes", ""])
-    assert srv.agent.weights["hungry_unless_longest"] is True and srv.agent.weights["food_weight"] == 0.8
+    assert srv.agent.weights["hungry_unless_longest"] is False and srv.agent.weights["food_weight"] == 0.8
     assert srv.agent.weights["longest_weight"] == 0.4  # the agent's own default, untouched
     for bad in ("food_weight", "speed:1", "hungry_unless_longest:1", "food_weight:-1"):
         with pytest.raises(SystemExit):

@@ -119,10 +119,10 @@ def _search_benchmark():
 
 def test_search_benchmark_evaluation_setting_reaches_the_agent_and_refuses_bad_items():
     bs = _search_benchmark()
-    cfg = bs.Config(evaluation=("hungry_unless_longest:true", "food_weight:0.8", "hunger_health:70"))
-    assert cfg.weights() == {"hungry_unless_longest": True, "food_weight": 0.8, "hunger_health": 70}
+    cfg = bs.Config(evaluation=("hungry_unless_longest:false", "food_weight:0.8", "hunger_health:70"))
+    assert cfg.weights() == {"hungry_unless_longest": False, "food_weight": 0.8, "hunger_health": 70}
     agent = cfg.agent()
-    assert agent.weights["hungry_unless_longest"] is True and agent.weights["food_weight"] == 0.8
+    assert agent.weights["hungry_unless_longest"] is False and agent.weights["food_weight"] == 0.8
     assert agent.weights["longest_weight"] == 0.4  # the agent's own default, untouched
     for bad, words in ((("speed:1",), "name:value"), (("food_weight",), "name:value"), (("board:1",), "name:value"),
                        (("hunger_health:7.5",), "int"), (("hungry_unless_longest:1",), "true or false"),
@@ -144,12 +144,18 @@ def test_search_benchmark_games_files_of_the_defaults_before_still_resume_and_on
     greedy_sl = ('{"best_reply": true, "branching": 3, "chunk": 50, "default_policy": "greedy", "depth": 4, '
                  '"evaluation": ["starvation_loss:true"], "max_turns": 1000, "search_opponents": 2, "seed": 0, '
                  '"tie_break": "mean"}')
-    assert bs.games_settings(bs.Config(**base)) == greedy_sl  # the default now
-    assert bs.games_settings(bs.Config(**base, evaluation=("starvation_loss:true",))) == greedy_sl
-    assert bs.games_settings(bs.Config(**base, default_policy="room", evaluation=("starvation_loss:false",))) == room
-    assert bs.games_settings(bs.Config(**base, default_policy="room")) != room  # starvation_loss is on now
+    # and evaluation=hungry_unless_longest:true with that default (session 30's results/s30/h_a).
+    hungry = greedy_sl.replace('["starvation_loss:true"]', '["hungry_unless_longest:true", "starvation_loss:true"]')
+    off = ("hungry_unless_longest:false",)
+    assert bs.games_settings(bs.Config(**base)) == hungry  # the default now
+    assert bs.games_settings(bs.Config(**base, evaluation=("hungry_unless_longest:true",))) == hungry
+    assert bs.games_settings(bs.Config(**base, evaluation=off)) == greedy_sl
+    assert bs.games_settings(bs.Config(**base, evaluation=(*off, "starvation_loss:true"))) == greedy_sl
+    assert bs.games_settings(bs.Config(**base, default_policy="room",
+                                       evaluation=(*off, "starvation_loss:false"))) == room
+    assert bs.games_settings(bs.Config(**base, default_policy="room", evaluation=off)) != room  # starvation_loss
     both = bs.games_settings(bs.Config(**base, evaluation=("cramped_weight:0.5",)))
-    assert json.loads(both)["evaluation"] == ["cramped_weight:0.5", "starvation_loss:true"]
+    assert json.loads(both)["evaluation"] == ["cramped_weight:0.5", "hungry_unless_longest:true", "starvation_loss:true"]
 
 
 def test_search_benchmark_pairs_runs_game_for_game_and_refuses_other_games(tmp_path):

@@ -43,12 +43,14 @@ from jaxgames.search import simultaneous
 
 _BIG = 1 << 20
 
-DEFAULT_WEIGHTS = {"food_weight": 0.6, "longest_weight": 0.4, "starvation_loss": True}
+DEFAULT_WEIGHTS = {"food_weight": 0.6, "longest_weight": 0.4, "starvation_loss": True, "hungry_unless_longest": True}
 """The agent's evaluation settings where they differ from `evaluation.evaluate`'s: more weight on food and
 length, chosen over trials of 48-100 games against `HeuristicAgent` snakes (starvation was the first cause
-of death with the defaults), and a starving leaf valued as a death (`SearchAgent`'s ``**weights``), chosen by a
-rule written before 1,000 games against them (`benchmarks/README.md`); the weights never tried against
-`jaxgames.agents.battlesnake_public`."""
+of death with the defaults); a starving leaf valued as a death, chosen by a rule written before 1,000 games
+against them; and a food margin of 100 while not the longest (``hungry_unless_longest``), chosen by a rule
+written before 1,000 games against `battlesnake_public.TailChaserAgent` snakes (a screen of 200 of them
+included) and 1,000 against `HeuristicAgent` snakes (`benchmarks/README.md`). Overridden by `SearchAgent`'s
+``**weights``."""
 
 TIE_BREAKS = ("random", "mean")
 """`SearchAgent`'s ``tie_break`` settings."""
@@ -244,7 +246,9 @@ class SearchAgent(JaxAgent):
         **weights: keyword arguments of `evaluation.evaluate` (weights,
             ``length_scale``, ``rounds``, flags); unset ones take `DEFAULT_WEIGHTS`,
             then `evaluate`'s defaults. With ``starvation_loss=True`` (default) a
-            starving leaf is worth -2, as a death while other snakes play on.
+            starving leaf is worth -2, as a death while other snakes play on;
+            with ``hungry_unless_longest=True`` (default) the food term's
+            margin is 100 while the snake is not the longest.
         tie_break: among moves of equal value, ``"mean"`` (default) takes the
             highest `simultaneous.MaximinOutput` ``mean_values`` (the move that
             loses against fewer answers), then any of those; ``"random"`` any,

@@ -810,7 +810,7 @@ def server_from_args(argv=None) -> tuple[BattlesnakeServer, str]:
                    help=f"search: think time per move by iterative deepening (default {SEARCH_TIME_BUDGET_MS:g})")
     p.add_argument("--evaluation", default=None,
                    help="search: leaf evaluation keywords of evaluate, name:value comma-separated "
-                        "(e.g. hungry_unless_longest:true,food_weight:0.8; default: the agent's)")
+                        "(e.g. hungry_unless_longest:false,food_weight:0.8; default: the agent's)")
     p.add_argument("--warmup-sizes", default="7,11,19", help="board sizes compiled at start-up, comma-separated")
     p.add_argument("--workers", type=int, default=2, help="threads running the agent's decisions")
     p.add_argument("--limit-concurrency", type=int, default=128, help="most connections or requests at once (503 beyond)")
