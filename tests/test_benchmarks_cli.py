@@ -155,7 +155,8 @@ def test_search_benchmark_games_files_of_the_defaults_before_still_resume_and_on
                                        evaluation=(*off, "starvation_loss:false"))) == room
     assert bs.games_settings(bs.Config(**base, default_policy="room", evaluation=off)) != room  # starvation_loss
     both = bs.games_settings(bs.Config(**base, evaluation=("cramped_weight:0.5",)))
-    assert json.loads(both)["evaluation"] == ["cramped_weight:0.5", "hungry_unless_longest:true", "starvation_loss:true"]
+    assert json.loads(both)["evaluation"] == ["cramped_weight:0.5", "hungry_unless_longest:true",
+                                              "starvation_loss:true"]
 
 
 def test_search_benchmark_pairs_runs_game_for_game_and_refuses_other_games(tmp_path):
