@@ -237,18 +237,14 @@ class SearchAgent(JaxAgent):
             then deepens up to ``depth`` within it); None: always ``depth``.
         vmap_roots: the batched policy vmaps the search over roots (True) or
             runs one root at a time with ``lax.map`` (False); None (default):
-            vmap on a GPU or TPU, ``lax.map`` on a CPU, where the vmapped
-            gathers run about 10x slower per root. One root at a time also
-            steps and values each ply's children `LEAF_BATCH` at a time,
+            vmap on a GPU or TPU, ``lax.map`` on a CPU. One root at a time
+            also steps and values each ply's children `LEAF_BATCH` at a time,
             only those of valid moves, and skips a root whose snake is
-            eliminated or whose game is over (move 0, which the game
-            ignores). The moves are the same.
+            eliminated or whose game is over (move 0). The moves are the same.
         **weights: keyword arguments of `evaluation.evaluate` (weights,
-            ``length_scale``, ``rounds``, flags); unset ones take `DEFAULT_WEIGHTS`,
-            then `evaluate`'s defaults. With ``starvation_loss=True`` (default) a
-            starving leaf is worth -2, as a death while other snakes play on;
-            with ``hungry_unless_longest=True`` (default) the food term's
-            margin is 100 while the snake is not the longest.
+            ``length_scale``, ``rounds``, flags); unset ones take `DEFAULT_WEIGHTS`
+            (a starving leaf worth -2, as a death; a food margin of 100 while
+            not the longest), then `evaluate`'s defaults.
         tie_break: among moves of equal value, ``"mean"`` (default) takes the
             highest `simultaneous.MaximinOutput` ``mean_values`` (the move that
             loses against fewer answers), then any of those; ``"random"`` any,
