@@ -60,6 +60,7 @@ from jaxgames.agents.q_snake import QSnakeAgent
 from jaxgames.evaluation import arena
 from jaxgames.evaluation.stats import sign_test, wilson_interval
 from jaxgames.games.battlesnake import Battlesnake, rules
+from jaxgames.serve.battlesnake import SEARCH_TIME_BUDGET_MS
 
 OPPONENTS = {"heuristic": HeuristicAgent, "public": TailChaserAgent, "random_safe": RandomSafeAgent}
 # The settings of the search snake itself (those a think-time anchor may change).
@@ -105,6 +106,9 @@ class Config:
         think_anchor: an anchor search timed on the same boards in the same run, interleaved board by board:
             this run's agent settings with these ``name:value`` changes (e.g. ``alphabeta:false,depth:4``);
             its times and the ratios to them are reported beside this search's. ``()``: none.
+        think_served: also time the snake as the HTTP server runs it on the same boards (`SearchAgent.act_in_time`
+            within ``--agent search``'s default budget, `serve.battlesnake.SEARCH_TIME_BUDGET_MS`): its p50 and
+            p99 and the share of boards on which it finished ``depth``.
         speed_batch: roots per call in the batched speed measurement (0: none).
         seed: PRNG seed.
         out_dir: results folder.
@@ -139,6 +143,7 @@ class Config:
     max_turns: int = 1000
     think_positions: int = 300
     think_anchor: tuple[str, ...] = ()
+    think_served: bool = False
     speed_batch: int = 256
     seed: int = 0
     out_dir: str = "results/benchmarks/battlesnake_search"
@@ -154,8 +159,11 @@ class Config:
             checks.non_negative_int(name, getattr(self, name))
         checks.non_negative_int("search_opponents", self.search_opponents)
         checks.integer("branching", self.branching, 0, 4)
-        if not isinstance(self.best_reply, bool):
-            raise TypeError(f"best_reply must be a bool; got {self.best_reply!r}")
+        for name in ("best_reply", "think_served"):
+            if not isinstance(getattr(self, name), bool):
+                raise TypeError(f"{name} must be a bool; got {getattr(self, name)!r}")
+        if self.think_served and not self.think_positions:
+            raise ValueError("think_served=true needs think_positions > 0")
         checks.non_negative_int("seed", self.seed)
         checks.integer("first_chunk", self.first_chunk, 0, self.num_chunks - 1)
         if self.last_chunk is not None:
@@ -453,7 +461,26 @@ def think_time(cfg: Config, key: jax.Array) -> dict:
     out = time_summary(times[:, 0], times[:, 1] if anchor else None)
     if anchor:
         out["anchor"]["settings"] = ",".join(cfg.think_anchor)
+    if cfg.think_served:
+        out["served"] = served_time(cfg, env, [one(i) for i in range(n)], key)
     return {**out, "server_timeout_ms": 500, "target_p99_ms": 400}
+
+
+def served_time(cfg: Config, env: Battlesnake, boards: list, key: jax.Array) -> dict:
+    """The snake as ``--agent search`` serves it (`SearchAgent.act_in_time` within `SEARCH_TIME_BUDGET_MS`), timed on
+    ``boards`` one at a time, in order (its depth estimates carry over from board to board, as within a game)."""
+    budget = SEARCH_TIME_BUDGET_MS / 1000
+    agent = cfg.agent()
+    agent.act_in_time(env, boards[0], key, 0, budget)  # compiles every depth (the server's warm-up)
+    ms, depths = np.zeros(len(boards)), np.zeros(len(boards), np.int32)
+    for i, s in enumerate(boards):
+        jax.block_until_ready(s)
+        t0 = time.perf_counter()
+        depths[i] = agent.act_in_time(env, s, jax.random.fold_in(key, i), 0, budget)[1]
+        ms[i] = (time.perf_counter() - t0) * 1000
+    return {**time_summary(ms), "budget_ms": SEARCH_TIME_BUDGET_MS,
+            "full_depth_share": float(np.mean(depths == cfg.depth)),
+            "depths": {int(d): int(np.sum(depths == d)) for d in np.unique(depths)}}
 
 
 def _median_seconds(fn, *args, repeats=5):
@@ -534,6 +561,12 @@ def _readme(cfg: Config, results: dict) -> str:
                       f"p50 {an['p50_ms']:.1f} ms, p99 {an['p99_ms']:.1f} ms, max {an['max_ms']:.1f} ms. "
                       f"This search over the anchor: p50 {th['p50_ratio']:.2f}x, p99 {th['p99_ratio']:.2f}x, "
                       f"median per board {th['median_ratio']:.2f}x."]
+        sv = th.get("served")
+        if sv:
+            lines += ["", f"Served as the HTTP server runs it (iterative deepening within {sv['budget_ms']:g} ms), "
+                      f"the same boards: p50 {sv['p50_ms']:.1f} ms, p99 {sv['p99_ms']:.1f} ms, max {sv['max_ms']:.1f} ms; "
+                      f"depth {cfg.depth} finished on {100 * sv['full_depth_share']:.1f}% of the boards (boards by "
+                      "depth: " + ", ".join(f"{d}: {c}" for d, c in sorted(sv["depths"].items())) + ")."]
     sp = results.get("speed")
     if sp:
         tree = "in the tree that alpha-beta prunes" if cfg.alphabeta else "enumerated"

@@ -1038,11 +1038,19 @@ def _best_reply_alphabeta(env, state, key, player, depth, evaluate, searched, de
 
         # the valid codes first, ``sub`` at a time; a batch with none is not stepped (about half are padding)
         ids = jnp.concatenate([jnp.argsort(~ok, stable=True), jnp.full(batches * sub - c, c)]).astype(jnp.int32)
-        shapes = jax.eval_shape(step, ids[:sub])
-        parts = [jax.lax.cond(k * sub < n_valid, step, lambda _: jax.tree.map(lambda x: jnp.zeros(x.shape, x.dtype),
-                                                                             shapes), ids[k * sub:(k + 1) * sub])
-                 for k in range(batches)]
-        stepped = jax.tree.map(lambda *x: jnp.concatenate(x), *parts)
+
+        def first(k):
+            """The first ``k`` batches stepped at once, the rest zeros."""
+            def run(ids):
+                out = step(ids[:k * sub]) if k else None
+                pad = (batches - k) * sub
+                shapes = jax.eval_shape(step, ids[:sub])
+                if out is None:
+                    return jax.tree.map(lambda x: jnp.zeros((batches * sub,), x.dtype), shapes)
+                return jax.tree.map(lambda x: jnp.concatenate([x, jnp.zeros((pad,), x.dtype)]) if pad else x, out)
+            return run
+
+        stepped = jax.lax.switch((n_valid + sub - 1) // sub, [first(k) for k in range(batches + 1)], ids)
         reward, static, done = jax.tree.map(lambda x: jnp.zeros(c, x.dtype).at[ids].set(x, mode="drop"), stepped)
         own = acts[own_slot, combos[:, own_slot]]  # [C]
         best_of = jnp.max(jnp.where(ok[None, :] & (own[None, :] == jnp.arange(a)[:, None]), static[None, :], -inf),

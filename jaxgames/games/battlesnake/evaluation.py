@@ -402,7 +402,8 @@ def evaluate(
         -(f.territory < board.length[rows]).astype(jnp.float32),
     )
     total = sum(w[:_TERMS])
-    live = LIVE_BOUND * sum((wi / total) * term for wi, term in zip(w[:_TERMS], terms))
+    # terms of weight 0 left out (their features are then not computed): the same sum, bit for bit
+    live = LIVE_BOUND * sum((wi / total) * term for wi, term in zip(w[:_TERMS], terms) if wi > 0)
     sole = alive & (n_alive == 1) & (board.num_snakes > 1)
     lost = ~alive | (f.starving if w.starvation_loss else False)
     return jnp.where(sole, 1.0, jnp.where(lost, -1.0, live)).astype(jnp.float32)
