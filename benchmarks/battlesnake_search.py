@@ -22,13 +22,12 @@
     python benchmarks/battlesnake_search.py games=100 opponents=heuristic
     python benchmarks/battlesnake_search.py games=1000 depth=2 opponents=heuristic  # a CPU-sized run
     python benchmarks/battlesnake_search.py games=4 chunk=4 opponents=random_safe speed_batch=0 \
-        alphabeta=true think_anchor=alphabeta:false              # alpha-beta's think time against enumeration
+        think_anchor=alphabeta:false,step_budget:none,depth:4 think_served=true  # think time against depth 4
     python benchmarks/battlesnake_search.py --help
 
-The default depth (4, the shipped snake's) costs about a tenth of a second
-a move on one CPU core: 1,000 games take hours on a CPU (games against
-``public`` snakes last longest) and minutes on a GPU, where the search is
-vmapped over the games (`SearchAgent`'s ``vmap_roots``).
+The shipped snake's search (depth 5 with alpha-beta within a step budget)
+costs about a fifth of a second a move on one CPU core: 1,000 games take
+hours on a CPU (games against ``public`` snakes last longest).
 
 Writes ``results.json``, ``config.json`` and ``README.md`` into ``out_dir``
 (default ``results/benchmarks/battlesnake_search``), and per opponent
@@ -54,8 +53,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from jaxgames import checks, experiment
 from jaxgames.agents.battlesnake import HeuristicAgent, RandomSafeAgent
 from jaxgames.agents.battlesnake_public import TailChaserAgent
-from jaxgames.agents.battlesnake_search import (DEFAULT_POLICIES, DEFAULT_WEIGHTS, MAX_STATES, TIE_BREAKS,
-                                                SearchAgent, parse_weights)
+from jaxgames.agents.battlesnake_search import (DEFAULT_POLICIES, DEFAULT_WEIGHTS, MAX_STATES, STEP_BUDGET,
+                                                TIE_BREAKS, SearchAgent, parse_weights)
 from jaxgames.agents.q_snake import QSnakeAgent
 from jaxgames.evaluation import arena
 from jaxgames.evaluation.stats import sign_test, wilson_interval
@@ -127,7 +126,7 @@ class Config:
     chunk: int = 100
     slots: int = 0
     opponents: tuple[str, ...] = ("heuristic", "public", "random_safe")
-    depth: int = 4
+    depth: int = 5
     search_opponents: int = 2
     branching: int = 3
     best_reply: bool = True
@@ -136,8 +135,8 @@ class Config:
     learned_dir: str = ""
     tie_break: str = "mean"
     default_policy: str = "greedy"
-    alphabeta: bool = False
-    step_budget: int | None = None
+    alphabeta: bool = True
+    step_budget: int | None = STEP_BUDGET
     evaluation: tuple[str, ...] = ()
     max_states: int = MAX_STATES
     max_turns: int = 1000

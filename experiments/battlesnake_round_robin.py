@@ -8,7 +8,7 @@ Q-snake network, greedy: `jaxgames.agents.q_snake.QSnakeAgent`);
 ``search`` (`jaxgames.agents.battlesnake_search.SearchAgent` with the
 hand-written evaluation) and ``search_learned`` (the same search with the
 Q-snake network's value at the leaves, ``learned_weight=1``), both at
-``search_depth`` plies over the ``search_opponents`` nearest snakes
+``search_depth`` plies (enumerated by ``maximin``) over the ``search_opponents`` nearest snakes
 (best-reply search, or paranoid with ``search_best_reply=false``). The
 default plays the three baselines;
 ``agents=random_safe,heuristic,q_snake,search,search_learned`` plays search
@@ -110,7 +110,7 @@ def make_agent(name: str, config: Config | None = None):
     """The agent called ``name`` (its ``name`` attribute is ``name``); ``config`` gives the search settings."""
     config = config or Config()
     search = {"depth": config.search_depth, "opponents": config.search_opponents,
-              "best_reply": config.search_best_reply}
+              "best_reply": config.search_best_reply, "alphabeta": False}
     build = {
         "random": RandomAgent, "random_safe": RandomSafeAgent, "heuristic": HeuristicAgent,
         "q_snake": lambda: QSnakeAgent(name="q_snake"),

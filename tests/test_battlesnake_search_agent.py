@@ -415,13 +415,16 @@ def test_server_serves_the_search_agent_and_refuses_its_settings_for_others():
         with pytest.raises(SystemExit):
             server_from_args(["--agent", "search", *bad, "--port", "0", "--warmup-sizes", ""])
     srv, _ = server_from_args(["--agent", "search", "--port", "0", "--warmup-sizes", ""])
-    assert srv.agent.depth == 4 and srv.agent.time_budget == 0.4  # the shipped snake deepens within 400 ms
-    assert not srv.agent.alphabeta and srv.agent.step_budget is None
-    srv, _ = server_from_args(["--agent", "search", "--alphabeta", "--step-budget", "500", "--port", "0",
-                               "--warmup-sizes", ""])
+    assert srv.agent.depth == 5 and srv.agent.time_budget == 0.4  # the shipped snake: depth 5 within 400 ms
+    assert srv.agent.alphabeta and srv.agent.step_budget == 30_000
+    srv, _ = server_from_args(["--agent", "search", "--step-budget", "500", "--port", "0", "--warmup-sizes", ""])
     assert srv.agent.alphabeta and srv.agent.step_budget == 500
+    srv, _ = server_from_args(["--agent", "search", "--no-alphabeta", "--depth", "4", "--port", "0",
+                               "--warmup-sizes", ""])
+    assert not srv.agent.alphabeta and srv.agent.step_budget is None
     with pytest.raises(SystemExit):  # a step budget without alpha-beta
-        server_from_args(["--agent", "search", "--step-budget", "500", "--port", "0", "--warmup-sizes", ""])
+        server_from_args(["--agent", "search", "--no-alphabeta", "--step-budget", "500", "--port", "0",
+                          "--warmup-sizes", ""])
     srv, _ = server_from_args(["--agent", "search", "--evaluation", "hungry_unless_longest:false, food_weight:0.8",
                                "--port", "0", "--warmup-sizes", ""])
     assert srv.agent.weights["hungry_unless_longest"] is False and srv.agent.weights["food_weight"] == 0.8
@@ -765,7 +768,9 @@ def test_alphabeta_settings_raise_up_front():
     with pytest.raises(ValueError, match="reply_depth"):
         SearchAgent(alphabeta=True, reply_depth=2)
     with pytest.raises(ValueError, match="step_budget needs alphabeta"):
-        SearchAgent(step_budget=100)
+        SearchAgent(alphabeta=False, step_budget=100)
+    with pytest.raises(ValueError, match="step_budget needs alphabeta"):
+        SearchAgent(best_reply=False, step_budget=100)  # alphabeta's default is off without best reply
     with pytest.raises(ValueError, match="step_budget"):
         SearchAgent(alphabeta=True, step_budget=0)
     with pytest.raises(TypeError, match="alphabeta"):
@@ -781,3 +786,31 @@ def test_alphabeta_settings_raise_up_front():
     with pytest.raises(ValueError, match="default_policy"):
         sim.best_reply_alphabeta(env, state, jax.random.key(0), player=0, depth=2, evaluate=lambda s, k: s.rewards,
                                  searched=jnp.arange(2), default_policy=None)
+
+
+def test_act_in_time_with_a_step_budget_goes_from_depth_1_to_the_full_depth():
+    env = Battlesnake(board_size=7, num_snakes=2)
+    state = env.init(jax.random.key(0))
+    agent = SearchAgent(depth=3, opponents=1, alphabeta=True, step_budget=10_000)
+    move, depth = agent.act_in_time(env, state, jax.random.key(0), 0, 60.0)  # compiles, times depth 3 once
+    assert depth == 3 and move in range(4)
+    assert set(agent._seconds_at_depth) == {(env, 1), (env, 3)}  # depth 2 never ran: no time for it
+    # The full depth's last time does not fit: it is cut by a fifth, and the depths run in turn (depth 2 fits).
+    agent._seconds_at_depth[(env, 3)] = 10.0
+    assert agent.act_in_time(env, state, jax.random.key(0), 0, 5.0)[1] == 2
+    assert agent._seconds_at_depth[(env, 3)] == pytest.approx(8.0)  # once, though depth 3 was skipped twice
+    # The move at the full depth is the batched policy's.
+    want = int(agent.compiled(env)(jax.tree.map(lambda x: x[None], state), jax.random.key(0)[None],
+                                   jnp.zeros(1, jnp.int32))[0])
+    assert agent.act_in_time(env, state, jax.random.key(0), 0, 60.0) == (want, 3)
+
+
+def test_the_default_is_depth_5_with_alpha_beta_within_the_step_budget():
+    from jaxgames.agents.battlesnake_search import STEP_BUDGET
+    agent = SearchAgent()
+    assert (agent.depth, agent.alphabeta, agent.step_budget) == (5, True, STEP_BUDGET)
+    # without best reply (or with reply_depth) alpha-beta does not apply: off, and no step budget
+    for kw in ({"best_reply": False}, {"reply_depth": 2}):
+        other = SearchAgent(**kw)
+        assert (other.alphabeta, other.step_budget) == (False, None)
+    assert SearchAgent(step_budget=None).step_budget is None

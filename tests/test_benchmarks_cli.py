@@ -136,7 +136,13 @@ def test_search_benchmark_evaluation_setting_reaches_the_agent_and_refuses_bad_i
 
 def test_search_benchmark_games_files_of_the_defaults_before_still_resume_and_only_theirs():
     bs = _search_benchmark()
-    base = dict(games=1000, chunk=50, think_positions=0, speed_batch=0)
+    # The default since session 39 (depth 5, alpha-beta, 30,000 states) resumes session 33's D5 files: their settings,
+    # as written then into benchmarks/games/s33_d5/d5_a/games_public.npz.
+    d5 = ('{"alphabeta": true, "best_reply": true, "branching": 3, "chunk": 50, "default_policy": "greedy", "depth": 5, '
+          '"evaluation": ["hungry_unless_longest:true", "starvation_loss:true"], "max_turns": 1000, '
+          '"search_opponents": 2, "seed": 0, "step_budget": 30000, "tie_break": "mean"}')
+    assert bs.games_settings(bs.Config(games=1000, chunk=50, think_positions=0, speed_batch=0)) == d5
+    base = dict(games=1000, chunk=50, think_positions=0, speed_batch=0, depth=4, alphabeta=False, step_budget=None)
     # As the code before this change wrote them into games files: the room default without starvation_loss,
     # and default_policy=greedy evaluation=starvation_loss:true (session 27's results/s27/sl_p).
     room = ('{"best_reply": true, "branching": 3, "chunk": 50, "depth": 4, "max_turns": 1000, "search_opponents": 2, '
@@ -147,7 +153,7 @@ def test_search_benchmark_games_files_of_the_defaults_before_still_resume_and_on
     # and evaluation=hungry_unless_longest:true with that default (session 30's results/s30/h_a).
     hungry = greedy_sl.replace('["starvation_loss:true"]', '["hungry_unless_longest:true", "starvation_loss:true"]')
     off = ("hungry_unless_longest:false",)
-    assert bs.games_settings(bs.Config(**base)) == hungry  # the default now
+    assert bs.games_settings(bs.Config(**base)) == hungry  # the default of sessions 32-38
     assert bs.games_settings(bs.Config(**base, evaluation=("hungry_unless_longest:true",))) == hungry
     assert bs.games_settings(bs.Config(**base, evaluation=off)) == greedy_sl
     assert bs.games_settings(bs.Config(**base, evaluation=(*off, "starvation_loss:true"))) == greedy_sl
@@ -183,7 +189,8 @@ def test_search_benchmark_anchor_changes_only_the_named_agent_settings():
     bs = _search_benchmark()
     cfg = bs.Config(depth=5, alphabeta=True, step_budget=40000, default_policy="greedy", think_positions=10,
                     think_anchor=("alphabeta:false", "depth:4", "step_budget:none"))
-    assert cfg.anchor() == bs.Config(depth=4, default_policy="greedy", think_positions=10)
+    assert cfg.anchor() == bs.Config(depth=4, alphabeta=False, step_budget=None, default_policy="greedy",
+                                     think_positions=10)
     assert bs.Config().anchor() is None
     for anchor, words in ((("games:5",), "name from"), (("depth",), "name from"), (("depth:0",), "depth"),
                           (("alphabeta:false",), "step_budget")):  # a budget without alpha-beta
@@ -243,3 +250,19 @@ def test_search_benchmark_pairs_a_shard_by_game_index_and_refuses_bad_chunks(tmp
                      (dict(merge=str(tmp_path / "none")), "merge"), (dict(merge=str(this)), "merge")):
         with pytest.raises(ValueError, match=key):
             bs.Config(chunk=2, games=8, out_dir=str(this), **bad)
+
+
+def test_search_benchmark_times_the_served_snake_and_counts_its_depths():
+    import jax
+
+    from jaxgames.games.battlesnake import Battlesnake
+    bs = _search_benchmark()
+    with pytest.raises(ValueError, match="think_positions"):
+        bs.Config(think_served=True, think_positions=0)
+    cfg = bs.Config(depth=2, alphabeta=False, step_budget=None, search_opponents=1, think_positions=2)
+    env = Battlesnake(board_size=7, num_snakes=2)
+    boards = [env.init(jax.random.key(i)) for i in range(3)]
+    out = bs.served_time(cfg, env, boards, jax.random.key(0))
+    assert out["positions"] == 3 and out["budget_ms"] == 400
+    assert sum(out["depths"].values()) == 3 and set(out["depths"]) <= {1, 2}
+    assert out["full_depth_share"] == out["depths"].get(2, 0) / 3

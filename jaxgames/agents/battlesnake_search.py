@@ -1,6 +1,7 @@
 """A Battlesnake snake that searches: best-reply or paranoid search over the nearest snakes, with a hand-written evaluation.
 
-`SearchAgent.policy` runs `jaxgames.search.simultaneous.maximin` from one
+`SearchAgent.policy` runs `jaxgames.search.simultaneous.best_reply_alphabeta`
+(by default, within a step budget) or `jaxgames.search.simultaneous.maximin` from one
 board for snake ``player`` (traced): its own candidate moves (`candidate_moves`)
 against the ``opponents`` living snakes whose heads are nearest (Manhattan),
 the other snakes following a default policy (`greedy_moves` by default, or
@@ -61,8 +62,12 @@ the roots run one at a time (a CPU), where batches of tens run several times fas
 (`benchmarks/README.md`)."""
 
 MAX_STATES = 250_000
-"""`SearchAgent`'s default bound on enumerated states: depth 4 over the two nearest snakes enumerates 204,204 (21 joint
-moves a node; a CPU steps only the real ones, about a twentieth)."""
+"""`SearchAgent`'s default bound on enumerated states without ``alphabeta``: depth 4 over the two nearest snakes
+enumerates 204,204 (21 joint moves a node; a CPU steps only the real ones, about a twentieth)."""
+
+STEP_BUDGET = 30_000
+"""`SearchAgent`'s default ``step_budget`` with ``alphabeta``: states a move may step (depth - 1, then depth with the
+rest; chosen for the p99 think time of depth 5 at B = 1, `benchmarks/README.md`)."""
 
 
 def parse_weights(items: str | Sequence[str]) -> dict:
@@ -209,7 +214,7 @@ class SearchAgent(JaxAgent):
     """Best-reply (default) or paranoid search over the nearest snakes with `evaluation.evaluate` at the leaves.
 
     Args (keyword-only):
-        depth: plies (>= 1; default 4).
+        depth: plies (>= 1; default 5).
         opponents: snakes enumerated besides the player (>= 0; clipped to
             ``S - 1`` of the game); the others play the ``default_policy``.
         max_states: the search's bound on enumerated states (`maximin`; default `MAX_STATES`).
@@ -251,10 +256,12 @@ class SearchAgent(JaxAgent):
             uniformly.
         alphabeta: prune the best-reply tree (`simultaneous.best_reply_alphabeta`:
             the same action values; mean ties at one ply); needs ``best_reply``,
-            no ``reply_depth``; no ``max_states`` bound. Default False.
+            no ``reply_depth``; no ``max_states`` bound. None (default): True
+            with ``best_reply`` and no ``reply_depth``, else False.
         step_budget: with ``alphabeta``, states a move may step (> 0): depth - 1
             first, then ``depth`` with the rest, used only if it finished. None:
-            ``depth`` alone.
+            ``depth`` alone. ``"auto"`` (default): `STEP_BUDGET` with
+            ``alphabeta``, None without.
         default_policy: the moves of the snakes that do not answer (those not
             searched, and in best-reply search the searched ones not deviating):
             ``"greedy"`` (default) `greedy_moves`, ``"room"`` `default_moves`.
@@ -265,12 +272,12 @@ class SearchAgent(JaxAgent):
             naming it.
     """
 
-    def __init__(self, *, depth: int = 4, opponents: int = 2, max_states: int = MAX_STATES,
+    def __init__(self, *, depth: int = 5, opponents: int = 2, max_states: int = MAX_STATES,
                  branching: int | None = 3, best_reply: bool = True, reply_depth: int | None = None,
                  learned_weight: float = 0.0,
                  learned=None, time_budget: float | None = None, vmap_roots: bool | None = None,
-                 tie_break: str = "mean", default_policy: str = "greedy", alphabeta: bool = False,
-                 step_budget: int | None = None, name: str = "search", **weights):
+                 tie_break: str = "mean", default_policy: str = "greedy", alphabeta: bool | None = None,
+                 step_budget: int | str | None = "auto", name: str = "search", **weights):
         self.depth = checks.positive_int("depth", depth)
         self.branching = None if branching is None else checks.integer("branching", branching, 1, 4)
         if not isinstance(best_reply, bool):
@@ -281,11 +288,15 @@ class SearchAgent(JaxAgent):
             if not best_reply:
                 raise ValueError("reply_depth needs best_reply=True")
         self.reply_depth = reply_depth
+        if alphabeta is None:
+            alphabeta = best_reply and reply_depth is None
         if not isinstance(alphabeta, bool):
-            raise TypeError(f"alphabeta must be a bool; got {alphabeta!r}")
+            raise TypeError(f"alphabeta must be a bool or None; got {alphabeta!r}")
         if alphabeta and (not best_reply or reply_depth is not None):
             raise ValueError("alphabeta needs best_reply=True and reply_depth=None (it prunes the best-reply tree)")
         self.alphabeta = alphabeta
+        if isinstance(step_budget, str) and step_budget == "auto":
+            step_budget = STEP_BUDGET if alphabeta else None
         if step_budget is not None:
             step_budget = checks.positive_int("step_budget", step_budget)
             if not alphabeta:
@@ -518,9 +529,12 @@ class SearchAgent(JaxAgent):
         growth seen so far, or the time the same depth took on the last move
         of this game size that ran it, whichever is larger; that time is cut
         by a fifth at each move that skips the depth for it, so one slow
-        move does not keep a depth off for good. Depth 1 always runs. The
-        first call for a game compiles every depth first (seconds, not
-        counted: the server makes it at warm-up).
+        move does not keep a depth off for good. Depth 1 always runs. With a
+        ``step_budget`` (which bounds the full depth's search), depth 1 is
+        followed by ``depth`` at once when the time it took on the game's
+        last move that ran it fits, and by the depths in turn otherwise. The
+        first call for a game compiles every depth first and times ``depth``
+        once (seconds, not counted: the server makes it at warm-up).
 
         Args:
             env: the Battlesnake Env.
@@ -535,28 +549,40 @@ class SearchAgent(JaxAgent):
         checks.positive_float("budget_seconds", budget_seconds)
         batch = jax.tree.map(lambda x: jnp.asarray(x)[None], state)
         players = jnp.asarray([player], jnp.int32)
+        seen = self.__dict__.setdefault("_seconds_at_depth", {})  # (env, depth) -> seconds on the last move
+
+        def run(d: int) -> tuple[int, float]:
+            t0 = time.perf_counter()
+            out = int(np.asarray(self.compiled_at_depth(env, d)(batch, key[None], players))[0])
+            return out, time.perf_counter() - t0
+
         ready = self.__dict__.setdefault("_ready", set())
         if env not in ready:  # the first call of a game compiles every depth, untimed
             for d in range(1, self.depth + 1):
-                jax.block_until_ready(self.compiled_at_depth(env, d)(batch, key[None], players))
+                run(d)
+            if self.step_budget is not None:
+                seen[(env, self.depth)] = run(self.depth)[1]
             ready.add(env)
-        seen = self.__dict__.setdefault("_seconds_at_depth", {})  # (env, depth) -> seconds on the last move
         start = time.perf_counter()
-        move, done, last, growth = None, 0, None, 1.0
-        for d in range(1, self.depth + 1):
-            if last is not None:
-                estimate = max(last * growth, seen.get((env, d), 0.0))
-                if time.perf_counter() - start + estimate > budget_seconds:
-                    if (env, d) in seen:
-                        seen[(env, d)] *= 0.8
-                    break
-            t0 = time.perf_counter()
-            out = int(np.asarray(self.compiled_at_depth(env, d)(batch, key[None], players))[0])
-            took = time.perf_counter() - t0
+        move, last = run(1)
+        seen[(env, 1)] = last
+        done, growth = 1, float(self.joint_actions(env))
+        if self.step_budget is not None and self.depth > 2:
+            full = (env, self.depth)
+            if time.perf_counter() - start + seen.get(full, 0.0) <= budget_seconds:
+                move, seen[full] = run(self.depth)
+                return move, self.depth
+            if full in seen:
+                seen[full] *= 0.8  # cut once a move
+        cut = self.depth if self.step_budget is not None and self.depth > 2 else None
+        for d in range(2, self.depth + 1):
+            estimate = max(last * growth, seen.get((env, d), 0.0))
+            if time.perf_counter() - start + estimate > budget_seconds:
+                if (env, d) in seen and d != cut:
+                    seen[(env, d)] *= 0.8
+                break
+            out, took = run(d)
             seen[(env, d)] = took
-            if last is not None:
-                growth = max(growth, took / max(last, 1e-6))
-            else:
-                growth = float(self.joint_actions(env))
+            growth = max(growth, took / max(last, 1e-6))
             move, done, last = out, d, took
         return move, done

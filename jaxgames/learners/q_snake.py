@@ -972,8 +972,8 @@ class QSnakeLearner:
                 learned = QSnakeAgent(self.initial or init_variables(self.net, jax.random.key(0), c.view_shape),
                                       features=c.features, board_size=c.board_size, head_multiplier=c.head_multiplier,
                                       body_multiplier=c.body_multiplier)
-            self.searcher = SearchAgent(depth=c.search_depth, opponents=c.search_opponents,
-                                        learned_weight=c.search_learned_weight, learned=learned)
+            self.searcher = SearchAgent(depth=c.search_depth, opponents=c.search_opponents, alphabeta=False,
+                                        learned_weight=c.search_learned_weight, learned=learned)  # vmapped: maximin
             self.searcher.check(self.env)
         jitted = _jitted(config)
         self.self_play = functools.partial(jitted["self_play"], self)

@@ -802,10 +802,11 @@ def server_from_args(argv=None) -> tuple[BattlesnakeServer, str]:
                    help="search: among moves of equal value, the highest mean over the answers, or any (default: the agent's)")
     p.add_argument("--default-policy", choices=sorted(DEFAULT_POLICIES), default=None,
                    help="search: the moves of the snakes that do not answer (default: the agent's)")
-    p.add_argument("--alphabeta", action="store_true", default=None,
-                   help="search: the best-reply tree searched depth first with alpha-beta pruning")
+    p.add_argument("--alphabeta", action=argparse.BooleanOptionalAction, default=None,
+                   help="search: the best-reply tree searched depth first with alpha-beta pruning (default: the agent's)")
     p.add_argument("--step-budget", type=int, default=None,
-                   help="search, with --alphabeta: states a move may step (depth - 1 first, then depth with the rest)")
+                   help="search, with --alphabeta: states a move may step (depth - 1 first, then depth with the rest; "
+                        "default: the agent's)")
     p.add_argument("--time-budget-ms", type=float, default=None,
                    help=f"search: think time per move by iterative deepening (default {SEARCH_TIME_BUDGET_MS:g})")
     p.add_argument("--evaluation", default=None,
