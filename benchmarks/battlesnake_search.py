@@ -563,7 +563,8 @@ def _readme(cfg: Config, results: dict) -> str:
         sv = th.get("served")
         if sv:
             lines += ["", f"Served as the HTTP server runs it (iterative deepening within {sv['budget_ms']:g} ms), "
-                      f"the same boards: p50 {sv['p50_ms']:.1f} ms, p99 {sv['p99_ms']:.1f} ms, max {sv['max_ms']:.1f} ms; "
+                      f"the same boards: p50 {sv['p50_ms']:.1f} ms, p99 {sv['p99_ms']:.1f} ms, "
+                      f"max {sv['max_ms']:.1f} ms; "
                       f"depth {cfg.depth} finished on {100 * sv['full_depth_share']:.1f}% of the boards (boards by "
                       "depth: " + ", ".join(f"{d}: {c}" for d, c in sorted(sv["depths"].items())) + ")."]
     sp = results.get("speed")

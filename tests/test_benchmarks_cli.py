@@ -138,8 +138,8 @@ def test_search_benchmark_games_files_of_the_defaults_before_still_resume_and_on
     bs = _search_benchmark()
     # The default since session 39 (depth 5, alpha-beta, 30,000 states) resumes session 33's D5 files: their settings,
     # as written then into benchmarks/games/s33_d5/d5_a/games_public.npz.
-    d5 = ('{"alphabeta": true, "best_reply": true, "branching": 3, "chunk": 50, "default_policy": "greedy", "depth": 5, '
-          '"evaluation": ["hungry_unless_longest:true", "starvation_loss:true"], "max_turns": 1000, '
+    d5 = ('{"alphabeta": true, "best_reply": true, "branching": 3, "chunk": 50, "default_policy": "greedy", '
+          '"depth": 5, "evaluation": ["hungry_unless_longest:true", "starvation_loss:true"], "max_turns": 1000, '
           '"search_opponents": 2, "seed": 0, "step_budget": 30000, "tie_break": "mean"}')
     assert bs.games_settings(bs.Config(games=1000, chunk=50, think_positions=0, speed_batch=0)) == d5
     base = dict(games=1000, chunk=50, think_positions=0, speed_batch=0, depth=4, alphabeta=False, step_budget=None)

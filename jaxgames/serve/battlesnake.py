@@ -803,7 +803,8 @@ def server_from_args(argv=None) -> tuple[BattlesnakeServer, str]:
     p.add_argument("--default-policy", choices=sorted(DEFAULT_POLICIES), default=None,
                    help="search: the moves of the snakes that do not answer (default: the agent's)")
     p.add_argument("--alphabeta", action=argparse.BooleanOptionalAction, default=None,
-                   help="search: the best-reply tree searched depth first with alpha-beta pruning (default: the agent's)")
+                   help="search: the best-reply tree searched depth first with alpha-beta pruning "
+                        "(default: the agent's)")
     p.add_argument("--step-budget", type=int, default=None,
                    help="search, with --alphabeta: states a move may step (depth - 1 first, then depth with the rest; "
                         "default: the agent's)")
