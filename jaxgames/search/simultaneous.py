@@ -950,8 +950,8 @@ def best_reply_alphabeta(
     nobody's (a min node), ``depth`` plies. Best-reply search turns the
     many-player game into a two-player one, so alpha-beta applies (Schadd &
     Winands 2011, "Best Reply Search for Multiplayer Games"; Knuth & Moore
-    1975, fail-soft). A node steps its valid joint actions, a third of the
-    codes at a time (``vmap``), and values every child with ``evaluate``: a
+    1975, fail-soft). A node steps its valid joint actions in one ``vmap``
+    over the fewest thirds of the codes that hold them, and values every child with ``evaluate``: a
     child at the last ply is a leaf; above it the values order the search
     (the player's moves by their best child, the answers worst first). The
     root is searched with an open window for each own action, so
@@ -977,7 +977,7 @@ def best_reply_alphabeta(
         `MaximinOutput`; ``mean_values`` here is each own action's mean over
         its answers at the root of reward plus the answer's ``evaluate`` (a
         one-ply tie-break, not `maximin`'s recursive mean); ``num_steps`` the
-        states stepped, padding included (each node steps its valid codes in thirds).
+        states stepped, padding included (each node counts its valid codes in whole thirds).
 
     Raises:
         As `check_maximin_settings` with ``best_reply=True``; ValueError: no
@@ -1036,7 +1036,7 @@ def _best_reply_alphabeta(env, state, key, player, depth, evaluate, searched, de
             reward = child.rewards[:, player].astype(jnp.float32)
             return reward, reward + leaf, child.terminated | child.truncated
 
-        # the valid codes first, ``sub`` at a time; a batch with none is not stepped (about half are padding)
+        # the valid codes first, stepped in one call of the fewest whole batches of ``sub`` that hold them
         ids = jnp.concatenate([jnp.argsort(~ok, stable=True), jnp.full(batches * sub - c, c)]).astype(jnp.int32)
 
         def first(k):
