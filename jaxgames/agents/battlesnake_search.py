@@ -567,18 +567,18 @@ class SearchAgent(JaxAgent):
         move, last = run(1)
         seen[(env, 1)] = last
         done, growth = 1, float(self.joint_actions(env))
-        if self.step_budget is not None and self.depth > 2:
+        jump = self.step_budget is not None and self.depth > 2  # the step budget bounds the full depth
+        if jump:
             full = (env, self.depth)
             if time.perf_counter() - start + seen.get(full, 0.0) <= budget_seconds:
                 move, seen[full] = run(self.depth)
                 return move, self.depth
             if full in seen:
                 seen[full] *= 0.8  # cut once a move
-        cut = self.depth if self.step_budget is not None and self.depth > 2 else None
         for d in range(2, self.depth + 1):
             estimate = max(last * growth, seen.get((env, d), 0.0))
             if time.perf_counter() - start + estimate > budget_seconds:
-                if (env, d) in seen and d != cut:
+                if (env, d) in seen and not (jump and d == self.depth):  # the full depth was cut above
                     seen[(env, d)] *= 0.8
                 break
             out, took = run(d)

@@ -1039,15 +1039,15 @@ def _best_reply_alphabeta(env, state, key, player, depth, evaluate, searched, de
         # the valid codes first, stepped in one call of the fewest whole batches of ``sub`` that hold them
         ids = jnp.concatenate([jnp.argsort(~ok, stable=True), jnp.full(batches * sub - c, c)]).astype(jnp.int32)
 
+        shapes = jax.eval_shape(step, ids[:sub])
+
         def first(k):
             """The first ``k`` batches stepped at once, the rest zeros."""
             def run(ids):
-                out = step(ids[:k * sub]) if k else None
-                pad = (batches - k) * sub
-                shapes = jax.eval_shape(step, ids[:sub])
-                if out is None:
+                if not k:
                     return jax.tree.map(lambda x: jnp.zeros((batches * sub,), x.dtype), shapes)
-                return jax.tree.map(lambda x: jnp.concatenate([x, jnp.zeros((pad,), x.dtype)]) if pad else x, out)
+                pad = (batches - k) * sub
+                return jax.tree.map(lambda x: jnp.concatenate([x, jnp.zeros((pad,), x.dtype)]), step(ids[:k * sub]))
             return run
 
         stepped = jax.lax.switch((n_valid + sub - 1) // sub, [first(k) for k in range(batches + 1)], ids)
