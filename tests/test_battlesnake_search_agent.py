@@ -7,12 +7,21 @@ shorter or equal snake), never off the code under test.
 
 from __future__ import annotations
 
+import time
+
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxgames.agents.battlesnake_search import SearchAgent, candidate_moves, default_moves, greedy_moves, nearest_snakes
+from jaxgames.agents.battlesnake_search import (
+    SearchAgent,
+    _deadline_ms,
+    candidate_moves,
+    default_moves,
+    greedy_moves,
+    nearest_snakes,
+)
 from jaxgames.games.battlesnake import Battlesnake, rules
 from jaxgames.games.battlesnake.render import from_ascii
 from jaxgames.games.matrix import MatrixGame
@@ -377,7 +386,7 @@ def test_vmapped_roots_give_the_moves_of_one_root_at_a_time():
 def test_act_in_time_deepens_within_the_budget():
     env = Battlesnake(board_size=7, num_snakes=2)
     state = env.init(jax.random.key(0))
-    agent = SearchAgent(depth=2, opponents=1)
+    agent = SearchAgent(depth=2, opponents=1, alphabeta=False)  # without alpha-beta: iterative deepening
     agent.act_in_time(env, state, jax.random.key(0), 0, 60.0)  # compiles both depths
     move, depth = agent.act_in_time(env, state, jax.random.key(0), 0, 60.0)
     assert depth == 2 and move in range(4)
@@ -732,6 +741,24 @@ def test_alphabeta_values_equal_a_plain_best_reply_enumeration(depth):
         assert 40 < int(small.num_steps) < int(out.num_steps)
 
 
+def test_alphabeta_stop_ends_the_search_and_marks_it_unfinished():
+    env, state, leaf, searched, key, default = _three_close_best_reply()
+    search = jax.jit(lambda s, k, t: sim.best_reply_alphabeta(
+        env, s, k, player=1, depth=3, evaluate=leaf, searched=jnp.asarray(searched), default_policy=default,
+        stop=lambda steps: steps >= t))
+    plain = jax.jit(lambda s, k: sim.best_reply_alphabeta(env, s, k, player=1, depth=3, evaluate=leaf,
+                                                          searched=jnp.asarray(searched), default_policy=default))(
+        state, key)
+    assert int(plain.num_steps) > sim.STOP_EVERY  # so the stop is asked
+    never = search(state, key, jnp.int32(np.iinfo(np.int32).max))
+    for got, want in zip(never, plain):  # never true: the search unchanged
+        np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+    assert int(search(state, key, jnp.int32(0)).num_steps) == -1  # true at the first asking: stopped
+    with pytest.raises(TypeError, match="stop"):
+        sim.best_reply_alphabeta(env, state, key, player=1, depth=2, evaluate=leaf, searched=jnp.asarray(searched),
+                                 default_policy=default, stop=1)
+
+
 def test_alphabeta_agent_plays_the_forced_move_and_sees_the_trap():
     agent = SearchAgent(depth=3, opponents=1, alphabeta=True)
     env, state = _state(ONLY_DOWN, 2, stack={1: 1})
@@ -788,21 +815,25 @@ def test_alphabeta_settings_raise_up_front():
                                  searched=jnp.arange(2), default_policy=None)
 
 
-def test_act_in_time_with_a_step_budget_goes_from_depth_1_to_the_full_depth():
+def test_act_in_time_with_alphabeta_stops_the_full_search_at_the_deadline(monkeypatch):
+    # The clock is read each STOP_EVERY states: 1 here, so even this small search is asked at once.
+    monkeypatch.setattr(sim, "STOP_EVERY", 1)
     env = Battlesnake(board_size=7, num_snakes=2)
     state = env.init(jax.random.key(0))
     agent = SearchAgent(depth=3, opponents=1, alphabeta=True, step_budget=10_000)
-    move, depth = agent.act_in_time(env, state, jax.random.key(0), 0, 60.0)  # compiles, times depth 3 once
-    assert depth == 3 and move in range(4)
-    assert set(agent._seconds_at_depth) == {(env, 1), (env, 3)}  # depth 2 never ran: no time for it
-    # The full depth's last time does not fit: it is cut by a fifth, and the depths run in turn (depth 2 fits).
-    agent._seconds_at_depth[(env, 3)] = 10.0
-    assert agent.act_in_time(env, state, jax.random.key(0), 0, 5.0)[1] == 2
-    assert agent._seconds_at_depth[(env, 3)] == pytest.approx(8.0)  # once, though depth 3 was skipped twice
-    # The move at the full depth is the batched policy's.
-    want = int(agent.compiled(env)(jax.tree.map(lambda x: x[None], state), jax.random.key(0)[None],
-                                   jnp.zeros(1, jnp.int32))[0])
-    assert agent.act_in_time(env, state, jax.random.key(0), 0, 60.0) == (want, 3)
+    batch, keys, players = jax.tree.map(lambda x: x[None], state), jax.random.key(0)[None], jnp.zeros(1, jnp.int32)
+    want = int(agent.compiled(env)(batch, keys, players)[0])
+    assert agent.act_in_time(env, state, jax.random.key(0), 0, 60.0) == (want, 3)  # the batched policy's move
+    assert set(agent._seconds_at_depth) == set()  # no depth was timed: the deadline bounds the search
+    # A deadline already past: the full search stops at its first clock reading; depth 1's move is played.
+    shallow = int(agent.compiled_at_depth(env, 1)(batch, keys, players)[0])
+    assert agent.act_in_time(env, state, jax.random.key(0), 0, 1e-9) == (shallow, 1)
+    past = _deadline_ms(time.perf_counter() - 1.0)
+    assert int(agent.compiled_in_time(env)(batch, keys, players, past)[1][0]) == 0  # stopped before depth 2
+    future = _deadline_ms(time.perf_counter() + 60.0)
+    assert [int(x[0]) for x in agent.compiled_in_time(env)(batch, keys, players, future)] == [want, 3]
+    with pytest.raises(ValueError, match="alphabeta"):
+        SearchAgent(alphabeta=False).compiled_in_time(env)
 
 
 def test_the_default_is_depth_5_with_alpha_beta_within_the_step_budget():

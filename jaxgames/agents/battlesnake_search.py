@@ -20,8 +20,9 @@ equal worst case go to the highest mean over the answers (default) or, with
 ``tie_break="random"``, to any of them.
 
 The batched agent is one jitted call (`JaxAgent.compiled`); `act_in_time`
-adds the wall-clock budget for one board: iterative deepening, one depth at
-a time, each depth started only while the time measured for it fits.
+adds the wall-clock budget for one board: with alpha-beta, the search stopped
+at a deadline it reads from the host clock (`compiled_in_time`); without,
+iterative deepening, each depth started only while the time measured for it fits.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from collections.abc import Sequence
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.experimental import io_callback
 
 from jaxgames import checks
 from jaxgames.agents.base import JaxAgent
@@ -176,6 +178,24 @@ def greedy_moves(board: rules.Board, key: jax.Array) -> jax.Array:
 
 DEFAULT_POLICIES = {"room": default_moves, "greedy": greedy_moves}
 """`SearchAgent`'s ``default_policy`` settings: the moves of the snakes that do not answer."""
+
+
+_CLOCK_ORIGIN = time.perf_counter()
+
+
+def _deadline_ms(at: float) -> np.ndarray:
+    """int32: ``time.perf_counter()`` value ``at`` as milliseconds since import, modulo ``2 ** 32`` (wrapping)."""
+    return np.asarray((int((at - _CLOCK_ORIGIN) * 1000) + 2**31) % 2**32 - 2**31, np.int32)
+
+
+def _clock_ms() -> np.ndarray:
+    return _deadline_ms(time.perf_counter())
+
+
+def _past(deadline: jax.Array) -> jax.Array:
+    """bool ``[]``: whether the host clock (read by ``io_callback``) has reached ``deadline`` (`_deadline_ms`);
+    wrapping int32 differences, right within 24 days of it."""
+    return deadline - io_callback(_clock_ms, jax.ShapeDtypeStruct((), jnp.int32)) <= 0
 
 
 def _policy_keys(key: jax.Array) -> tuple[jax.Array, jax.Array]:
@@ -355,6 +375,11 @@ class SearchAgent(JaxAgent):
 
     def search(self, env, state, key: jax.Array, player: jax.Array, depth: int | None = None):
         """The `maximin` output for snake ``player`` in one state (pure, jittable; ``depth`` static)."""
+        return self._search(env, state, key, player, depth)[0]
+
+    def _search(self, env, state, key, player, depth=None, stop=None):
+        """``(MaximinOutput, reached int32 [])``: `search`, and the depth whose values it holds; with alpha-beta,
+        ``stop`` as in `simultaneous.best_reply_alphabeta` (a stopped search: reached 0)."""
         depth = self.depth if depth is None else depth
         board = state.board
         searched = nearest_snakes(board, player, self._searched(env))
@@ -372,20 +397,24 @@ class SearchAgent(JaxAgent):
                 return simultaneous.best_reply_alphabeta(
                     lean, env.strip_observation(state), key, player=player, depth=plies, evaluate=leaf,
                     searched=searched, default_policy=default_policy, branching=self.branching,
-                    candidates=candidates, max_steps=max_steps)
+                    candidates=candidates, max_steps=max_steps, stop=stop)
 
             if self.step_budget is None or depth == 1:
-                return alphabeta(depth)
+                out = alphabeta(depth)
+                return out, jnp.where(out.num_steps >= 0, depth, 0).astype(jnp.int32)
             shallow = alphabeta(depth - 1)
-            left = self.step_budget - shallow.num_steps
+            left = jnp.where(shallow.num_steps >= 0, self.step_budget - shallow.num_steps, 0)
             deep = alphabeta(depth, jnp.maximum(left, 1))
-            out = jax.tree.map(lambda x, y: jnp.where(deep.num_steps <= left, x, y), deep, shallow)
-            return out._replace(num_steps=shallow.num_steps + deep.num_steps)
+            use_deep = (deep.num_steps >= 0) & (deep.num_steps <= left)
+            out = jax.tree.map(lambda x, y: jnp.where(use_deep, x, y), deep, shallow)
+            stopped = (shallow.num_steps < 0) | (deep.num_steps < 0)
+            reached = jnp.where(use_deep, depth, jnp.where(shallow.num_steps >= 0, depth - 1, 0)).astype(jnp.int32)
+            return out._replace(num_steps=jnp.where(stopped, -1, shallow.num_steps + deep.num_steps)), reached
         return simultaneous.maximin(
             lean, env.strip_observation(state), key, player=player, depth=depth, evaluate=leaf, max_states=self.max_states,
             searched=searched, default_policy=default_policy, branching=self.branching,
             candidates=candidates, best_reply=self.best_reply, leaf_batch=None if self._vmap_roots() else LEAF_BATCH,
-            reply_depth=self._reply_depth(depth))
+            reply_depth=self._reply_depth(depth)), jnp.int32(depth)
 
     def _player_value(self, board: rules.Board, player: jax.Array) -> jax.Array:
         """float32 ``[]``: `evaluation.evaluate` of ``player`` alone (its own BFS only: cheaper, the same value)."""
@@ -437,11 +466,12 @@ class SearchAgent(JaxAgent):
         """
         return self._ranked_values(env, state, key, player, depth)[0]
 
-    def _ranked_values(self, env, state, key, player, depth):
-        """``(values, means)``, float32 ``[4]`` each: `move_values` and the search's ``mean_values`` less the same penalty."""
-        out = self.search(env, state, key, player, depth)
+    def _ranked_values(self, env, state, key, player, depth, stop=None):
+        """``(values, means, reached)``: `move_values` and the search's ``mean_values`` less the same penalty
+        (float32 ``[4]`` each), and `_search`'s depth reached."""
+        out, reached = self._search(env, state, key, player, depth, stop)
         risk = HEAD_TO_HEAD_PENALTY * self._unsearched_risk(env, state.board, player)
-        return out.action_values - risk, out.mean_values - risk
+        return out.action_values - risk, out.mean_values - risk, reached
 
     def batched_move_values(self, env, depth: int | None = None):
         """``(states [B, ...], keys [B], players int32 [B]) -> float32 [B, 4]``: `move_values` over roots
@@ -460,12 +490,16 @@ class SearchAgent(JaxAgent):
     def policy(self, env, state, key: jax.Array, player: jax.Array, depth: int | None = None) -> jax.Array:
         """int32 ``[]``: the maximin move of snake ``player``; ties go to the highest mean value over the
         answers (``tie_break="mean"``), then uniformly at random with ``key``."""
+        return self._decide(env, state, key, player, depth)[0]
+
+    def _decide(self, env, state, key, player, depth=None, stop=None):
+        """``(move, reached)``, int32 ``[]`` each: `policy`'s move and the depth it searched (`_search`)."""
         search_key, tie_key = _policy_keys(key)
-        values, means = self._ranked_values(env, state, search_key, player, depth)
+        values, means, reached = self._ranked_values(env, state, search_key, player, depth, stop)
         best = values == jnp.max(values)
         if self.tie_break == "mean":
             best = best & (means == jnp.max(jnp.where(best, means, -jnp.inf)))
-        return jnp.argmax(jnp.where(best, jax.random.uniform(tie_key, values.shape), -1.0)).astype(jnp.int32)
+        return jnp.argmax(jnp.where(best, jax.random.uniform(tie_key, values.shape), -1.0)).astype(jnp.int32), reached
 
     def _unsearched_risk(self, env, board: rules.Board, player: jax.Array) -> jax.Array:
         """float32 ``[4]``: 1 for a move onto a cell that a snake not searched, at least as long, can also enter."""
@@ -521,20 +555,19 @@ class SearchAgent(JaxAgent):
         return self.compiled_at_depth(env, self.depth)
 
     def act_in_time(self, env, state, key: jax.Array, player: int, budget_seconds: float) -> tuple[int, int]:
-        """One board's move within a wall-clock budget, by iterative deepening.
+        """One board's move within a wall-clock budget.
 
-        Depths 1, 2, ... up to ``depth`` run in turn; the next depth starts
-        only while the time already spent plus its estimate stays within
-        ``budget_seconds``. The estimate is the last depth's time times the
-        growth seen so far, or the time the same depth took on the last move
-        of this game size that ran it, whichever is larger; that time is cut
-        by a fifth at each move that skips the depth for it, so one slow
-        move does not keep a depth off for good. Depth 1 always runs. With a
-        ``step_budget`` (which bounds the full depth's search), depth 1 is
-        followed by ``depth`` at once when the time it took on the game's
-        last move that ran it fits, and by the depths in turn otherwise. The
-        first call for a game compiles every depth first and times ``depth``
-        once (seconds, not counted: the server makes it at warm-up).
+        Depth 1 always runs first. With ``alphabeta``, the full search follows
+        (`policy`'s at ``depth``, within its ``step_budget``), reading the host
+        clock each `simultaneous.STOP_EVERY` states stepped and stopping
+        ``budget_seconds`` after the call began: its move when it finished
+        ``depth`` or (the step budget spent) ``depth - 1``, else depth 1's.
+        Without, iterative deepening: depths 2, 3, ... each started only while
+        the time spent plus its estimate fits, the estimate being the last
+        depth's time times the growth seen so far, or the time the same depth
+        took on the last move of this game size that ran it (cut by a fifth
+        at each move that skips it), whichever is larger. The first call for
+        a game compiles first (seconds, not counted: the server's warm-up).
 
         Args:
             env: the Battlesnake Env.
@@ -549,36 +582,34 @@ class SearchAgent(JaxAgent):
         checks.positive_float("budget_seconds", budget_seconds)
         batch = jax.tree.map(lambda x: jnp.asarray(x)[None], state)
         players = jnp.asarray([player], jnp.int32)
+        keys = key[None]
         seen = self.__dict__.setdefault("_seconds_at_depth", {})  # (env, depth) -> seconds on the last move
+        timed = self.alphabeta and self.depth > 1
 
         def run(d: int) -> tuple[int, float]:
             t0 = time.perf_counter()
-            out = int(np.asarray(self.compiled_at_depth(env, d)(batch, key[None], players))[0])
+            out = int(np.asarray(self.compiled_at_depth(env, d)(batch, keys, players))[0])
             return out, time.perf_counter() - t0
 
         ready = self.__dict__.setdefault("_ready", set())
-        if env not in ready:  # the first call of a game compiles every depth, untimed
-            for d in range(1, self.depth + 1):
+        if env not in ready:  # the first call of a game compiles, untimed
+            for d in (1,) if timed else range(1, self.depth + 1):
                 run(d)
-            if self.step_budget is not None:
-                seen[(env, self.depth)] = run(self.depth)[1]
+            if timed:
+                self.compiled_in_time(env)(batch, keys, players, _deadline_ms(time.perf_counter() + 1e6))
             ready.add(env)
         start = time.perf_counter()
         move, last = run(1)
+        if timed:
+            deadline = _deadline_ms(start + budget_seconds)
+            deep, reached = (int(x[0]) for x in self.compiled_in_time(env)(batch, keys, players, deadline))
+            return (deep, reached) if reached > 0 else (move, 1)
         seen[(env, 1)] = last
         done, growth = 1, float(self.joint_actions(env))
-        jump = self.step_budget is not None and self.depth > 2  # the step budget bounds the full depth
-        if jump:
-            full = (env, self.depth)
-            if time.perf_counter() - start + seen.get(full, 0.0) <= budget_seconds:
-                move, seen[full] = run(self.depth)
-                return move, self.depth
-            if full in seen:
-                seen[full] *= 0.8  # cut once a move
         for d in range(2, self.depth + 1):
             estimate = max(last * growth, seen.get((env, d), 0.0))
             if time.perf_counter() - start + estimate > budget_seconds:
-                if (env, d) in seen and not (jump and d == self.depth):  # the full depth was cut above
+                if (env, d) in seen:
                     seen[(env, d)] *= 0.8
                 break
             out, took = run(d)
@@ -586,3 +617,22 @@ class SearchAgent(JaxAgent):
             growth = max(growth, took / max(last, 1e-6))
             move, done, last = out, d, took
         return move, done
+
+    def compiled_in_time(self, env):
+        """The jitted batched policy at ``depth`` with alpha-beta, stopped at a deadline, built once per game:
+        ``(states [B, ...], keys [B], players int32 [B], deadline int32 []) -> (moves, depths)``, int32 ``[B]``
+        each; ``deadline`` in `_deadline_ms`'s clock; depth 0 where it stopped before ``depth - 1`` finished."""
+        if not self.alphabeta:
+            raise ValueError("compiled_in_time needs alphabeta=True")
+        cache = self.__dict__.setdefault("_in_time", {})
+        if env not in cache:
+            self.check(env)
+
+            def policy(arrays, states, keys, players, deadline):
+                agent = self.with_arrays(arrays)
+                stop = lambda steps: _past(deadline)  # noqa: E731
+                return agent._over_roots(lambda s, k, p: agent._decide(env, s, k, p, stop=stop))(states, keys, players)
+
+            cache[env] = jax.jit(policy)
+        fn = cache[env]
+        return lambda states, keys, players, deadline: fn(self.arrays(), states, keys, players, deadline)

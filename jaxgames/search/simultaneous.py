@@ -30,7 +30,8 @@ Both searches are written for ONE root, pure JAX; `sm_mcts_batch` and
   a default policy: ``K + K (M - 1) K`` joint actions a node.
 * `best_reply_alphabeta`: the same best-reply tree searched depth first with
   alpha-beta pruning (Knuth & Moore 1975): equal root values, far fewer
-  states, an optional budget of stepped states.
+  states, an optional budget of stepped states and a ``stop`` predicate
+  (e.g. a wall-clock deadline).
 
 Errors (before tracing): ``TypeError``/``ValueError`` naming the value for a
 sequential env, a batched root given to a one-root function, a root not
@@ -72,6 +73,10 @@ DENSE_CHILDREN_LIMIT = 2**22
 
 DEFAULT_MAX_STATES = 100_000
 """Default bound on the states `maximin` enumerates."""
+
+STOP_EVERY = 512
+"""`best_reply_alphabeta` asks its ``stop`` each time the states stepped pass a multiple of this (a few ms of search
+on a CPU at one root)."""
 
 _FMIN = float(np.finfo(np.float32).min)
 _FMAX = float(np.finfo(np.float32).max)
@@ -941,6 +946,7 @@ def best_reply_alphabeta(
     candidates: Callable[[Any], jax.Array] | None = None,
     params=None,
     max_steps: int | jax.Array | None = None,
+    stop: Callable[[jax.Array], jax.Array] | None = None,
 ) -> MaximinOutput:
     """`maximin`'s best-reply search, depth first with alpha-beta pruning: the same values, far fewer states.
 
@@ -972,6 +978,10 @@ def best_reply_alphabeta(
             traced): the search stops once ``num_steps`` passes it, and its
             values are then incomplete (use them only if ``num_steps <=
             max_steps``). None: no budget.
+        stop: ``steps int32 [] -> bool []``, asked each time the states
+            stepped pass a multiple of `STOP_EVERY` (e.g. a clock read by
+            ``io_callback``); True ends the search, whose values are then
+            incomplete and ``num_steps`` -1. None: never asked.
 
     Returns:
         `MaximinOutput`; ``mean_values`` here is each own action's mean over
@@ -991,6 +1001,8 @@ def best_reply_alphabeta(
                            best_reply=True)
     if evaluate is None or not callable(evaluate):
         raise TypeError(f"evaluate must be callable (state, key) -> float32 [num_players]; got {evaluate!r}")
+    if stop is not None and not callable(stop):
+        raise TypeError(f"stop must be callable (steps) -> bool or None; got {stop!r}")
     if max_steps is None:
         max_steps = np.iinfo(np.int32).max
     elif not isinstance(max_steps, jax.core.Tracer):
@@ -999,11 +1011,11 @@ def best_reply_alphabeta(
     return _best_reply_alphabeta(env, state, key, jnp.asarray(player, jnp.int32), int(depth), evaluate,
                                  jnp.asarray(searched, jnp.int32), default_policy,
                                  None if branching is None else int(branching), candidates, params,
-                                 jnp.asarray(max_steps, jnp.int32))
+                                 jnp.asarray(max_steps, jnp.int32), stop)
 
 
 def _best_reply_alphabeta(env, state, key, player, depth, evaluate, searched, default_policy, branching, candidates,
-                          params, max_steps) -> MaximinOutput:
+                          params, max_steps, stop=None) -> MaximinOutput:
     n, a = int(env.num_players), int(env.num_actions)
     m = int(searched.shape[0])
     own_slot = jnp.argmax(searched == player)
@@ -1084,7 +1096,7 @@ def _best_reply_alphabeta(env, state, key, player, depth, evaluate, searched, de
         steps = stepped(root[8])
     else:
         child_of = lambda s, joint, ply: env.step(s, joint, ply_keys[ply], params)  # noqa: E731
-        worst, steps = _alphabeta_loop(root, expand, child_of, last_ply_value, stepped, depth, c, a, max_steps)
+        worst, steps = _alphabeta_loop(root, expand, child_of, last_ply_value, stepped, depth, c, a, max_steps, stop)
     action_values = jnp.where(enumerated_action, worst, _FMIN).astype(jnp.float32)
     return MaximinOutput(
         action=jnp.argmax(action_values).astype(jnp.int32),
@@ -1116,8 +1128,9 @@ class _Ply(NamedTuple):
     beta: jax.Array  # float32 [P]
 
 
-def _alphabeta_loop(root, expand, child_of, last_ply_value, stepped, depth, c, a, max_steps):
-    """The depth-first search under the root: ``(worst float32 [A] per own action at the root, states stepped)``."""
+def _alphabeta_loop(root, expand, child_of, last_ply_value, stepped, depth, c, a, max_steps, stop=None):
+    """The depth-first search under the root: ``(worst float32 [A] per own action at the root, states stepped)``;
+    -1 states when ``stop`` ended it."""
     inf = jnp.float32(jnp.inf)
     plies = depth - 1
 
@@ -1136,10 +1149,10 @@ def _alphabeta_loop(root, expand, child_of, last_ply_value, stepped, depth, c, a
     root_worst = jnp.full(a, inf)
 
     def cond(carry):
-        return ~carry[3] & (carry[4] <= max_steps)
+        return ~carry[3] & (carry[4] <= max_steps) & ~carry[5]
 
     def body(carry):
-        stack, p, root_worst, finished, steps = carry
+        stack, p, root_worst, finished, steps, stopped = carry
         at = lambda x: x[p]  # noqa: E731
         i = at(stack.pos)
         at_end = i >= at(stack.n_valid)
@@ -1179,6 +1192,10 @@ def _alphabeta_loop(root, expand, child_of, last_ply_value, stepped, depth, c, a
 
         stack, entered_value, more = jax.lax.cond(enter, enter_child, lambda st: (st, jnp.float32(0.0), jnp.int32(0)),
                                                   stack)
+        if stop is not None:  # asked when the steps pass a multiple of STOP_EVERY
+            passed = steps // STOP_EVERY != (steps + more) // STOP_EVERY
+            stopped = jax.lax.cond(passed, lambda: jnp.asarray(stop(steps + more), jnp.bool_),
+                                   lambda: jnp.bool_(False))
         steps = steps + more
         resolved_value = jnp.where(terminal, at(stack.static)[code], entered_value)
 
@@ -1200,8 +1217,9 @@ def _alphabeta_loop(root, expand, child_of, last_ply_value, stepped, depth, c, a
         )
         finished = leave & ~leave_up
         p = jnp.where(push, q, jnp.where(leave_up, parent, p))
-        return stack, p, root_worst, finished, steps
+        return stack, p, root_worst, finished, steps, stopped
 
-    carry = (stack, jnp.int32(0), root_worst, jnp.bool_(False), stepped(root[8]))
-    _, _, root_worst, _, steps = jax.lax.while_loop(cond, body, carry)
+    carry = (stack, jnp.int32(0), root_worst, jnp.bool_(False), stepped(root[8]), jnp.bool_(False))
+    _, _, root_worst, finished, steps, stopped = jax.lax.while_loop(cond, body, carry)
+    steps = jnp.where(stopped & ~finished, -1, steps)
     return jnp.where(root_worst < inf, root_worst, _FMIN), steps

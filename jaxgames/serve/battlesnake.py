@@ -68,8 +68,8 @@ shipped weights only when built; ``search`` takes ``--depth``, ``--opponents``, 
 ``--tie-break``, ``--default-policy``, ``--alphabeta``, ``--step-budget``, ``--time-budget-ms`` and ``--evaluation``."""
 
 SEARCH_TIME_BUDGET_MS = 0.8 * DEFAULT_TIMEOUT_MS
-"""``--agent search``'s default think time per move (ms; 80% of `DEFAULT_TIMEOUT_MS`, 400): iterative deepening up
-to the agent's depth."""
+"""``--agent search``'s default think time per move (ms; 80% of `DEFAULT_TIMEOUT_MS`, 400): `SearchAgent.act_in_time`
+(the search stopped at this deadline; without alpha-beta, iterative deepening up to the agent's depth)."""
 
 _INT32_MAX = 2**31 - 1
 _FALLBACK_ORDER = (("up", 0, 1), ("right", 1, 0), ("down", 0, -1), ("left", -1, 0))
@@ -809,7 +809,7 @@ def server_from_args(argv=None) -> tuple[BattlesnakeServer, str]:
                    help="search, with --alphabeta: states a move may step (depth - 1 first, then depth with the rest; "
                         "default: the agent's)")
     p.add_argument("--time-budget-ms", type=float, default=None,
-                   help=f"search: think time per move by iterative deepening (default {SEARCH_TIME_BUDGET_MS:g})")
+                   help=f"search: think time per move, a deadline for the search (default {SEARCH_TIME_BUDGET_MS:g})")
     p.add_argument("--evaluation", default=None,
                    help="search: leaf evaluation keywords of evaluate, name:value comma-separated "
                         "(e.g. hungry_unless_longest:false,food_weight:0.8; default: the agent's)")
