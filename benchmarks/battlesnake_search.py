@@ -106,8 +106,9 @@ class Config:
             this run's agent settings with these ``name:value`` changes (e.g. ``alphabeta:false,depth:4``);
             its times and the ratios to them are reported beside this search's. ``()``: none.
         think_served: also time the snake as the HTTP server runs it on the same boards (`SearchAgent.act_in_time`
-            within ``--agent search``'s default budget, `serve.battlesnake.SEARCH_TIME_BUDGET_MS`): its p50 and
-            p99 and the share of boards on which it finished ``depth``.
+            within ``served_budget_ms``): its p50 and p99 and the share of boards on which it finished ``depth``.
+        served_budget_ms: the served snake's think time per move (ms, > 0; default ``--agent search``'s,
+            `serve.battlesnake.SEARCH_TIME_BUDGET_MS`).
         speed_batch: roots per call in the batched speed measurement (0: none).
         seed: PRNG seed.
         out_dir: results folder.
@@ -143,6 +144,7 @@ class Config:
     think_positions: int = 300
     think_anchor: tuple[str, ...] = ()
     think_served: bool = False
+    served_budget_ms: float = SEARCH_TIME_BUDGET_MS
     speed_batch: int = 256
     seed: int = 0
     out_dir: str = "results/benchmarks/battlesnake_search"
@@ -161,6 +163,7 @@ class Config:
         for name in ("best_reply", "think_served"):
             if not isinstance(getattr(self, name), bool):
                 raise TypeError(f"{name} must be a bool; got {getattr(self, name)!r}")
+        checks.positive_float("served_budget_ms", self.served_budget_ms)
         if self.think_served and not self.think_positions:
             raise ValueError("think_served=true needs think_positions > 0")
         checks.non_negative_int("seed", self.seed)
@@ -466,9 +469,9 @@ def think_time(cfg: Config, key: jax.Array) -> dict:
 
 
 def served_time(cfg: Config, env: Battlesnake, boards: list, key: jax.Array) -> dict:
-    """The snake as ``--agent search`` serves it (`SearchAgent.act_in_time` within `SEARCH_TIME_BUDGET_MS`), timed on
-    ``boards`` one at a time, in order (its depth estimates carry over from board to board, as within a game)."""
-    budget = SEARCH_TIME_BUDGET_MS / 1000
+    """The snake as ``--agent search`` serves it (`SearchAgent.act_in_time` within ``cfg.served_budget_ms``), timed
+    on ``boards`` one at a time, in order (its depth estimates carry over from board to board, as within a game)."""
+    budget = cfg.served_budget_ms / 1000
     agent = cfg.agent()
     agent.act_in_time(env, boards[0], key, 0, budget)  # compiles every depth (the server's warm-up)
     ms, depths = np.zeros(len(boards)), np.zeros(len(boards), np.int32)
@@ -477,7 +480,7 @@ def served_time(cfg: Config, env: Battlesnake, boards: list, key: jax.Array) -> 
         t0 = time.perf_counter()
         depths[i] = agent.act_in_time(env, s, jax.random.fold_in(key, i), 0, budget)[1]
         ms[i] = (time.perf_counter() - t0) * 1000
-    return {**time_summary(ms), "budget_ms": SEARCH_TIME_BUDGET_MS,
+    return {**time_summary(ms), "budget_ms": cfg.served_budget_ms,
             "full_depth_share": float(np.mean(depths == cfg.depth)),
             "depths": {int(d): int(np.sum(depths == d)) for d in np.unique(depths)}}
 

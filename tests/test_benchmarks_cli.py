@@ -259,10 +259,12 @@ def test_search_benchmark_times_the_served_snake_and_counts_its_depths():
     bs = _search_benchmark()
     with pytest.raises(ValueError, match="think_positions"):
         bs.Config(think_served=True, think_positions=0)
+    with pytest.raises(ValueError, match="served_budget_ms"):
+        bs.Config(think_served=True, served_budget_ms=0.0)
     cfg = bs.Config(depth=2, alphabeta=False, step_budget=None, search_opponents=1, think_positions=2)
     env = Battlesnake(board_size=7, num_snakes=2)
     boards = [env.init(jax.random.key(i)) for i in range(3)]
     out = bs.served_time(cfg, env, boards, jax.random.key(0))
-    assert out["positions"] == 3 and out["budget_ms"] == 400
+    assert out["positions"] == 3 and out["budget_ms"] == 400  # --agent search's default
     assert sum(out["depths"].values()) == 3 and set(out["depths"]) <= {1, 2}
     assert out["full_depth_share"] == out["depths"].get(2, 0) / 3
