@@ -180,6 +180,9 @@ DEFAULT_POLICIES = {"room": default_moves, "greedy": greedy_moves}
 """`SearchAgent`'s ``default_policy`` settings: the moves of the snakes that do not answer."""
 
 
+STOP_RESERVE = 0.05
+"""The share of `SearchAgent.act_in_time`'s budget kept for the search's last clock period and its return."""
+
 _CLOCK_ORIGIN = time.perf_counter()
 
 
@@ -559,9 +562,10 @@ class SearchAgent(JaxAgent):
 
         Depth 1 always runs first. With ``alphabeta``, the full search follows
         (`policy`'s at ``depth``, within its ``step_budget``), reading the host
-        clock each `simultaneous.STOP_EVERY` states stepped and stopping
-        ``budget_seconds`` after the call began: its move when it finished
-        ``depth`` or (the step budget spent) ``depth - 1``, else depth 1's.
+        clock each `simultaneous.STOP_EVERY` states stepped and stopping at
+        ``budget_seconds`` from the call, less a `STOP_RESERVE` share: its move
+        when it finished ``depth`` or (the step budget spent) ``depth - 1``,
+        else depth 1's.
         Without, iterative deepening: depths 2, 3, ... each started only while
         the time spent plus its estimate fits, the estimate being the last
         depth's time times the growth seen so far, or the time the same depth
@@ -601,7 +605,7 @@ class SearchAgent(JaxAgent):
         start = time.perf_counter()
         move, last = run(1)
         if timed:
-            deadline = _deadline_ms(start + budget_seconds)
+            deadline = _deadline_ms(start + budget_seconds * (1.0 - STOP_RESERVE))
             deep, reached = (int(x[0]) for x in self.compiled_in_time(env)(batch, keys, players, deadline))
             return (deep, reached) if reached > 0 else (move, 1)
         seen[(env, 1)] = last
