@@ -625,7 +625,8 @@ class SearchAgent(JaxAgent):
     def compiled_in_time(self, env):
         """The jitted batched policy at ``depth`` with alpha-beta, stopped at a deadline, built once per game:
         ``(states [B, ...], keys [B], players int32 [B], deadline int32 []) -> (moves, depths)``, int32 ``[B]``
-        each; ``deadline`` in `_deadline_ms`'s clock; depth 0 where it stopped before ``depth - 1`` finished."""
+        each; ``deadline`` in `_deadline_ms`'s clock; depth 0 where it stopped before a search it can play finished
+        (``depth``, or ``depth - 1`` with the step budget spent)."""
         if not self.alphabeta:
             raise ValueError("compiled_in_time needs alphabeta=True")
         cache = self.__dict__.setdefault("_in_time", {})
