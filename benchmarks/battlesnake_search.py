@@ -470,10 +470,11 @@ def think_time(cfg: Config, key: jax.Array) -> dict:
 
 def served_time(cfg: Config, env: Battlesnake, boards: list, key: jax.Array) -> dict:
     """The snake as ``--agent search`` serves it (`SearchAgent.act_in_time` within ``cfg.served_budget_ms``), timed
-    on ``boards`` one at a time, in order (its depth estimates carry over from board to board, as within a game)."""
+    on ``boards`` one at a time, in order (without alpha-beta its depth estimates carry over from board to board, as
+    within a game)."""
     budget = cfg.served_budget_ms / 1000
     agent = cfg.agent()
-    agent.act_in_time(env, boards[0], key, 0, budget)  # compiles every depth (the server's warm-up)
+    agent.act_in_time(env, boards[0], key, 0, budget)  # compiles (the server's warm-up)
     ms, depths = np.zeros(len(boards)), np.zeros(len(boards), np.int32)
     for i, s in enumerate(boards):
         jax.block_until_ready(s)
