@@ -626,7 +626,11 @@ class SearchAgent(JaxAgent):
         """The jitted batched policy at ``depth`` with alpha-beta, stopped at a deadline, built once per game:
         ``(states [B, ...], keys [B], players int32 [B], deadline int32 []) -> (moves, depths)``, int32 ``[B]``
         each; ``deadline`` in `_deadline_ms`'s clock; depth 0 where it stopped before a search it can play finished
-        (``depth``, or ``depth - 1`` with the step budget spent)."""
+        (``depth``, or ``depth - 1`` with the step budget spent).
+
+        Raises:
+            ValueError: an agent without ``alphabeta`` (it has no search to stop).
+        """
         if not self.alphabeta:
             raise ValueError("compiled_in_time needs alphabeta=True")
         cache = self.__dict__.setdefault("_in_time", {})

@@ -987,12 +987,12 @@ def best_reply_alphabeta(
         `MaximinOutput`; ``mean_values`` here is each own action's mean over
         its answers at the root of reward plus the answer's ``evaluate`` (a
         one-ply tie-break, not `maximin`'s recursive mean); ``num_steps`` the
-        states stepped, padding included (each node counts its valid codes in whole thirds).
+        states stepped, padding included (each node counts its valid codes in whole thirds), -1 if stopped.
 
     Raises:
         As `check_maximin_settings` with ``best_reply=True``; ValueError: no
-        ``searched``, a ``max_steps`` < 1; TypeError: an ``evaluate`` that is
-        not callable.
+        ``searched``, a ``max_steps`` < 1; TypeError: an ``evaluate`` or a
+        ``stop`` that is not callable.
     """
     if searched is None:
         raise ValueError("best_reply_alphabeta needs searched: the players whose moves are enumerated")
